@@ -1,0 +1,86 @@
+//! PyO3 bindings: the thin bridge from Python to the Rust model. Everything crosses
+//! as JSON text so the Python layer and the result files share one schema.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use thplab_workload::costs::CostProfile;
+use thplab_workload::{knobs, parse_workload, MachineSpec};
+
+/// Parse and validate a workload (JSON text); returns it normalised as JSON.
+/// Raises ValueError naming the bad field.
+#[pyfunction]
+fn parse_workload_json(text: &str) -> PyResult<String> {
+    parse_workload(text).map(|w| w.to_json()).map_err(PyValueError::new_err)
+}
+
+/// Parse a machine argument (shorthand such as "2x512G,cpus=80" or a JSON object).
+#[pyfunction]
+fn parse_machine(text: &str) -> PyResult<String> {
+    MachineSpec::parse_any(text).map(|m| serde_json::to_string(&m).unwrap()).map_err(PyValueError::new_err)
+}
+
+/// The knob registry as JSON: name, kind, path, default, values, doc.
+#[pyfunction]
+fn knob_registry() -> String {
+    serde_json::to_string(&knobs::registry()).unwrap()
+}
+
+/// Validate one knob assignment; returns (canonical name, normalised value).
+#[pyfunction]
+fn check_knob(name: &str, value: &str) -> PyResult<(String, String)> {
+    knobs::check_assignment(name, value).map_err(PyValueError::new_err)
+}
+
+/// The default cost profile as TOML.
+#[pyfunction]
+fn default_costs() -> String {
+    CostProfile::default().to_toml()
+}
+
+/// Parse a cost profile (TOML); returns it complete, as TOML.
+#[pyfunction]
+fn parse_costs(text: &str) -> PyResult<String> {
+    CostProfile::from_toml(text).and_then(|c| c.validate().map(|_| c.to_toml())).map_err(PyValueError::new_err)
+}
+
+/// Run a workload through the model.
+/// workload: JSON text; machine: shorthand/JSON or None (the workload's, else "24G");
+/// knobs: list of (name, value) applied over the workload's; costs: TOML text or None;
+/// seed: overrides the workload's; check: run the invariant checker.
+/// Returns the result as JSON text. Raises ValueError for bad input.
+#[pyfunction]
+#[pyo3(signature = (workload, machine=None, knobs=vec![], costs=None, seed=None, check=false))]
+fn run_model(
+    py: Python<'_>,
+    workload: &str,
+    machine: Option<&str>,
+    knobs: Vec<(String, String)>,
+    costs: Option<&str>,
+    seed: Option<u64>,
+    check: bool,
+) -> PyResult<String> {
+    let w = parse_workload(workload).map_err(PyValueError::new_err)?;
+    let machine = machine.map(MachineSpec::parse_any).transpose().map_err(PyValueError::new_err)?;
+    let costs = costs.map(CostProfile::from_toml).transpose().map_err(PyValueError::new_err)?;
+    let opts = thplab_model::RunOptions { machine, knobs, costs, seed, check };
+    let r = py.detach(|| thplab_model::run(&w, &opts)).map_err(PyValueError::new_err)?;
+    Ok(r.to_json())
+}
+
+#[pyfunction]
+fn version() -> &'static str {
+    thplab_workload::VERSION
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(parse_workload_json, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_machine, m)?)?;
+    m.add_function(wrap_pyfunction!(knob_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(check_knob, m)?)?;
+    m.add_function(wrap_pyfunction!(default_costs, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_costs, m)?)?;
+    m.add_function(wrap_pyfunction!(run_model, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! thplab's shared contract: the workload language, the machine description, the
+//! knob registry and the result schema, used by the model, the live-kernel runner
+//! and the Python layer alike.
+
+pub mod costs;
+pub mod knobs;
+pub mod machine;
+pub mod result;
+pub mod units;
+pub mod workload;
+
+pub use machine::MachineSpec;
+pub use result::RunResult;
+pub use workload::{parse_workload, Op, Workload};
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,689 @@
+//! The workload language. One document, two backends: every operation has a
+//! real-kernel meaning (the syscalls the live runner makes, given in each op's doc)
+//! and a model meaning (what `thplab-model` does for it).
+//!
+//! ```json
+//! {"name": "seed000", "seed": 1,
+//!  "knobs": {"transparent_hugepage/enabled": "madvise"},
+//!  "processes": [{"name": "test", "ops": [
+//!     {"op": "mmap", "name": "buf", "size": "10G"},
+//!     {"op": "madvise", "region": "buf", "advice": "hugepage"},
+//!     {"op": "write", "region": "buf", "every": "2M", "length": "4K", "data": 255, "byte": 0, "bytes": 1},
+//!     {"op": "madvise", "region": "buf", "advice": "pageout"},
+//!     {"op": "munmap", "region": "buf"}]}]}
+//! ```
+
+use crate::knobs;
+use crate::machine::MachineSpec;
+use crate::units::{fmt_size, Duration, Size, PAGE_SIZE};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A byte range of a named region, optionally repeated every `every` bytes.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct RangeSpec {
+    pub region: String,
+    /// Start within the region (default 0); with `every`, start within each stride.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<Size>,
+    /// Length (default: to the end of the region, or of the stride with `every`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<Size>,
+    /// Repeat the range every this many bytes across the whole region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<Size>,
+}
+
+impl RangeSpec {
+    /// The concrete (start, len) pieces within a region of `region_size` bytes.
+    pub fn pieces(&self, region_size: u64) -> Vec<(u64, u64)> {
+        let mut v = vec![];
+        self.for_each_piece(region_size, |a, l| v.push((a, l)));
+        v
+    }
+    /// Calls `f(start, len)` for each piece, in address order, without allocating.
+    pub fn for_each_piece(&self, region_size: u64, mut f: impl FnMut(u64, u64)) {
+        let off = self.offset.map_or(0, |s| s.0);
+        match self.every {
+            None => {
+                let len = self.length.map_or(region_size.saturating_sub(off), |s| s.0);
+                if len > 0 {
+                    f(off, len)
+                }
+            }
+            Some(Size(every)) => {
+                let len = self.length.map_or(every.saturating_sub(off), |s| s.0);
+                let mut base = 0;
+                while base + off < region_size && len > 0 {
+                    let l = len.min(region_size - (base + off));
+                    f(base + off, l);
+                    base += every;
+                }
+            }
+        }
+    }
+    pub fn total_len(&self, region_size: u64) -> u64 {
+        let mut t = 0;
+        self.for_each_piece(region_size, |_, l| t += l);
+        t
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Advice {
+    /// MADV_HUGEPAGE (14)
+    Hugepage,
+    /// MADV_NOHUGEPAGE (15)
+    Nohugepage,
+    /// MADV_COLD (20)
+    Cold,
+    /// MADV_PAGEOUT (21)
+    Pageout,
+    /// MADV_FREE (8)
+    Free,
+    /// MADV_DONTNEED (4)
+    Dontneed,
+    /// MADV_COLLAPSE (25)
+    Collapse,
+    /// MADV_WILLNEED (3)
+    Willneed,
+}
+impl Advice {
+    /// The advice number as in include/uapi/asm-generic/mman-common.h.
+    pub fn number(self) -> i32 {
+        match self {
+            Advice::Hugepage => 14,
+            Advice::Nohugepage => 15,
+            Advice::Cold => 20,
+            Advice::Pageout => 21,
+            Advice::Free => 8,
+            Advice::Dontneed => 4,
+            Advice::Collapse => 25,
+            Advice::Willneed => 3,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Advice::Hugepage => "MADV_HUGEPAGE",
+            Advice::Nohugepage => "MADV_NOHUGEPAGE",
+            Advice::Cold => "MADV_COLD",
+            Advice::Pageout => "MADV_PAGEOUT",
+            Advice::Free => "MADV_FREE",
+            Advice::Dontneed => "MADV_DONTNEED",
+            Advice::Collapse => "MADV_COLLAPSE",
+            Advice::Willneed => "MADV_WILLNEED",
+        }
+    }
+}
+
+/// What a write puts into the bytes it covers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum WriteData {
+    /// A byte value repeated (`memset`). 0 writes zeros.
+    Byte(u8),
+    /// `"random"` (incompressible, from a PRNG seeded by the workload seed) or
+    /// `"text"` (compressible ~3:1, a fixed corpus).
+    Kind(DataKind),
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataKind {
+    Random,
+    Text,
+}
+impl Default for WriteData {
+    fn default() -> Self {
+        WriteData::Byte(0xff)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessPattern {
+    /// Sequential by `stride` bytes, wrapping around.
+    Seq,
+    /// Uniformly random cache lines.
+    Random,
+    /// Zipf-distributed 4 KiB pages (skew `theta`), random line within the page.
+    Zipf,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Prot {
+    None,
+    R,
+    Rw,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// `mmap(NULL, size, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS[|MAP_POPULATE], -1, 0)`;
+    /// with `align`, a larger mapping trimmed by munmap to an aligned start.
+    Mmap {
+        name: String,
+        size: Size,
+        #[serde(default, skip_serializing_if = "is_false")]
+        populate: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        align: Option<Size>,
+    },
+    /// `munmap(addr, len)` for each piece of the range.
+    Munmap {
+        #[serde(flatten)]
+        range: RangeSpec,
+    },
+    /// `mprotect(addr, len, prot)` for each piece.
+    Mprotect {
+        #[serde(flatten)]
+        range: RangeSpec,
+        prot: Prot,
+    },
+    /// `madvise(addr, len, advice)` for each piece.
+    Madvise {
+        #[serde(flatten)]
+        range: RangeSpec,
+        advice: Advice,
+    },
+    /// For every 4 KiB page of the range: `memset(page + byte, data, bytes)` (or PRNG/text bytes).
+    Write {
+        #[serde(flatten)]
+        range: RangeSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        byte: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u32>,
+        #[serde(default)]
+        data: WriteData,
+    },
+    /// For every 4 KiB page of the range: a one-byte load at `page + byte`.
+    Read {
+        #[serde(flatten)]
+        range: RangeSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        byte: Option<u32>,
+    },
+    /// A stream of 8-byte loads/stores over the range: `count` of them, or for `duration`.
+    Access {
+        #[serde(flatten)]
+        range: RangeSpec,
+        pattern: AccessPattern,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<Duration>,
+        /// Fraction of stores, 0..=1 (default 0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        write: Option<f64>,
+        /// Sequential stride in bytes (default 64).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stride: Option<Size>,
+        /// Zipf skew (default 0.99).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        theta: Option<f64>,
+    },
+    /// `clock_nanosleep(duration)`.
+    Sleep { duration: Duration },
+    /// Write a knob's file (sysfs/sysctl) at this point of the process's run.
+    Set { knob: String, value: Value },
+    /// `prctl(PR_SET_THP_DISABLE, thp_disable, 0, 0, 0)`.
+    Prctl { thp_disable: bool },
+    /// Unmovable kernel memory: order-0 pages held in pipe buffers
+    /// (`pipe2`, `F_SETPIPE_SZ`, `write`), `size` bytes, kept under `name`.
+    Kalloc {
+        name: String,
+        size: Size,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        order: Option<u32>,
+    },
+    /// Release part of a kalloc set (close the pipes holding those pages); range over its bytes.
+    Kfree {
+        #[serde(flatten)]
+        range: RangeSpec,
+    },
+    /// `echo VALUE > /proc/sys/vm/drop_caches` (2 or 3 runs the shrinkers, including the THP deferred split queue).
+    DropCaches { value: u8 },
+    /// `move_pages(2)` of every page of the range to `node` (MPOL_MF_MOVE).
+    MovePages {
+        #[serde(flatten)]
+        range: RangeSpec,
+        node: u32,
+    },
+    /// A phase marker: counters and times are reported per phase.
+    Phase { name: String },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Op {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Mmap { .. } => "mmap",
+            Op::Munmap { .. } => "munmap",
+            Op::Mprotect { .. } => "mprotect",
+            Op::Madvise { .. } => "madvise",
+            Op::Write { .. } => "write",
+            Op::Read { .. } => "read",
+            Op::Access { .. } => "access",
+            Op::Sleep { .. } => "sleep",
+            Op::Set { .. } => "set",
+            Op::Prctl { .. } => "prctl",
+            Op::Kalloc { .. } => "kalloc",
+            Op::Kfree { .. } => "kfree",
+            Op::DropCaches { .. } => "drop_caches",
+            Op::MovePages { .. } => "move_pages",
+            Op::Phase { .. } => "phase",
+        }
+    }
+    pub fn range(&self) -> Option<&RangeSpec> {
+        match self {
+            Op::Munmap { range }
+            | Op::Mprotect { range, .. }
+            | Op::Madvise { range, .. }
+            | Op::Write { range, .. }
+            | Op::Read { range, .. }
+            | Op::Access { range, .. }
+            | Op::Kfree { range }
+            | Op::MovePages { range, .. } => Some(range),
+            _ => None,
+        }
+    }
+}
+
+/// The op names and the fields each accepts (for error messages and docs).
+pub const OPS: &[(&str, &[&str])] = &[
+    ("mmap", &["name", "size", "populate", "align"]),
+    ("munmap", &["region", "offset", "length", "every"]),
+    ("mprotect", &["region", "offset", "length", "every", "prot"]),
+    ("madvise", &["region", "offset", "length", "every", "advice"]),
+    ("write", &["region", "offset", "length", "every", "byte", "bytes", "data"]),
+    ("read", &["region", "offset", "length", "every", "byte"]),
+    ("access", &["region", "offset", "length", "pattern", "count", "duration", "write", "stride", "theta"]),
+    ("sleep", &["duration"]),
+    ("set", &["knob", "value"]),
+    ("prctl", &["thp_disable"]),
+    ("kalloc", &["name", "size", "order"]),
+    ("kfree", &["region", "offset", "length", "every"]),
+    ("drop_caches", &["value"]),
+    ("move_pages", &["region", "offset", "length", "every", "node"]),
+    ("phase", &["name"]),
+];
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Process {
+    pub name: String,
+    /// Start this long after the run begins (fork+exec of the process).
+    #[serde(default)]
+    pub start: Duration,
+    pub ops: Vec<Op>,
+}
+
+/// What to record beyond the counters.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecordSpec {
+    /// Per-fault THP latency percentiles.
+    pub fault_latency: bool,
+    /// Sample meminfo/vmstat every this often (simulated time); 0 = only at phase ends.
+    pub series_interval: Duration,
+    /// Tracepoints to export (e.g. `huge_memory:mm_khugepaged_scan_pmd`).
+    pub trace: Vec<String>,
+}
+impl Default for RecordSpec {
+    fn default() -> Self {
+        RecordSpec { fault_latency: false, series_interval: Duration(0), trace: vec![] }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum MachineArg {
+    Shorthand(String),
+    Spec(MachineSpec),
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Workload {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub machine: Option<MachineArg>,
+    /// Knob values at the start (canonical name -> value).
+    pub knobs: BTreeMap<String, String>,
+    pub record: RecordSpec,
+    pub processes: Vec<Process>,
+}
+
+const TOP_FIELDS: &[&str] = &["name", "description", "seed", "machine", "knobs", "record", "processes"];
+
+fn knob_value_str(v: &Value) -> Result<String, String> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(if *b { "1".into() } else { "0".into() }),
+        other => Err(format!("expected a string or number, got {other}")),
+    }
+}
+
+/// Parse and validate a workload from JSON text. Errors name the field
+/// (`processes[0].ops[3] (madvise): unknown field `foo``) and never panic.
+pub fn parse_workload(text: &str) -> Result<Workload, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("workload is not valid JSON: {e}"))?;
+    workload_from_value(&v)
+}
+
+pub fn workload_from_value(v: &Value) -> Result<Workload, String> {
+    let obj = v.as_object().ok_or("workload: expected a JSON object at the top level")?;
+    for k in obj.keys() {
+        if !TOP_FIELDS.contains(&k.as_str()) {
+            return Err(format!("workload: unknown field `{k}`; expected one of: {}", TOP_FIELDS.join(", ")));
+        }
+    }
+    let name = match obj.get("name") {
+        None => "workload".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err("workload.name: expected a string".into()),
+    };
+    let description = match obj.get("description") {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err("workload.description: expected a string".into()),
+    };
+    let seed = match obj.get("seed") {
+        None => 0,
+        Some(x) => x.as_u64().ok_or("workload.seed: expected a non-negative integer")?,
+    };
+    let machine = match obj.get("machine") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            MachineSpec::parse_shorthand(s).map_err(|e| format!("workload.machine: {e}"))?;
+            Some(MachineArg::Shorthand(s.clone()))
+        }
+        Some(m) => {
+            let spec: MachineSpec = serde_json::from_value(m.clone()).map_err(|e| format!("workload.machine: {e}"))?;
+            spec.validate().map_err(|e| format!("workload.{e}"))?;
+            Some(MachineArg::Spec(spec))
+        }
+    };
+    let mut knobs = BTreeMap::new();
+    if let Some(k) = obj.get("knobs") {
+        let k = k.as_object().ok_or("workload.knobs: expected an object of knob name to value")?;
+        for (name, val) in k {
+            let s = knob_value_str(val).map_err(|e| format!("workload.knobs.{name}: {e}"))?;
+            let (c, v) = knobs::check_assignment(name, &s).map_err(|e| format!("workload.knobs: {e}"))?;
+            knobs.insert(c, v);
+        }
+    }
+    let record: RecordSpec = match obj.get("record") {
+        None => RecordSpec::default(),
+        Some(r) => serde_json::from_value(r.clone()).map_err(|e| format!("workload.record: {e}"))?,
+    };
+    let procs = obj.get("processes").ok_or("workload.processes: missing (a list of processes, each with ops)")?;
+    let procs = procs.as_array().ok_or("workload.processes: expected a list")?;
+    if procs.is_empty() {
+        return Err("workload.processes: at least one process is needed".into());
+    }
+    if procs.len() > 4096 {
+        return Err("workload.processes: at most 4096 processes".into());
+    }
+    let mut processes = vec![];
+    let mut names = BTreeSet::new();
+    for (pi, p) in procs.iter().enumerate() {
+        let ctx = format!("processes[{pi}]");
+        let po = p.as_object().ok_or_else(|| format!("{ctx}: expected an object with name and ops"))?;
+        for k in po.keys() {
+            if !["name", "start", "ops"].contains(&k.as_str()) {
+                return Err(format!("{ctx}: unknown field `{k}`; expected one of: name, start, ops"));
+            }
+        }
+        let pname = match po.get("name") {
+            None => format!("p{pi}"),
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(_) => return Err(format!("{ctx}.name: expected a non-empty string")),
+        };
+        if !names.insert(pname.clone()) {
+            return Err(format!("{ctx}.name: duplicate process name `{pname}`"));
+        }
+        let start: Duration = match po.get("start") {
+            None => Duration(0),
+            Some(s) => serde_json::from_value(s.clone()).map_err(|e| format!("{ctx}.start: {e}"))?,
+        };
+        let ops_v = po.get("ops").ok_or_else(|| format!("{ctx}.ops: missing"))?;
+        let ops_a = ops_v.as_array().ok_or_else(|| format!("{ctx}.ops: expected a list"))?;
+        let mut ops = vec![];
+        for (oi, ov) in ops_a.iter().enumerate() {
+            ops.push(parse_op(ov).map_err(|e| format!("{ctx}.ops[{oi}] {e}"))?);
+        }
+        let proc_ = Process { name: pname, start, ops };
+        check_process(&proc_).map_err(|e| format!("{ctx}.{e}"))?;
+        processes.push(proc_);
+    }
+    Ok(Workload { name, description, seed, machine, knobs, record, processes })
+}
+
+fn parse_op(v: &Value) -> Result<Op, String> {
+    let o = v.as_object().ok_or("expected an object with an `op` field")?;
+    let kind = match o.get("op") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return Err("`op` must be a string".into()),
+        None => return Err("missing `op` field".into()),
+    };
+    let fields = OPS
+        .iter()
+        .find(|(n, _)| *n == kind)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| format!("unknown operation `{kind}`; known operations: {}", OPS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")))?;
+    for k in o.keys() {
+        if k != "op" && !fields.contains(&k.as_str()) {
+            return Err(format!("({kind}): unknown field `{k}`; expected one of: {}", fields.join(", ")));
+        }
+    }
+    serde_json::from_value::<Op>(v.clone()).map_err(|e| format!("({kind}): {e}"))
+}
+
+fn aligned(ctx: &str, what: &str, v: Option<Size>) -> Result<(), String> {
+    if let Some(Size(x)) = v {
+        if x % PAGE_SIZE != 0 {
+            return Err(format!("{ctx}: {what} {} is not a multiple of the 4K page size", fmt_size(x)));
+        }
+    }
+    Ok(())
+}
+
+/// Static checks of one process: region names, alignment, value ranges.
+fn check_process(p: &Process) -> Result<(), String> {
+    let mut regions: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut kallocs: BTreeMap<&str, u64> = BTreeMap::new();
+    for (oi, op) in p.ops.iter().enumerate() {
+        let ctx = format!("ops[{oi}] ({})", op.kind());
+        match op {
+            Op::Mmap { name, size, align, .. } => {
+                if size.0 == 0 {
+                    return Err(format!("{ctx}: size must be positive"));
+                }
+                aligned(&ctx, "size", Some(*size))?;
+                if size.0 > (1u64 << 46) {
+                    return Err(format!("{ctx}: size {} exceeds the 64T user address space", fmt_size(size.0)));
+                }
+                if let Some(a) = align {
+                    if !a.0.is_power_of_two() || a.0 < PAGE_SIZE || a.0 > (1 << 30) {
+                        return Err(format!("{ctx}: align must be a power of two from 4K to 1G"));
+                    }
+                }
+                if regions.insert(name, size.0).is_some() {
+                    return Err(format!("{ctx}: region `{name}` is already defined in this process"));
+                }
+            }
+            Op::Kalloc { name, size, order } => {
+                if size.0 == 0 {
+                    return Err(format!("{ctx}: size must be positive"));
+                }
+                let o = order.unwrap_or(0);
+                if o > 10 {
+                    return Err(format!("{ctx}: order must be 0..=10"));
+                }
+                if size.0 % (PAGE_SIZE << o) != 0 {
+                    return Err(format!("{ctx}: size must be a multiple of the block size ({})", fmt_size(PAGE_SIZE << o)));
+                }
+                if kallocs.insert(name, size.0).is_some() {
+                    return Err(format!("{ctx}: kalloc set `{name}` is already defined in this process"));
+                }
+            }
+            Op::Set { knob, value } => {
+                let s = knob_value_str(value).map_err(|e| format!("{ctx}: value: {e}"))?;
+                knobs::check_assignment(knob, &s).map_err(|e| format!("{ctx}: {e}"))?;
+            }
+            Op::DropCaches { value } => {
+                if !(1..=3).contains(value) {
+                    return Err(format!("{ctx}: value must be 1, 2 or 3"));
+                }
+            }
+            _ => {}
+        }
+        if let Some(r) = op.range() {
+            let size = if matches!(op, Op::Kfree { .. }) {
+                *kallocs.get(r.region.as_str()).ok_or_else(|| format!("{ctx}: no kalloc set named `{}` before this op in this process", r.region))?
+            } else {
+                *regions.get(r.region.as_str()).ok_or_else(|| format!("{ctx}: no region named `{}` mapped before this op in this process", r.region))?
+            };
+            aligned(&ctx, "offset", r.offset)?;
+            aligned(&ctx, "length", r.length)?;
+            aligned(&ctx, "every", r.every)?;
+            let off = r.offset.map_or(0, |s| s.0);
+            if let Some(Size(e)) = r.every {
+                if e == 0 {
+                    return Err(format!("{ctx}: every must be positive"));
+                }
+                if matches!(op, Op::Access { .. }) {
+                    return Err(format!("{ctx}: every is not supported for access streams"));
+                }
+                if off >= e || off + r.length.map_or(0, |s| s.0) > e {
+                    return Err(format!("{ctx}: offset+length must fit within every ({})", fmt_size(e)));
+                }
+            } else {
+                if off >= size {
+                    return Err(format!("{ctx}: offset {} is beyond the region's size {}", fmt_size(off), fmt_size(size)));
+                }
+                if let Some(Size(l)) = r.length {
+                    if l == 0 || off + l > size {
+                        return Err(format!("{ctx}: offset+length ({}) must be positive and within the region's size {}", fmt_size(off + l), fmt_size(size)));
+                    }
+                }
+            }
+        }
+        match op {
+            Op::Write { byte, bytes, .. } => {
+                let b = byte.unwrap_or(0);
+                if b >= 4096 {
+                    return Err(format!("{ctx}: byte must be 0..4095"));
+                }
+                let n = bytes.unwrap_or(4096 - b);
+                if n == 0 || b + n > 4096 {
+                    return Err(format!("{ctx}: byte+bytes must be 1..=4096 (a write stays within its page)"));
+                }
+            }
+            Op::Read { byte, .. } => {
+                if byte.unwrap_or(0) >= 4096 {
+                    return Err(format!("{ctx}: byte must be 0..4095"));
+                }
+            }
+            Op::Access { count, duration, write, stride, theta, .. } => {
+                if count.is_none() == duration.is_none() {
+                    return Err(format!("{ctx}: give exactly one of count and duration"));
+                }
+                if let Some(w) = write {
+                    if !(0.0..=1.0).contains(w) {
+                        return Err(format!("{ctx}: write must be a fraction 0..=1"));
+                    }
+                }
+                if let Some(s) = stride {
+                    if s.0 == 0 || s.0 % 8 != 0 || s.0 > (1 << 30) {
+                        return Err(format!("{ctx}: stride must be a positive multiple of 8 bytes"));
+                    }
+                }
+                if let Some(t) = theta {
+                    if !(0.0..10.0).contains(t) {
+                        return Err(format!("{ctx}: theta must be 0..10"));
+                    }
+                }
+            }
+            Op::MovePages { node, .. } if *node > 63 => return Err(format!("{ctx}: node {node} out of range")),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+impl Workload {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(&self.to_value()).expect("serialise")
+    }
+    /// The workload as a JSON value in the input language (round-trips through parse).
+    pub fn to_value(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("name".into(), Value::String(self.name.clone()));
+        if !self.description.is_empty() {
+            m.insert("description".into(), Value::String(self.description.clone()));
+        }
+        m.insert("seed".into(), Value::from(self.seed));
+        if let Some(mach) = &self.machine {
+            m.insert("machine".into(), serde_json::to_value(mach).unwrap());
+        }
+        m.insert("knobs".into(), serde_json::to_value(&self.knobs).unwrap());
+        m.insert("record".into(), serde_json::to_value(&self.record).unwrap());
+        m.insert("processes".into(), serde_json::to_value(&self.processes).unwrap());
+        Value::Object(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const SEED000: &str = r#"{"name":"t","processes":[{"name":"test","ops":[
+        {"op":"mmap","name":"buf","size":"10G"},
+        {"op":"madvise","region":"buf","advice":"hugepage"},
+        {"op":"write","region":"buf","every":"2M","length":"4K","byte":0,"bytes":1,"data":255},
+        {"op":"madvise","region":"buf","advice":"pageout"},
+        {"op":"munmap","region":"buf"}]}]}"#;
+
+    #[test]
+    fn parses_and_roundtrips() {
+        let w = parse_workload(SEED000).unwrap();
+        assert_eq!(w.processes[0].ops.len(), 5);
+        let again = parse_workload(&w.to_json()).unwrap();
+        assert_eq!(w, again);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let bad = SEED000.replace(r#""advice":"hugepage""#, r#""advice":"hugepage","bogus":1"#);
+        let e = parse_workload(&bad).unwrap_err();
+        assert!(e.contains("processes[0].ops[1] (madvise): unknown field `bogus`"), "{e}");
+        let bad = SEED000.replace(r#""op":"munmap""#, r#""op":"unmapp""#);
+        let e = parse_workload(&bad).unwrap_err();
+        assert!(e.contains("ops[4] unknown operation `unmapp`"), "{e}");
+        let bad = SEED000.replace(r#""size":"10G""#, r#""size":-5"#);
+        assert!(parse_workload(&bad).unwrap_err().contains("negative size"));
+        let bad = SEED000.replace(r#""size":"10G""#, r#""size":"10000""#);
+        assert!(parse_workload(&bad).unwrap_err().contains("not a multiple of the 4K page size"));
+        let bad = SEED000.replace(r#""region":"buf","advice":"pageout""#, r#""region":"nope","advice":"pageout""#);
+        assert!(parse_workload(&bad).unwrap_err().contains("no region named `nope`"));
+        assert!(parse_workload("{").unwrap_err().contains("not valid JSON"));
+        let e = parse_workload(r#"{"knobs":{"transparent_hugepage/enabled":"sometimes"},"processes":[{"ops":[]}]}"#).unwrap_err();
+        assert!(e.contains("accepted values: always, madvise, never"), "{e}");
+    }
+
+    #[test]
+    fn range_pieces() {
+        let r = RangeSpec { region: "r".into(), offset: Some(Size(512 << 10)), length: Some(Size(1536 << 10)), every: Some(Size(2 << 20)) };
+        let p = r.pieces(6 << 20);
+        assert_eq!(p, vec![(512 << 10, 1536 << 10), ((2 << 20) + (512 << 10), 1536 << 10), ((4 << 20) + (512 << 10), 1536 << 10)]);
+        assert_eq!(r.total_len(6 << 20), 3 * (1536 << 10));
+    }
+}
