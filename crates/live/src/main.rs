@@ -1,0 +1,1 @@
+fn main() { eprintln!("thplab-live: not built yet"); std::process::exit(2); }
