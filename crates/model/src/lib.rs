@@ -1,16 +1,21 @@
-//! thplab's executable model of Linux memory management (placeholder API; filled in next).
-use thplab_workload::costs::CostProfile;
-use thplab_workload::{MachineSpec, RunResult, Workload};
+//! thplab's executable model of Linux memory management and transparent huge pages.
+//! Modules are named after the kernel files whose mechanisms they model.
 
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    pub machine: Option<MachineSpec>,
-    pub knobs: Vec<(String, String)>,
-    pub costs: Option<CostProfile>,
-    pub seed: Option<u64>,
-    pub check: bool,
-}
+pub mod bitmap;
+pub mod check;
+pub mod content;
+pub mod huge_memory;
+pub mod kernel;
+pub mod khugepaged;
+pub mod madvise;
+pub mod memory;
+pub mod mm_types;
+pub mod mmap;
+pub mod mmzone;
+pub mod page_alloc;
+pub mod pgtable;
+pub mod run;
+pub mod tlb;
+pub mod vmstat;
 
-pub fn run(w: &Workload, _o: &RunOptions) -> Result<RunResult, String> {
-    Ok(RunResult { backend: "model".into(), workload: w.name.clone(), ..Default::default() })
-}
+pub use run::{run, RunOptions};

@@ -1,0 +1,129 @@
+//! The invariant checker (`--check`): physical pages are free exactly once or owned;
+//! buddy counts agree with the frames; page tables, reverse maps and LRU lists agree;
+//! counters agree with the state. Returns a description of the first violation.
+
+use crate::kernel::Kernel;
+use crate::mm_types::*;
+use crate::pgtable::*;
+
+pub fn check(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
+    // 1. buddy: frames vs counts, per zone
+    let mut free_total = 0;
+    for z in &pm.zones {
+        let mut free = 0u64;
+        let mut p = z.start_pfn;
+        while p < z.end_pfn() {
+            let f = pm.frames[p as usize];
+            if is_free_head(f) {
+                let o = free_order(f);
+                if p & ((1 << o) - 1) != 0 || p + (1 << o) > z.end_pfn() {
+                    return Err(format!("free block at pfn {p} order {o} is misaligned or crosses zone {}", z.name));
+                }
+                for q in p + 1..p + (1 << o) {
+                    if pm.frames[q as usize] != 0 {
+                        return Err(format!("pfn {q} inside free block {p}/{o} is not a free tail"));
+                    }
+                }
+                free += 1 << o;
+                p += 1 << o;
+            } else {
+                if f == 0 {
+                    return Err(format!("pfn {p} is a free tail outside any free block"));
+                }
+                p += 1;
+            }
+        }
+        let listed: u64 = (0..11).map(|o| z.nr_free_order(o) << o).sum();
+        if free != z.free_pages || listed != free {
+            return Err(format!("zone {} node {}: frames say {free} free, counter {}, lists {listed}", z.name, z.node, z.free_pages));
+        }
+        free_total += free;
+    }
+    // 2. page tables and reverse maps
+    let mut mapped = 0u64;
+    for (mi, mm) in k.mms.iter().enumerate() {
+        let mut rss = 0;
+        for (&idx, &sid) in &mm.pmds {
+            let s = k.slots.get(sid);
+            if s.index != idx || s.mm as usize != mi {
+                return Err(format!("slot {sid} does not belong to mm {mi} index {idx}"));
+            }
+            if tag(pm.frames[s.table_pfn as usize]) != TAG_PGTABLE {
+                return Err(format!("slot {sid}'s table page {} is not a page table", s.table_pfn));
+            }
+            match &s.pmd {
+                Pmd::Huge(head) => {
+                    for i in 0..512u32 {
+                        let f = pm.frames[(*head + i) as usize];
+                        if tag(f) != TAG_ANON || rmap(f) != Some((sid, i)) {
+                            return Err(format!("THP {head}+{i} mapped by slot {sid} has a wrong frame/rmap"));
+                        }
+                    }
+                    rss += 512;
+                }
+                Pmd::Table(t) => {
+                    for (i, &pte) in t.iter().enumerate() {
+                        if pte_kind(pte) == K_PRESENT {
+                            let pfn = pte_payload(pte);
+                            let f = pm.frames[pfn as usize];
+                            if tag(f) != TAG_ANON || rmap(f) != Some((sid, i as u32)) {
+                                return Err(format!("pfn {pfn} mapped by slot {sid}[{i}] has a wrong frame/rmap"));
+                            }
+                            rss += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if mm.alive && rss != mm.rss_anon {
+            return Err(format!("mm {mi}: page tables map {rss} pages, rss counter says {}", mm.rss_anon));
+        }
+        mapped += rss;
+    }
+    if mapped != k.nr_anon_pages {
+        return Err(format!("mapped anon pages {mapped} != nr_anon_pages {}", k.nr_anon_pages));
+    }
+    // 3. every page is accounted for exactly once
+    let (mut anon, mut kernel, mut pgt, mut zero, mut lru_pages) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    for (p, &f) in pm.frames.iter().enumerate() {
+        match tag(f) {
+            TAG_ANON => {
+                anon += 1;
+                if let Some((sid, i)) = rmap(f) {
+                    let ok = k.slots.slots.get(sid as usize).and_then(|s| s.as_ref()).is_some_and(|s| match &s.pmd {
+                        Pmd::Huge(h) => *h as usize + i as usize == p,
+                        Pmd::Table(t) => pte_kind(t[i as usize]) == K_PRESENT && pte_payload(t[i as usize]) as usize == p,
+                        _ => false,
+                    });
+                    if !ok {
+                        return Err(format!("pfn {p}: reverse map points to slot {sid}[{i}] which does not map it"));
+                    }
+                }
+                if compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
+                    lru_pages += if compound(f) == COMPOUND_HEAD { 512 } else { 1 };
+                }
+            }
+            TAG_KERNEL => kernel += 1,
+            TAG_PGTABLE => pgt += 1,
+            TAG_ZERO => zero += 1,
+            _ => {}
+        }
+    }
+    let managed = pm.total_managed();
+    if free_total + anon + kernel + pgt + zero != managed {
+        return Err(format!("pages: free {free_total} + anon {anon} + kernel {kernel} + pgtables {pgt} + zero {zero} != managed {managed}"));
+    }
+    if pgt != k.nr_pgtable_pages || pgt != k.slots.live {
+        return Err(format!("page-table pages {pgt}, counter {}, slots {}", k.nr_pgtable_pages, k.slots.live));
+    }
+    if kernel != k.nr_kernel_pages {
+        return Err(format!("kernel pages {kernel} != counter {}", k.nr_kernel_pages));
+    }
+    let listed: u64 = pm.lru.iter().map(|n| n.iter().map(|l| l.pages).sum::<u64>()).sum();
+    if listed != lru_pages {
+        return Err(format!("LRU lists hold {listed} pages, frames say {lru_pages}"));
+    }
+    Ok(())
+}

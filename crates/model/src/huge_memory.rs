@@ -1,0 +1,245 @@
+//! Transparent huge pages (mm/huge_memory.c): thp_vma_allowable_order for PMD order,
+//! vma_thp_gfp_mask (the defrag table), do_huge_pmd_anonymous_page, the huge zero page
+//! (mm_get_huge_zero_folio), do_huge_zero_wp_pmd (v6.13+: a write to the huge zero
+//! page allocates a THP, splitting only on failure), __split_huge_pmd, and the
+//! deferred split queue (deferred_split_folio).
+
+use crate::kernel::{Defrag, Fault, Kernel, ThpMode};
+use crate::mm_types::*;
+use crate::mmap::{Vma, VM_HUGEPAGE, VM_LOCKED, VM_NOHUGEPAGE};
+use crate::page_alloc::*;
+use crate::pgtable::*;
+use crate::vmstat::Ev;
+
+pub const HPAGE_PMD_SIZE: u64 = 2 << 20;
+
+impl Kernel {
+    /// thp_vma_allowable_order(vma, vm_flags, TVA_PAGEFAULT, PMD_ORDER) plus
+    /// thp_vma_suitable_order(): may this fault map a PMD THP at `haddr`?
+    pub fn thp_vma_allowable(&self, mm: usize, vma: &Vma, haddr: u64) -> bool {
+        self.thp_vma_allowable_flags(mm, vma.flags) && haddr >= vma.start && haddr + HPAGE_PMD_SIZE <= vma.end
+    }
+
+    /// The flag part of thp_vma_allowable_order (no range check).
+    pub fn thp_vma_allowable_flags(&self, mm: usize, vm_flags: u32) -> bool {
+        if self.mms[mm].thp_disable || vm_flags & VM_NOHUGEPAGE != 0 {
+            return false;
+        }
+        match self.cfg.pmd_mode() {
+            ThpMode::Always => true,
+            ThpMode::Madvise => vm_flags & VM_HUGEPAGE != 0,
+            _ => false,
+        }
+    }
+
+    /// vma_thp_gfp_mask(): the gfp of a THP fault per transparent_hugepage/defrag.
+    pub fn vma_thp_gfp_mask(&self, vm_flags: u32) -> Gfp {
+        let madvised = vm_flags & VM_HUGEPAGE != 0;
+        match self.cfg.defrag {
+            Defrag::Always => GFP_TRANSHUGE | if madvised { 0 } else { __GFP_NORETRY },
+            Defrag::Defer => GFP_TRANSHUGE_LIGHT | __GFP_KSWAPD_RECLAIM,
+            Defrag::DeferMadvise => GFP_TRANSHUGE_LIGHT | if madvised { __GFP_DIRECT_RECLAIM } else { __GFP_KSWAPD_RECLAIM },
+            Defrag::Madvise => GFP_TRANSHUGE_LIGHT | if madvised { __GFP_DIRECT_RECLAIM } else { 0 },
+            Defrag::Never => GFP_TRANSHUGE_LIGHT,
+        }
+    }
+
+    /// alloc_pages_mpol() for PMD order: the local node only (THISNODE|NORETRY) first;
+    /// other nodes (and full reclaim/compaction) only when direct reclaim is allowed.
+    pub fn alloc_thp(&mut self, gfp: Gfp, nid: usize) -> Option<u64> {
+        if let Some(p) = self.alloc_pages(gfp | __GFP_THISNODE | __GFP_NORETRY, 9, nid) {
+            return Some(p);
+        }
+        if gfp & __GFP_DIRECT_RECLAIM == 0 {
+            return None;
+        }
+        self.alloc_pages(gfp, 9, nid)
+    }
+
+    /// vma_alloc_anon_folio_pmd(): allocate and clear a THP for a fault, counting
+    /// thp_fault_alloc / thp_fault_fallback and the per-size anon_fault_* stats.
+    fn vma_alloc_anon_folio_pmd(&mut self, mm: usize, vm_flags: u32) -> Option<u64> {
+        let gfp = self.vma_thp_gfp_mask(vm_flags);
+        let nid = self.mms[mm].node;
+        match self.alloc_thp(gfp, nid) {
+            None => {
+                self.vm.count(Ev::THP_FAULT_FALLBACK);
+                self.count_mthp("anon_fault_fallback", 1);
+                None
+            }
+            Some(pfn) => {
+                self.vm.count(Ev::THP_FAULT_ALLOC);
+                self.count_mthp("anon_fault_alloc", 1);
+                self.charge(self.costs.fault_2m_ns + self.costs.clear_2m_ns);
+                Some(pfn)
+            }
+        }
+    }
+
+    /// map_anon_folio_pmd(): set up the THP's frames, map it by a huge PMD in slot `sid`.
+    fn map_anon_folio_pmd(&mut self, mm: usize, sid: u32, head: u64, vm_flags: u32, write: bool) {
+        for i in 0..512u64 {
+            let c = if i == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
+            self.pm.frames[(head + i) as usize] = with_rmap(make_anon(c), Some((sid, i as u32)));
+        }
+        let h = self.pm.frames[head as usize];
+        self.pm.frames[head as usize] = set_dirty(set_young(h, true), write);
+        self.slots.get_mut(sid).pmd = Pmd::Huge(head as u32);
+        self.mms[mm].rss_anon += 512;
+        self.nr_anon_pages += 512;
+        self.nr_anon_thp += 1;
+        self.lru_add(head, 512, vm_flags & VM_LOCKED != 0);
+        self.deferred_split_folio(head, false);
+    }
+
+    /// do_huge_pmd_anonymous_page(). Returns None for VM_FAULT_FALLBACK (the caller
+    /// then takes the PTE path), Some(result) otherwise.
+    pub fn do_huge_pmd_anonymous_page(&mut self, mm: usize, vma: &Vma, haddr: u64, write: bool) -> Option<Fault> {
+        self.khugepaged_enter_vma(mm, vma.flags);
+        let idx = haddr >> 21;
+        if !write && self.cfg.use_zero_page {
+            let Some(pgtable) = self.alloc_pgtable(mm) else { return Some(Fault::Oom) };
+            if !self.mm_get_huge_zero_folio(mm) {
+                self.free_pgtable(pgtable);
+                return None;
+            }
+            self.new_slot(mm, idx, Pmd::HugeZero, pgtable);
+            self.charge(self.costs.fault_zero_ns);
+            return Some(Fault::Ok);
+        }
+        let head = self.vma_alloc_anon_folio_pmd(mm, vma.flags)?;
+        if !self.mms[mm].alive {
+            self.pm.free_pages(head, 9, &mut self.vm);
+            return Some(Fault::Oom);
+        }
+        let Some(pgtable) = self.alloc_pgtable(mm) else {
+            self.pm.free_pages(head, 9, &mut self.vm);
+            return Some(Fault::Oom);
+        };
+        let sid = self.new_slot(mm, idx, Pmd::HugeZero, pgtable);
+        self.map_anon_folio_pmd(mm, sid, head, vma.flags, write);
+        Some(Fault::Ok)
+    }
+
+    /// mm_get_huge_zero_folio(): take a reference on the huge zero page, allocating it
+    /// on first use ((GFP_TRANSHUGE | __GFP_ZERO) & ~__GFP_MOVABLE), counting
+    /// thp_zero_page_alloc / thp_zero_page_alloc_failed.
+    fn mm_get_huge_zero_folio(&mut self, mm: usize) -> bool {
+        if self.mms[mm].huge_zero_ref {
+            return true;
+        }
+        if self.huge_zero_pfn.is_none() {
+            let nid = self.mms[mm].node;
+            match self.alloc_pages((GFP_TRANSHUGE | __GFP_ZERO) & !__GFP_MOVABLE, 9, nid) {
+                None => {
+                    self.vm.count(Ev::THP_ZERO_PAGE_ALLOC_FAILED);
+                    return false;
+                }
+                Some(pfn) => {
+                    for p in pfn..pfn + 512 {
+                        self.pm.frames[p as usize] = make_zero_frame();
+                    }
+                    self.charge(self.costs.clear_2m_ns);
+                    self.vm.count(Ev::THP_ZERO_PAGE_ALLOC);
+                    self.huge_zero_pfn = Some(pfn);
+                }
+            }
+        }
+        self.mms[mm].huge_zero_ref = true;
+        self.huge_zero_users += 1;
+        true
+    }
+
+    /// shrink_huge_zero_folio_scan(): free the huge zero page when no mm uses it.
+    pub fn shrink_huge_zero_page(&mut self) {
+        if self.huge_zero_users == 0 {
+            if let Some(pfn) = self.huge_zero_pfn.take() {
+                self.pm.free_pages(pfn, 9, &mut self.vm);
+            }
+        }
+    }
+
+    /// do_huge_zero_wp_pmd(): replace the huge zero PMD with a fresh THP. None = fallback.
+    pub fn do_huge_zero_wp_pmd(&mut self, mm: usize, vma: &Vma, sid: u32, _haddr: u64) -> Option<Fault> {
+        let head = self.vma_alloc_anon_folio_pmd(mm, vma.flags)?;
+        if !self.mms[mm].alive {
+            self.pm.free_pages(head, 9, &mut self.vm);
+            return Some(Fault::Oom);
+        }
+        self.map_anon_folio_pmd(mm, sid, head, vma.flags, true);
+        let i = self.slots.get(sid).index;
+        self.mms[mm].tlb.flush_range(i << 21, (i + 1) << 21);
+        self.charge(self.costs.tlb_flush_ns);
+        Some(Fault::Ok)
+    }
+
+    /// __split_huge_pmd_locked(): turn a huge PMD into a PTE table (the deposited one),
+    /// counting thp_split_pmd. The folio stays whole; its subpages are now PTE-mapped.
+    pub fn split_huge_pmd(&mut self, mm: usize, sid: u32) {
+        let pmd = std::mem::replace(&mut self.slots.get_mut(sid).pmd, Pmd::Table(Box::new([PTE_NONE; 512])));
+        self.vm.count(Ev::THP_SPLIT_PMD);
+        self.charge(self.costs.split_pmd_ns);
+        match pmd {
+            Pmd::HugeZero => {
+                if let Pmd::Table(t) = &mut self.slots.get_mut(sid).pmd {
+                    t.iter_mut().for_each(|e| *e = PTE_ZERO);
+                }
+            }
+            Pmd::Huge(head) => {
+                if let Pmd::Table(t) = &mut self.slots.get_mut(sid).pmd {
+                    for (i, e) in t.iter_mut().enumerate() {
+                        *e = mk_pte(K_PRESENT, head + i as u32);
+                    }
+                }
+                self.nr_anon_thp -= 1;
+                self.thp_mapcount.insert(head, 512);
+            }
+            other => {
+                self.slots.get_mut(sid).pmd = other;
+            }
+        }
+        let i = self.slots.get(sid).index;
+        self.mms[mm].tlb.flush_range(i << 21, (i + 1) << 21);
+    }
+
+    // ---- the deferred split queue: links of head+1, flags in head+1's frame ----
+
+    fn on_deferred(&self, head: u64) -> bool {
+        lru(self.pm.frames[head as usize + 1]) == 1
+    }
+    pub fn folio_partially_mapped(&self, head: u64) -> bool {
+        mlocked(self.pm.frames[head as usize + 1])
+    }
+
+    /// deferred_split_folio(folio, partially_mapped)
+    pub fn deferred_split_folio(&mut self, head: u64, partially_mapped: bool) {
+        if !partially_mapped && !self.cfg.shrink_underused {
+            return;
+        }
+        let t = head as usize + 1;
+        if partially_mapped && !self.folio_partially_mapped(head) {
+            self.pm.frames[t] = set_mlocked(self.pm.frames[t], true);
+            self.vm.count(Ev::THP_DEFERRED_SPLIT_PAGE);
+            self.count_mthp("split_deferred", 1);
+        }
+        if !self.on_deferred(head) {
+            self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
+            let node = self.pm.node_of(head);
+            self.deferred[node].push_tail(&mut self.pm.links, t as u32, 512);
+        }
+    }
+
+    /// __folio_unqueue_deferred_split()
+    pub fn deferred_split_remove(&mut self, head: u64) {
+        if self.on_deferred(head) {
+            let t = head as usize + 1;
+            let node = self.pm.node_of(head);
+            self.deferred[node].remove(&mut self.pm.links, t as u32, 512);
+            self.pm.frames[t] = set_mlocked(with_lru(self.pm.frames[t], 0), false);
+        }
+    }
+
+    pub fn deferred_split_len(&self) -> u64 {
+        self.deferred.iter().map(|l| l.len).sum()
+    }
+}

@@ -1,0 +1,344 @@
+//! Per-page state, packed: one `u64` per 4 KiB frame (the model's `struct page`).
+//!
+//! ```text
+//!  63..61 tag      FREE_TAIL(0) FREE(1) RESERVED(2) ANON(3) KERNEL(4) ZERO(5) PGTABLE(6)
+//!  FREE:    bits 0..3 order (a buddy block's first frame; the block's other frames are FREE_TAIL)
+//!  KERNEL:  bits 0..3 order on the block's first frame, bit 4 = head
+//!  ANON:    bits 0..15  contents (see content.rs)
+//!           bits 16..17 compound: 0 base page, 1 THP head, 2 THP tail
+//!           bit 18 young (accessed)   bit 19 dirty   bits 20..21 LRU list (head only)
+//!           bit 22 mlocked            bit 23 lazyfree (MADV_FREE: !swapbacked)
+//!           bit 24 isolated (off the LRU for reclaim/migration)
+//!           bits 25..60 rmap: slot id (27 bits) << 9 | index in the 2 MiB slot (9 bits);
+//!                        all ones = not mapped
+//! ```
+//! A zeroed frame is a free tail, so a fresh frame array is calloc'd memory the host
+//! hands out lazily. Anonymous pages are mapped exactly once (no fork), so the reverse
+//! map is a single (page-table slot, index) and young/dirty live here, not in the PTE.
+
+pub const TAG_SHIFT: u32 = 61;
+pub const TAG_FREE_TAIL: u64 = 0;
+pub const TAG_FREE: u64 = 1;
+pub const TAG_RESERVED: u64 = 2;
+pub const TAG_ANON: u64 = 3;
+pub const TAG_KERNEL: u64 = 4;
+pub const TAG_ZERO: u64 = 5;
+pub const TAG_PGTABLE: u64 = 6;
+
+pub const COMPOUND_BASE: u64 = 0;
+pub const COMPOUND_HEAD: u64 = 1;
+pub const COMPOUND_TAIL: u64 = 2;
+
+pub const LRU_NONE: u64 = 0;
+pub const LRU_INACTIVE_ANON: u64 = 1;
+pub const LRU_ACTIVE_ANON: u64 = 2;
+pub const LRU_UNEVICTABLE: u64 = 3;
+
+const CONTENT_MASK: u64 = 0xffff;
+const COMPOUND_SHIFT: u32 = 16;
+const YOUNG_BIT: u64 = 1 << 18;
+const DIRTY_BIT: u64 = 1 << 19;
+const LRU_SHIFT: u32 = 20;
+const MLOCK_BIT: u64 = 1 << 22;
+const LAZYFREE_BIT: u64 = 1 << 23;
+const ISOLATED_BIT: u64 = 1 << 24;
+const RMAP_SHIFT: u32 = 25;
+const RMAP_BITS: u32 = 36;
+pub const RMAP_NONE: u64 = (1 << RMAP_BITS) - 1;
+pub const MAX_SLOTS: u32 = (1 << 27) - 1;
+
+#[inline]
+pub fn tag(f: u64) -> u64 {
+    f >> TAG_SHIFT
+}
+#[inline]
+pub fn make_free(order: u32) -> u64 {
+    (TAG_FREE << TAG_SHIFT) | order as u64
+}
+#[inline]
+pub fn free_order(f: u64) -> u32 {
+    (f & 0xf) as u32
+}
+#[inline]
+pub fn is_free_head(f: u64) -> bool {
+    tag(f) == TAG_FREE
+}
+#[inline]
+pub fn make_kernel(order: u32, head: bool) -> u64 {
+    (TAG_KERNEL << TAG_SHIFT) | order as u64 | if head { 0x10 } else { 0 }
+}
+#[inline]
+pub fn make_reserved() -> u64 {
+    TAG_RESERVED << TAG_SHIFT
+}
+#[inline]
+pub fn make_pgtable() -> u64 {
+    TAG_PGTABLE << TAG_SHIFT
+}
+#[inline]
+pub fn make_zero_frame() -> u64 {
+    TAG_ZERO << TAG_SHIFT
+}
+
+/// A fresh anonymous page: zero contents, not on an LRU, not mapped.
+#[inline]
+pub fn make_anon(compound: u64) -> u64 {
+    (TAG_ANON << TAG_SHIFT) | (compound << COMPOUND_SHIFT) | (RMAP_NONE << RMAP_SHIFT)
+}
+#[inline]
+pub fn content(f: u64) -> u16 {
+    (f & CONTENT_MASK) as u16
+}
+#[inline]
+pub fn with_content(f: u64, c: u16) -> u64 {
+    (f & !CONTENT_MASK) | c as u64
+}
+#[inline]
+pub fn compound(f: u64) -> u64 {
+    (f >> COMPOUND_SHIFT) & 3
+}
+#[inline]
+pub fn with_compound(f: u64, c: u64) -> u64 {
+    (f & !(3 << COMPOUND_SHIFT)) | (c << COMPOUND_SHIFT)
+}
+#[inline]
+pub fn young(f: u64) -> bool {
+    f & YOUNG_BIT != 0
+}
+#[inline]
+pub fn set_young(f: u64, y: bool) -> u64 {
+    if y {
+        f | YOUNG_BIT
+    } else {
+        f & !YOUNG_BIT
+    }
+}
+#[inline]
+pub fn dirty(f: u64) -> bool {
+    f & DIRTY_BIT != 0
+}
+#[inline]
+pub fn set_dirty(f: u64, d: bool) -> u64 {
+    if d {
+        f | DIRTY_BIT
+    } else {
+        f & !DIRTY_BIT
+    }
+}
+#[inline]
+pub fn lru(f: u64) -> u64 {
+    (f >> LRU_SHIFT) & 3
+}
+#[inline]
+pub fn with_lru(f: u64, l: u64) -> u64 {
+    (f & !(3 << LRU_SHIFT)) | (l << LRU_SHIFT)
+}
+#[inline]
+pub fn mlocked(f: u64) -> bool {
+    f & MLOCK_BIT != 0
+}
+#[inline]
+pub fn set_mlocked(f: u64, m: bool) -> u64 {
+    if m {
+        f | MLOCK_BIT
+    } else {
+        f & !MLOCK_BIT
+    }
+}
+#[inline]
+pub fn lazyfree(f: u64) -> bool {
+    f & LAZYFREE_BIT != 0
+}
+#[inline]
+pub fn set_lazyfree(f: u64, m: bool) -> u64 {
+    if m {
+        f | LAZYFREE_BIT
+    } else {
+        f & !LAZYFREE_BIT
+    }
+}
+#[inline]
+pub fn isolated(f: u64) -> bool {
+    f & ISOLATED_BIT != 0
+}
+#[inline]
+pub fn set_isolated(f: u64, m: bool) -> u64 {
+    if m {
+        f | ISOLATED_BIT
+    } else {
+        f & !ISOLATED_BIT
+    }
+}
+/// (slot id, index within the 2 MiB slot), or None when not mapped.
+#[inline]
+pub fn rmap(f: u64) -> Option<(u32, u32)> {
+    let r = (f >> RMAP_SHIFT) & RMAP_NONE;
+    if r == RMAP_NONE {
+        None
+    } else {
+        Some(((r >> 9) as u32, (r & 511) as u32))
+    }
+}
+#[inline]
+pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
+    let v = match r {
+        None => RMAP_NONE,
+        Some((slot, idx)) => ((slot as u64) << 9) | idx as u64,
+    };
+    (f & !(RMAP_NONE << RMAP_SHIFT)) | (v << RMAP_SHIFT)
+}
+
+/// Doubly-linked list links for LRU folios, stored in lazily allocated chunks of 64
+/// frames so that memory holding THPs (one folio per 512 frames) costs ~1 byte per page
+/// and free memory costs nothing. O(1) insert and remove.
+pub struct Links {
+    chunks: Vec<Option<Box<[[u32; 2]; 64]>>>,
+    used: Vec<u8>,
+}
+pub const NIL: u32 = u32::MAX;
+
+impl Links {
+    pub fn new(nr_frames: u64) -> Links {
+        let n = nr_frames.div_ceil(64) as usize;
+        let mut chunks = Vec::with_capacity(n);
+        chunks.resize_with(n, || None);
+        Links { chunks, used: vec![0; n] }
+    }
+    #[inline]
+    pub fn get(&self, pfn: u32) -> [u32; 2] {
+        match &self.chunks[(pfn >> 6) as usize] {
+            Some(c) => c[(pfn & 63) as usize],
+            None => [NIL, NIL],
+        }
+    }
+    /// Start using a link cell for `pfn`.
+    pub fn attach(&mut self, pfn: u32) {
+        let ci = (pfn >> 6) as usize;
+        let c = self.chunks[ci].get_or_insert_with(|| Box::new([[NIL, NIL]; 64]));
+        c[(pfn & 63) as usize] = [NIL, NIL];
+        self.used[ci] += 1;
+    }
+    /// Stop using the cell; frees the chunk when it is empty.
+    pub fn detach(&mut self, pfn: u32) {
+        let ci = (pfn >> 6) as usize;
+        self.used[ci] -= 1;
+        if self.used[ci] == 0 {
+            self.chunks[ci] = None;
+        } else if let Some(c) = &mut self.chunks[ci] {
+            c[(pfn & 63) as usize] = [NIL, NIL];
+        }
+    }
+    #[inline]
+    pub fn set(&mut self, pfn: u32, v: [u32; 2]) {
+        if let Some(c) = &mut self.chunks[(pfn >> 6) as usize] {
+            c[(pfn & 63) as usize] = v;
+        } else {
+            debug_assert!(false, "set on unattached link {pfn}");
+        }
+    }
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.len() * 8 + self.used.len() + self.chunks.iter().filter(|c| c.is_some()).count() * 512
+    }
+}
+
+/// A doubly-linked list of folios (head pfns) threaded through `Links`.
+#[derive(Clone, Copy, Debug)]
+pub struct List {
+    pub head: u32,
+    pub tail: u32,
+    /// folios on the list
+    pub len: u64,
+    /// base pages on the list (a THP counts 512)
+    pub pages: u64,
+}
+impl Default for List {
+    fn default() -> Self {
+        List { head: NIL, tail: NIL, len: 0, pages: 0 }
+    }
+}
+impl List {
+    /// Add at the head (most recently used end), like list_add.
+    pub fn push_head(&mut self, links: &mut Links, pfn: u32, nr: u64) {
+        links.attach(pfn);
+        links.set(pfn, [NIL, self.head]);
+        if self.head != NIL {
+            let h = links.get(self.head);
+            links.set(self.head, [pfn, h[1]]);
+        } else {
+            self.tail = pfn;
+        }
+        self.head = pfn;
+        self.len += 1;
+        self.pages += nr;
+    }
+    /// Add at the tail (next to be scanned), like list_add_tail.
+    pub fn push_tail(&mut self, links: &mut Links, pfn: u32, nr: u64) {
+        links.attach(pfn);
+        links.set(pfn, [self.tail, NIL]);
+        if self.tail != NIL {
+            let t = links.get(self.tail);
+            links.set(self.tail, [t[0], pfn]);
+        } else {
+            self.head = pfn;
+        }
+        self.tail = pfn;
+        self.len += 1;
+        self.pages += nr;
+    }
+    pub fn remove(&mut self, links: &mut Links, pfn: u32, nr: u64) {
+        let [prev, next] = links.get(pfn);
+        if prev != NIL {
+            let p = links.get(prev);
+            links.set(prev, [p[0], next]);
+        } else {
+            self.head = next;
+        }
+        if next != NIL {
+            let n = links.get(next);
+            links.set(next, [prev, n[1]]);
+        } else {
+            self.tail = prev;
+        }
+        links.detach(pfn);
+        self.len -= 1;
+        self.pages -= nr;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn encoding() {
+        let f = make_anon(COMPOUND_HEAD);
+        assert_eq!(tag(f), TAG_ANON);
+        assert_eq!(rmap(f), None);
+        let f = with_rmap(f, Some((MAX_SLOTS - 1, 511)));
+        assert_eq!(rmap(f), Some((MAX_SLOTS - 1, 511)));
+        let f = with_content(set_young(set_dirty(f, true), true), 0xbeef);
+        assert_eq!(content(f), 0xbeef);
+        assert!(young(f) && dirty(f));
+        assert_eq!(compound(f), COMPOUND_HEAD);
+        assert_eq!(rmap(f), Some((MAX_SLOTS - 1, 511)));
+        let f = with_lru(f, LRU_ACTIVE_ANON);
+        assert_eq!(lru(f), LRU_ACTIVE_ANON);
+        assert_eq!(tag(f), TAG_ANON);
+        assert_eq!(tag(0), TAG_FREE_TAIL);
+        assert_eq!(free_order(make_free(10)), 10);
+    }
+    #[test]
+    fn lists() {
+        let mut links = Links::new(1024);
+        let mut l = List::default();
+        l.push_head(&mut links, 5, 1);
+        l.push_head(&mut links, 7, 512);
+        l.push_tail(&mut links, 900, 1);
+        assert_eq!((l.head, l.tail, l.len, l.pages), (7, 900, 3, 514));
+        l.remove(&mut links, 5, 1);
+        assert_eq!(links.get(7), [NIL, 900]);
+        l.remove(&mut links, 7, 512);
+        l.remove(&mut links, 900, 1);
+        assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
+        assert_eq!(links.heap_bytes(), 16 * 8 + 16);
+    }
+}

@@ -1,0 +1,172 @@
+//! End-to-end checks of the model core (issue 2's done-when list), with the invariant
+//! checker on. Expected counters are worked out from the kernel's behaviour, not tuned.
+
+use thplab_model::{run, RunOptions};
+use thplab_workload::{parse_workload, MachineSpec, RunResult};
+
+fn go(w: &str, machine: &str, knobs: &[(&str, &str)]) -> RunResult {
+    let w = parse_workload(w).unwrap();
+    let o = RunOptions {
+        machine: Some(MachineSpec::parse_shorthand(machine).unwrap()),
+        knobs: knobs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+        check: true,
+        ..Default::default()
+    };
+    run(&w, &o).unwrap()
+}
+fn d(r: &RunResult, c: &str) -> i64 {
+    r.vmstat_delta.get(c).copied().unwrap_or(0)
+}
+
+const SEED000: &str = r#"{"name":"seed000","processes":[{"name":"test","ops":[
+  {"op":"mmap","name":"buf","size":"10G"},
+  {"op":"madvise","region":"buf","advice":"hugepage"},
+  {"op":"write","region":"buf","every":"2M","length":"4K","byte":0,"bytes":1,"data":255},
+  {"op":"phase","name":"end"},
+  {"op":"munmap","region":"buf"}]}]}"#;
+
+#[test]
+fn seed000_faults_5120_thps_with_madv_hugepage() {
+    let r = go(SEED000, "24G", &[]);
+    assert_eq!(d(&r, "thp_fault_alloc"), 5120);
+    assert_eq!(d(&r, "thp_fault_fallback"), 0);
+    assert_eq!(d(&r, "pgfault"), 5120);
+    // the first phase ends with 5120 THPs mapped: AnonHugePages 10 GiB
+    let p = &r.phases[0];
+    assert_eq!(p.vmstat_delta["nr_anon_transparent_hugepages"], 5120);
+    let no_unmap = SEED000.replace(r#",
+  {"op":"munmap","region":"buf"}"#, "");
+    let r2 = go(&no_unmap, "24G", &[]);
+    assert_eq!(r2.processes[0].smaps_rollup["AnonHugePages"], 10 << 20, "smaps_rollup is sampled just before exit");
+    // everything is freed at the end
+    assert_eq!(r.meminfo["AnonPages"], 0);
+    assert_eq!(r.buddyinfo_after, r.buddyinfo_before);
+}
+
+#[test]
+fn enabled_always_without_madvise_and_never() {
+    let w = SEED000.replace(r#"{"op":"madvise","region":"buf","advice":"hugepage"},"#, "");
+    let r = go(&w, "24G", &[("transparent_hugepage/enabled", "always")]);
+    assert_eq!(d(&r, "thp_fault_alloc"), 5120);
+    let r = go(&w, "24G", &[]); // madvise mode, no MADV_HUGEPAGE
+    assert_eq!(d(&r, "thp_fault_alloc"), 0);
+    assert_eq!(d(&r, "pgfault"), 5120);
+    let r = go(SEED000, "24G", &[("transparent_hugepage/enabled", "never")]);
+    assert_eq!(d(&r, "thp_fault_alloc"), 0);
+    assert_eq!(d(&r, "thp_fault_fallback"), 0);
+    assert_eq!(r.phases[0].vmstat_delta["nr_anon_pages"], 5120);
+    // prctl(PR_SET_THP_DISABLE) wins over MADV_HUGEPAGE
+    let w = SEED000.replace(r#"{"op":"mmap""#, r#"{"op":"prctl","thp_disable":true},{"op":"mmap""#);
+    assert_eq!(d(&go(&w, "24G", &[]), "thp_fault_alloc"), 0);
+}
+
+#[test]
+fn read_faults_map_the_zero_pages() {
+    let w = r#"{"processes":[{"ops":[
+      {"op":"mmap","name":"h","size":"64M"},
+      {"op":"madvise","region":"h","advice":"hugepage"},
+      {"op":"read","region":"h"},
+      {"op":"mmap","name":"b","size":"4M"},
+      {"op":"read","region":"b"},
+      {"op":"phase","name":"write"},
+      {"op":"write","region":"h","length":"2M","every":"4M"}]}]}"#;
+    let r = go(w, "4G", &[]);
+    let p0 = &r.phases[0].vmstat_delta;
+    assert_eq!(p0["thp_zero_page_alloc"], 1, "one huge zero page for all 32 PMDs");
+    assert_eq!(p0["pgfault"], 32 + 1024, "32 huge zero PMD faults + 1024 zero-page PTE faults");
+    assert!(!p0.contains_key("thp_fault_alloc"));
+    assert!(!p0.contains_key("nr_anon_pages"), "zero pages are not anon RSS");
+    // writing to a huge zero PMD allocates a THP (do_huge_zero_wp_pmd, v6.13+)
+    let p1 = &r.phases[1].vmstat_delta;
+    assert_eq!(p1["thp_fault_alloc"], 16);
+    assert!(!p1.contains_key("thp_split_pmd"));
+}
+
+#[test]
+fn fragmented_memory_falls_back_to_base_pages() {
+    // Unmovable kernel pages in every pageblock: no free 2 MiB block anywhere.
+    let w = r#"{"processes":[{"name":"frag","ops":[
+      {"op":"kalloc","name":"k","size":"1800M"},
+      {"op":"kfree","region":"k","every":"2M","offset":"4K","length":"2040K"},
+      {"op":"phase","name":"thp"},
+      {"op":"mmap","name":"buf","size":"256M"},
+      {"op":"madvise","region":"buf","advice":"hugepage"},
+      {"op":"write","region":"buf"}]}]}"#;
+    let r = go(w, "2G", &[]);
+    let p = &r.phases[1].vmstat_delta;
+    assert!(p["thp_fault_fallback"] > 0, "{p:?}");
+    assert_eq!(p["thp_fault_fallback"] + p.get("thp_fault_alloc").copied().unwrap_or(0), 128);
+    assert_eq!(r.processes[0].errors.len(), 0);
+}
+
+#[test]
+fn partial_munmap_splits_the_pmd_and_queues_the_thp() {
+    let w = r#"{"processes":[{"ops":[
+      {"op":"mmap","name":"b","size":"4M"},
+      {"op":"madvise","region":"b","advice":"hugepage"},
+      {"op":"write","region":"b"},
+      {"op":"munmap","region":"b","offset":"1M","length":"4K"},
+      {"op":"phase","name":"after"}]}]}"#;
+    let r = go(w, "4G", &[]);
+    let p = &r.phases[0].vmstat_delta;
+    assert_eq!(p["thp_fault_alloc"], 2);
+    assert_eq!(p["thp_split_pmd"], 1);
+    assert_eq!(p["thp_deferred_split_page"], 1);
+    assert_eq!(p["nr_anon_transparent_hugepages"], 1);
+    assert_eq!(p["nr_anon_pages"], 1023);
+}
+
+#[test]
+fn bad_ops_get_the_kernels_errno() {
+    let w = r#"{"processes":[{"ops":[
+      {"op":"mmap","name":"b","size":"4M"},
+      {"op":"munmap","region":"b"},
+      {"op":"munmap","region":"b"},
+      {"op":"madvise","region":"b","advice":"hugepage"},
+      {"op":"write","region":"b"},
+      {"op":"mmap","name":"never","size":"4K"}]}]}"#;
+    let r = go(w, "1G", &[]);
+    let e = &r.processes[0].errors;
+    assert_eq!(e[0].errno, "ENOMEM", "{e:?}");
+    assert_eq!(e[1].errno, "SIGSEGV");
+    assert_eq!(e.len(), 2, "the process died at the write");
+    assert_eq!(r.processes[0].killed.as_deref(), Some("SIGSEGV"));
+}
+
+#[test]
+fn deterministic() {
+    let w = r#"{"seed":7,"processes":[
+      {"name":"a","ops":[{"op":"mmap","name":"r","size":"64M"},{"op":"access","region":"r","pattern":"random","count":200000,"write":0.3}]},
+      {"name":"b","ops":[{"op":"mmap","name":"r","size":"64M"},{"op":"madvise","region":"r","advice":"hugepage"},{"op":"access","region":"r","pattern":"zipf","duration":"5ms"}]}]}"#;
+    let a = go(w, "2G,cpus=1", &[]).to_json();
+    let b = go(w, "2G,cpus=1", &[]).to_json();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn tlb_misses_fall_with_thp() {
+    let w = |adv: &str| format!(r#"{{"processes":[{{"ops":[{{"op":"mmap","name":"r","size":"256M"}},{adv}{{"op":"write","region":"r"}},{{"op":"access","region":"r","pattern":"random","count":300000}}]}}]}}"#);
+    let base = go(&w(""), "2G", &[]);
+    let thp = go(&w(r#"{"op":"madvise","region":"r","advice":"hugepage"},"#), "2G", &[]);
+    let (b, t) = (&base.processes[0].tlb, &thp.processes[0].tlb);
+    assert!(t.dtlb_load_misses * 20 < b.dtlb_load_misses, "{t:?} vs {b:?}");
+    assert!(thp.processes[0].access_ns < base.processes[0].access_ns);
+}
+
+#[test]
+fn too_small_machine_is_an_error() {
+    let w = parse_workload(SEED000).unwrap();
+    let m = thplab_workload::machine::MachineSpec { nodes: vec![thplab_workload::machine::NodeSpec { mem: thplab_workload::units::Size(64 << 20), cpus: 1 }], swap: vec![], tlb: Default::default(), kernel_reserve: Some(thplab_workload::units::Size(62 << 20)), name: None };
+    let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err();
+    assert!(e.contains("too small for the kernel's own reserve"), "{e}");
+}
+
+#[test]
+fn oom_kill_when_nothing_can_be_reclaimed() {
+    let w = r#"{"processes":[{"name":"small","ops":[{"op":"mmap","name":"r","size":"64M"},{"op":"write","region":"r"},{"op":"sleep","duration":"1s"}]},
+       {"name":"big","start":"10ms","ops":[{"op":"mmap","name":"r","size":"4G"},{"op":"write","region":"r"}]}]}"#;
+    let r = go(w, "1G", &[]);
+    assert_eq!(d(&r, "oom_kill"), 1);
+    assert_eq!(r.processes[1].killed.as_deref(), Some("oom_kill"));
+    assert_eq!(r.processes[0].killed, None);
+}
