@@ -187,35 +187,26 @@ def cmd_machine(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------
 # the parser
 
-def _missing_module_cmd(name: str, module: str, why: str):
-    def cmd(args: argparse.Namespace) -> int:
-        _err(f"`thplab {name}` is not available in this build: {why}")
-        return EXIT_INPUT
-
-    return cmd
-
-
-def _add_delegated(sub: argparse._SubParsersAction, name: str, load: bool) -> None:
+def _add_delegated(sub: argparse._SubParsersAction, name: str, load: bool) -> str | None:
+    """Add subcommand `name`, provided by module DELEGATED[name]: add_arguments(parser) and
+    cmd(args). The module is imported only when `name` is the command being run; returns
+    why it is unavailable, or None."""
     module, help_ = DELEGATED[name]
     if load:
         try:
             mod = importlib.import_module(module)
             add, cmd = mod.add_arguments, mod.cmd
         except ImportError as e:
-            why = f"module {module} is missing" if getattr(e, "name", None) == module else f"cannot import {module}: {e}"
+            missing = getattr(e, "name", None) == module
+            return f"module {module} is not installed" if missing else f"cannot import {module}: {e}"
         except AttributeError:
-            why = f"module {module} has no add_arguments()/cmd()"
-        else:
-            p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip())
-            add(p)
-            p.set_defaults(func=cmd)
-            return
-        p = sub.add_parser(name, help=help_, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_missing_module_cmd(name, module, why))
-        return
-    p = sub.add_parser(name, help=help_)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
+            return f"module {module} has no add_arguments()/cmd()"
+        p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip())
+        add(p)
+        p.set_defaults(func=cmd)
+        return None
+    sub.add_parser(name, help=help_)
+    return None
 
 
 def _subcommand_of(argv: Sequence[str]) -> str | None:
@@ -273,8 +264,11 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_machine)
 
     wanted = _subcommand_of(argv)
+    parser.set_defaults(unavailable=None)
     for name in DELEGATED:
-        _add_delegated(sub, name, load=(wanted == name))
+        why = _add_delegated(sub, name, load=(wanted == name))
+        if why:
+            parser.set_defaults(unavailable=f"`thplab {name}` is not available in this build: {why}")
     return parser
 
 
@@ -282,6 +276,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser(argv)
+        unavailable = parser.get_default("unavailable")
+        if unavailable:
+            _err(unavailable)
+            return EXIT_INPUT
         args = parser.parse_args(argv)
         rc = args.func(args)
         return int(rc) if isinstance(rc, int) else 0

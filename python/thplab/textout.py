@@ -34,6 +34,8 @@ def fmt_ns(ns: float | int | None) -> str:
     """A duration for people: 850 ns, 2.50 µs, 12.345 ms, 7.170 s."""
     if ns is None:
         return "-"
+    if ns == 0:
+        return "0"
     ns = float(ns)
     a = abs(ns)
     if a < 1e3:
@@ -43,6 +45,20 @@ def fmt_ns(ns: float | int | None) -> str:
     if a < 1e9:
         return f"{ns / 1e6:.3f} ms"
     return f"{ns / 1e9:.3f} s"
+
+
+def fmt_ns_short(ns: float | int | None) -> str:
+    """A compact duration, 3 significant digits: 850ns, 84.0µs, 140µs, 1.20ms, 7.17s."""
+    if ns is None:
+        return "-"
+    ns = float(ns)
+    if abs(ns) < 1e3:
+        return f"{ns:.0f}ns"
+    for div, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if abs(ns) >= div * 0.9995:
+            v = float(f"{ns / div:.3g}")
+            return f"{v:.0f}{unit}" if abs(v) >= 100 else f"{v:.1f}{unit}" if abs(v) >= 10 else f"{v:.2f}{unit}"
+    return f"{ns:.0f}ns"  # pragma: no cover
 
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -139,8 +155,13 @@ def meminfo_lines(meminfo: dict[str, int], full: bool = True) -> list[str]:
 # results
 
 def _table(title: str | None = None, **kw: Any) -> Table:
-    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
-                 pad_edge=False, show_edge=False, **kw)
+    kw.setdefault("title_style", "bold")
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, **kw)
+
+
+def _num(t: Table, header: str) -> None:
+    """A right-aligned column that never wraps (numbers and durations)."""
+    t.add_column(header, justify="right", no_wrap=True)
 
 
 def _heading(console: Console, text: str) -> None:
@@ -202,7 +223,7 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
         for col in ("phase", "process"):
             t.add_column(col)
         for col in ("start", "end", "time", "sys"):
-            t.add_column(col, justify="right")
+            _num(t, col)
         for ph in phases:
             s, e = ph.get("start_ns", 0), ph.get("end_ns", 0)
             t.add_row(ph.get("name", ""), ph.get("process", ""), fmt_ns(s), fmt_ns(e), fmt_ns(e - s),
@@ -213,13 +234,13 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
     delta = {k: v for k, v in res.vmstat_delta.items() if v}
     if delta:
         per_phase = 1 < len(phases) <= 6
-        t = _table("vmstat (change over the run, non-zero)")
-        t.add_column("group", style="dim")
-        t.add_column("counter")
+        t = _table("vmstat deltas (non-zero)")
+        t.add_column("group", style="dim", no_wrap=True)
+        t.add_column("counter", no_wrap=True)
         if per_phase:
             for ph in phases:
-                t.add_column(_short_phase(ph.get("name", ""), single), justify="right")
-        t.add_column("total", justify="right")
+                _num(t, _short_phase(ph.get("name", ""), single))
+        _num(t, "total")
         for gi, (group, names) in enumerate(vmstat_groups(delta)):
             if gi:
                 t.add_section()
@@ -255,15 +276,15 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
             for k in p.get("smaps_rollup") or {}:
                 if k not in fields_all:
                     fields_all.append(k)
-        brief = ["Rss", "Pss_Anon", "Anonymous", "AnonHugePages", "Swap", "SwapPss"]
+        brief = ["Rss", "Anonymous", "AnonHugePages", "Swap"]
         fields = fields_all if full else [f for f in brief if f in fields_all]
         killed = any(p.get("killed") for p in procs)
         t = _table("smaps_rollup (kB, just before exit)")
         t.add_column("process")
-        t.add_column("pid", justify="right")
+        _num(t, "pid")
         for f in fields:
-            t.add_column(f, justify="right")
-        t.add_column("run", justify="right")
+            _num(t, f)
+        _num(t, "lifetime")
         if killed:
             t.add_column("killed")
         for p in procs:
@@ -279,17 +300,22 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
         tlb_procs = [p for p in procs if (p.get("tlb") or {}).get("accesses")]
         if tlb_procs:
             t = _table("access streams (TLB)")
-            t.add_column("process")
-            for col in ("accesses", "time", "cycles/access", "dTLB-load-misses", "dTLB-store-misses",
-                        "STLB hits", "page walks"):
-                t.add_column(col, justify="right")
+            t.add_column("process", no_wrap=True)
+            cols = ["accesses", "time", "cyc/acc", "dTLB miss", "walks"]
+            if full:
+                cols += ["load miss", "store miss", "STLB hit", "walk cyc"]
+            for col in cols:
+                _num(t, col)
             for p in tlb_procs:
                 tl = p["tlb"]
                 n = tl.get("accesses", 0)
                 cpa = f"{tl.get('cycles', 0) / n:.2f}" if n else "-"
-                t.add_row(p.get("name", ""), str(n), fmt_ns(p.get("access_ns", 0)), cpa,
-                          str(tl.get("dtlb_load_misses", 0)), str(tl.get("dtlb_store_misses", 0)),
-                          str(tl.get("stlb_hits", 0)), str(tl.get("page_walks", 0)))
+                ld, st = tl.get("dtlb_load_misses", 0), tl.get("dtlb_store_misses", 0)
+                row = [p.get("name", ""), str(n), fmt_ns(p.get("access_ns", 0)), cpa, str(ld + st),
+                       str(tl.get("page_walks", 0))]
+                if full:
+                    row += [str(ld), str(st), str(tl.get("stlb_hits", 0)), str(tl.get("walk_cycles", 0))]
+                t.add_row(*row)
             c.print(t)
             c.print()
 
@@ -300,13 +326,13 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
         if not full:
             pcols = [p for p in pcols if p in ("p05", "p25", "p50", "p75", "p90", "p95", "p99")] or pcols
         t = _table("latency percentiles")
-        t.add_column("distribution")
-        t.add_column("count", justify="right")
+        t.add_column("name", no_wrap=True)
+        _num(t, "count")
         for p in pcols:
-            t.add_column(p, justify="right")
+            _num(t, p)
         for name, v in lat.items():
             ns = v.get("ns") or {}
-            t.add_row(name, str(v.get("count", 0)), *[fmt_ns(ns.get(p)) for p in pcols])
+            t.add_row(name, str(v.get("count", 0)), *[fmt_ns_short(ns.get(p)) for p in pcols])
         c.print(t)
         c.print()
 
