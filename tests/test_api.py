@@ -11,7 +11,7 @@ import thplab
 from thplab import api
 from thplab.errors import InputError
 from thplab.result import Result, write_atomic
-from conftest import EXAMPLES, FIXTURES
+from fixtures.helpers import EXAMPLES, FIXTURES, seed000_doc, write_workload  # noqa: F401 (pytest fixtures)
 
 
 # ---- thplab.run: inputs ----

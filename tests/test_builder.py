@@ -7,7 +7,7 @@ from thplab import _native
 from thplab.api import load_workload
 from thplab.builder import Workload, format_workload
 from thplab.errors import InputError
-from conftest import EXAMPLES, SEED000
+from fixtures.helpers import EXAMPLES, SEED000
 
 
 def seed000_builder():

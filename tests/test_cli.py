@@ -7,7 +7,7 @@ import types
 import pytest
 
 from thplab import cli
-from conftest import EXAMPLES, FIXTURES
+from fixtures.helpers import EXAMPLES, FIXTURES, seed000_doc, write_workload  # noqa: F401 (pytest fixtures)
 
 
 def run_cli(capsys, *argv):
