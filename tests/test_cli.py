@@ -308,3 +308,43 @@ def test_argparse_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["run"])
     assert e.value.code == 2
+
+
+# ---- a run that blocks in native code: Ctrl-C and --timeout (in a child process) ----
+
+BLOCKING_RUN = """
+import sys, threading
+from thplab import _native, cli
+def blocking(*a, **k):
+    print("ready", flush=True)
+    threading.Event().wait()
+_native.run_model = blocking
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _blocking_child(*argv):
+    return subprocess.Popen([sys.executable, "-c", BLOCKING_RUN, "run", str(EXAMPLES / "seed000.json"), *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_ctrl_c_during_native_run(tmp_path):
+    import signal
+
+    out = tmp_path / "r.json"
+    child = _blocking_child("--json", str(out))
+    assert child.stdout.readline().strip() == "ready"
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_timeout_exit_124(tmp_path):
+    out = tmp_path / "r.json"
+    child = _blocking_child("--timeout", "0.2", "--json", str(out))
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 124, err
+    assert "did not finish within 0.2 s" in err
+    assert list(tmp_path.iterdir()) == []

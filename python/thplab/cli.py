@@ -36,12 +36,11 @@ DELEGATED = {
     "validate": ("thplab.validate", "compare the model against the live kernel"),
 }
 
-JSON_HELP = """write each result as JSON, atomically (temp file + rename). With one workload OUT is the
-file (or, if OUT is an existing directory or ends in '/', OUT/NAME.json). With several
-workloads OUT must be a directory (existing, or ending in '/', created) or a template
-containing {name} (the workload's name), {stem} (the workload file's name without suffix)
-or {index} (its position, from 0), e.g. out/{stem}.json. Nothing is written when any
-input is bad: every workload is checked before the first one runs."""
+JSON_HELP = """write each result as JSON, atomically (temp file + rename). OUT is a file (one workload
+only), a directory (existing, or ending in '/': created), which receives STEM.json for
+each workload file STEM.json/.yaml, or a template with {name} (the workload's name), {stem}
+(its file's name without suffix) or {index} (its position, from 0), e.g. out/{name}.json.
+Nothing is written when any input is bad: every workload is checked before the first runs."""
 
 
 def _err(msg: str) -> None:
@@ -69,7 +68,7 @@ def _json_targets(out: str, workloads: list[tuple[str, dict[str, Any]]]) -> list
             except (KeyError, IndexError, ValueError) as e:
                 raise InputError(f"--json {out}: bad template ({e}); use {{name}}, {{stem}} or {{index}}") from None
         elif is_dir:
-            p = Path(out) / f"{name if len(workloads) == 1 else stem}.json"
+            p = Path(out) / f"{stem}.json"
         else:
             p = Path(out)
         targets.append(p)
@@ -125,6 +124,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                           check=args.check, timeout=args.timeout)
         except InputError as e:
             raise InputError(f"{src}: {e}" if src != "-" and not str(e).startswith(src) else str(e)) from None
+        except api.TimeoutExpired as e:
+            raise api.TimeoutExpired(f"{src}: {e}") from None
         if not args.quiet:
             render_result(res, console, full=args.full, defaults=defaults)
         if target is not None:
