@@ -61,6 +61,16 @@ def _yaml_to_json(text: str, origin: str) -> str:
         raise InputError(f"{origin}: YAML workload holds a value JSON cannot express: {e}") from None
 
 
+def workload_text_from_bytes(data: bytes, origin: str) -> str:
+    """JSON text of a workload given as raw bytes (JSON or YAML), e.g. read from stdin."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{origin}: workload is not valid UTF-8 text "
+                         f"(byte 0x{data[e.start]:02x} at offset {e.start})") from None
+    return text if text.lstrip().startswith("{") else _yaml_to_json(text, origin)
+
+
 def _workload_text(workload: Any) -> tuple[str, str]:
     """(JSON text, origin for messages) of any accepted workload form."""
     from thplab.builder import Workload as Builder  # local: builder imports api

@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     workloads = []
     for w in args.workloads:
         if w == "-":
-            wl = api.load_workload(sys.stdin.read())
+            wl = api.load_workload(api.workload_text_from_bytes(sys.stdin.buffer.read(), "<stdin>"))
         else:
             wl = api.load_workload(Path(w))
         workloads.append((w, wl))
