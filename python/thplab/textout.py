@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 import sys
+import textwrap
 from typing import Any, Iterable, TextIO
 
 from rich import box
 from rich.console import Console
-from rich.padding import Padding
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
@@ -408,7 +408,9 @@ def render_knobs(registry: list[dict[str, Any]], current: dict[str, str], consol
             if k.get("live_value") is not None:
                 meta.append(f"live kernel: {k['live_value']}")
             c.print(Text("    " + " · ".join(meta), style="dim"), soft_wrap=True)
-            c.print(Padding(Text(k.get("doc", "")), (0, 0, 0, 4)))
+            doc = textwrap.fill(k.get("doc", ""), width=max(40, c.width), initial_indent="    ",
+                                subsequent_indent="    ")
+            c.print(Text(doc), soft_wrap=True)
         c.print()
 
 
