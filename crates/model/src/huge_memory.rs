@@ -239,6 +239,12 @@ impl Kernel {
         }
     }
 
+    /// shrink_slab(): the shrinkers thplab models — the THP deferred-split queue
+    /// (deferred_split_scan; filled in by the split issue) and the huge zero page.
+    pub fn shrink_slab(&mut self) {
+        self.shrink_huge_zero_page();
+    }
+
     pub fn deferred_split_len(&self) -> u64 {
         self.deferred.iter().map(|l| l.len).sum()
     }

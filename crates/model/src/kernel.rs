@@ -164,6 +164,25 @@ pub enum Fault {
     Oom,
 }
 
+/// Kernel threads: one kswapd and one kcompactd per node, one khugepaged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kthread {
+    Kswapd(usize),
+    Kcompactd(usize),
+    Khugepaged,
+}
+
+/// What a kernel thread does after a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KthreadNext {
+    /// sleep for this many ns (a timed wait; an explicit wake-up may come earlier)
+    Sleep(u64),
+    /// wait until woken (wait_event without timeout)
+    Wait,
+    /// more work: run again as soon as the CPU allows
+    Again,
+}
+
 #[derive(Clone, Debug)]
 pub struct OomKill {
     pub t_ns: u64,
@@ -205,6 +224,8 @@ pub struct Kernel {
     pub seed: u64,
     /// mms the OOM killer chose; the engine stops their processes
     pub killed: Vec<u32>,
+    /// wake-up requests for kernel threads, (thread, at ns), drained by the engine
+    pub wakeups: Vec<(Kthread, u64)>,
 }
 
 impl Kernel {
@@ -239,6 +260,7 @@ impl Kernel {
             trace: vec![],
             seed,
             killed: vec![],
+            wakeups: vec![],
         };
         k.setup_min_free();
         Ok(k)
@@ -408,21 +430,6 @@ impl Kernel {
         (None, result)
     }
 
-    /// try_to_compact_pages(): filled in by the compaction issue. Until then: a kernel
-    /// with nothing it can compact (COMPACT_SKIPPED, no counters).
-    pub fn try_to_compact_pages(&mut self, _gfp: Gfp, _order: u32, _flags: AllocFlags, _zonelist: &[usize], _prio: CompactPriority) -> CompactResult {
-        CompactResult::Skipped
-    }
-
-    /// try_to_free_pages(): direct reclaim; filled in by the reclaim issue. Until then,
-    /// nothing is reclaimable (no swap, no page cache), as on a swapless machine.
-    pub fn try_to_free_pages(&mut self, _gfp: Gfp, _order: u32, _nid: usize) -> u64 {
-        0
-    }
-
-    /// wakeup_kswapd(): filled in by the reclaim issue.
-    pub fn wakeup_kswapd(&mut self, _nid: usize, _order: u32) {}
-
     /// out_of_memory(): pick the process with the largest badness (RSS + swap + page
     /// tables, oom_badness) and kill it; its memory is freed at once (the OOM reaper).
     pub fn out_of_memory(&mut self, _order: u32, _nid: usize) -> bool {
@@ -468,9 +475,6 @@ impl Kernel {
         Ok(())
     }
 
-    /// sysctl_compaction_handler(): filled in by the compaction issue.
-    pub fn compact_all(&mut self) {}
-
     /// drop_caches: 1 page cache (none modelled), 2/3 also shrink slab: the THP
     /// deferred-split shrinker among them.
     pub fn drop_caches(&mut self, v: u64) {
@@ -482,9 +486,6 @@ impl Kernel {
             self.shrink_slab();
         }
     }
-
-    /// shrink_slab(): the shrinkers thplab models (deferred split; filled in by the split issue).
-    pub fn shrink_slab(&mut self) {}
 
     // ---------------- reporting ----------------
 
@@ -538,6 +539,40 @@ impl Kernel {
         m.insert("SwapTotal".into(), 0);
         m.insert("SwapFree".into(), 0);
         m
+    }
+
+    /// Ask the engine to run kernel thread `kt` now (wake_up_interruptible).
+    pub fn wake(&mut self, kt: Kthread) {
+        let at = self.now + self.cost;
+        self.wakeups.push((kt, at));
+    }
+
+    /// The kernel threads this machine has.
+    pub fn kthreads(&self) -> Vec<Kthread> {
+        let mut v = vec![];
+        for n in 0..self.pm.nodes.len() {
+            v.push(Kthread::Kswapd(n));
+            v.push(Kthread::Kcompactd(n));
+        }
+        v.push(Kthread::Khugepaged);
+        v
+    }
+
+    /// The state a kernel thread starts in at boot.
+    pub fn kthread_initial(&self, kt: Kthread) -> KthreadNext {
+        match kt {
+            Kthread::Kcompactd(n) => self.kcompactd_initial(n),
+            _ => KthreadNext::Wait,
+        }
+    }
+
+    /// Run one step of a kernel thread (its main loop body).
+    pub fn kthread_step(&mut self, kt: Kthread) -> KthreadNext {
+        match kt {
+            Kthread::Kswapd(n) => self.kswapd_step(n),
+            Kthread::Kcompactd(n) => self.kcompactd_step(n),
+            Kthread::Khugepaged => self.khugepaged_step(),
+        }
     }
 
     pub fn heap_bytes(&self) -> usize {

@@ -26,3 +26,11 @@ impl Kernel {
         }
     }
 }
+
+impl Kernel {
+    /// One wake-up of khugepaged: khugepaged_do_scan() then khugepaged_wait_work().
+    /// The khugepaged issue fills this in.
+    pub fn khugepaged_step(&mut self) -> crate::kernel::KthreadNext {
+        crate::kernel::KthreadNext::Wait
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod bitmap;
 pub mod check;
+pub mod compaction;
 pub mod content;
 pub mod huge_memory;
 pub mod kernel;
@@ -16,6 +17,7 @@ pub mod page_alloc;
 pub mod pgtable;
 pub mod run;
 pub mod tlb;
+pub mod vmscan;
 pub mod vmstat;
 
 pub use run::{run, RunOptions};

@@ -5,7 +5,7 @@
 //! kernel work is charged from the cost profile and advances the process's clock.
 //! Kernel threads (kswapd, kcompactd, khugepaged) join as timed tasks in later issues.
 
-use crate::kernel::{Fault, Kernel};
+use crate::kernel::{Fault, Kernel, Kthread, KthreadNext};
 use crate::mm_types::*;
 use crate::mmap::{Mm, VM_READ, VM_WRITE};
 use crate::page_alloc::GFP_KERNEL;
@@ -18,7 +18,7 @@ use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs;
 use thplab_workload::machine::MachineSpec;
 use thplab_workload::result::*;
-use thplab_workload::workload::{AccessPattern, MachineArg, Op, Prot, Workload, WriteData};
+use thplab_workload::workload::{AccessPattern, MachineArg, Op, Prot, Workload};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -152,14 +152,75 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
         });
     }
     let mut cpu_free = vec![0u64; ncpus as usize];
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = tasks.iter().map(|t| Reverse((t.ready, t.pid))).collect();
+    // heap entries: (time, 0 = kernel thread / 1 = process, index, generation)
+    let mut heap: BinaryHeap<Reverse<(u64, u8, usize, u64)>> = tasks.iter().map(|t| Reverse((t.ready, 1, t.pid, 0))).collect();
+    let mut kts: Vec<Kt> = k
+        .kthreads()
+        .into_iter()
+        .map(|kind| {
+            let cpu = match kind {
+                Kthread::Kswapd(n) | Kthread::Kcompactd(n) => k.pm.nodes[n].cpus.first().copied().unwrap_or(0),
+                Kthread::Khugepaged => 0,
+            };
+            Kt { kind, cpu: cpu % ncpus, gen: 0, scheduled: None, busy_ns: 0, runs: 0 }
+        })
+        .collect();
+    for (i, kt) in kts.iter_mut().enumerate() {
+        match k.kthread_initial(kt.kind) {
+            KthreadNext::Sleep(d) => kt.schedule(&mut heap, i, d),
+            KthreadNext::Again => kt.schedule(&mut heap, i, 0),
+            KthreadNext::Wait => {}
+        }
+    }
     let mut phases: Vec<PhaseResult> = vec![];
     let interval = w.record.series_interval.0;
     let mut series = Series { columns: series_columns(), rows: vec![] };
     let mut next_sample = 0u64;
     let mut now = 0u64;
     let mut steps = 0u64;
-    while let Some(Reverse((t, pid))) = heap.pop() {
+    let mut live = tasks.len();
+    while let Some(Reverse((t, prio, id, gen))) = heap.pop() {
+        if live == 0 {
+            break;
+        }
+        if prio == 0 {
+            // a kernel thread
+            let kt = &mut kts[id];
+            if gen != kt.gen {
+                continue;
+            }
+            let cpu = kt.cpu as usize;
+            let start = t.max(cpu_free[cpu]);
+            if start > t {
+                heap.push(Reverse((start, 0, id, gen)));
+                continue;
+            }
+            now = now.max(start);
+            if interval > 0 {
+                while next_sample <= now && series.rows.len() < 200_000 {
+                    series.rows.push(sample(&k, next_sample));
+                    next_sample += interval;
+                }
+            }
+            k.now = start;
+            k.cost = 0;
+            let next = k.kthread_step(kt.kind);
+            let end = start + k.cost;
+            cpu_free[cpu] = end;
+            kt.busy_ns += k.cost;
+            kt.runs += 1;
+            kt.gen += 1;
+            kt.scheduled = None;
+            match next {
+                KthreadNext::Sleep(d) => kt.schedule(&mut heap, id, end + d),
+                KthreadNext::Again => kt.schedule(&mut heap, id, end),
+                KthreadNext::Wait => {}
+            }
+            drain_wakeups(&mut k, &mut kts, &mut heap);
+            steps += 1;
+            continue;
+        }
+        let pid = id;
         let task = &mut tasks[pid];
         if task.done {
             continue;
@@ -168,7 +229,7 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
         let start = t.max(cpu_free[cpu]);
         if start > t {
             // the CPU is busy: wait in line
-            heap.push(Reverse((start, pid)));
+            heap.push(Reverse((start, 1, pid, 0)));
             continue;
         }
         now = now.max(start);
@@ -205,7 +266,7 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
                 let end = start + cost + user_ns;
                 cpu_free[cpu] = end;
                 task.ready = end;
-                heap.push(Reverse((end, pid)));
+                heap.push(Reverse((end, 1, pid, 0)));
             }
             StepOutcome::OpDone { user_ns, sleep } => {
                 let task = &mut tasks[pid];
@@ -220,15 +281,27 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
                 let end = start + cost + user_ns;
                 cpu_free[cpu] = end;
                 task.ready = end + sleep;
-                heap.push(Reverse((task.ready, pid)));
+                heap.push(Reverse((task.ready, 1, pid, 0)));
             }
             StepOutcome::Exit => {
                 let task = &mut tasks[pid];
                 let end = start + cost;
+                cpu_free[cpu] = end;
                 finish_task(&mut k, task, end, &mut phases, &w.processes[pid].name);
                 now = now.max(end);
+                live -= 1;
             }
         }
+        // processes the OOM killer chose while this step ran end now
+        for v in std::mem::take(&mut k.killed) {
+            let t = &mut tasks[v as usize];
+            if !t.done {
+                t.killed = Some("oom_kill".into());
+                finish_task(&mut k, t, now, &mut phases, &w.processes[v as usize].name);
+                live -= 1;
+            }
+        }
+        drain_wakeups(&mut k, &mut kts, &mut heap);
         if o.check && steps % 4096 == 0 {
             crate::check::check(&k)?;
         }
@@ -257,6 +330,10 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
     extra.insert("deferred_split_queue".into(), json!(k.deferred_split_len()));
     extra.insert("khugepaged_mm_slots".into(), json!(k.khugepaged_list.len()));
     extra.insert("min_free_kbytes".into(), json!(k.effective_min_free_kbytes()));
+    extra.insert(
+        "kthreads".into(),
+        Value::Array(kts.iter().map(|kt| json!({"name": kthread_name(kt.kind), "cpu_ns": kt.busy_ns, "runs": kt.runs})).collect()),
+    );
     extra.insert(
         "zoneinfo".into(),
         Value::Array(
@@ -319,6 +396,42 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
         trace: std::mem::take(&mut k.trace),
         extra,
     })
+}
+
+struct Kt {
+    kind: Kthread,
+    cpu: u32,
+    gen: u64,
+    scheduled: Option<u64>,
+    busy_ns: u64,
+    runs: u64,
+}
+impl Kt {
+    fn schedule(&mut self, heap: &mut BinaryHeap<Reverse<(u64, u8, usize, u64)>>, idx: usize, at: u64) {
+        self.scheduled = Some(at);
+        heap.push(Reverse((at, 0, idx, self.gen)));
+    }
+}
+
+pub fn kthread_name(k: Kthread) -> String {
+    match k {
+        Kthread::Kswapd(n) => format!("kswapd{n}"),
+        Kthread::Kcompactd(n) => format!("kcompactd{n}"),
+        Kthread::Khugepaged => "khugepaged".into(),
+    }
+}
+
+/// Wake-ups the kernel requested during a step: a waiting or later-scheduled thread runs earlier.
+fn drain_wakeups(k: &mut Kernel, kts: &mut [Kt], heap: &mut BinaryHeap<Reverse<(u64, u8, usize, u64)>>) {
+    for (kind, at) in std::mem::take(&mut k.wakeups) {
+        if let Some(i) = kts.iter().position(|t| t.kind == kind) {
+            let kt = &mut kts[i];
+            if kt.scheduled.is_none_or(|s| s > at) {
+                kt.gen += 1;
+                kt.schedule(heap, i, at);
+            }
+        }
+    }
 }
 
 fn series_columns() -> Vec<String> {
