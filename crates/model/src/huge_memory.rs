@@ -242,10 +242,199 @@ impl Kernel {
     /// shrink_slab(): the shrinkers thplab models — the THP deferred-split queue
     /// (deferred_split_scan; filled in by the split issue) and the huge zero page.
     pub fn shrink_slab(&mut self) {
+        for n in 0..self.deferred.len() {
+            let len = self.deferred[n].len;
+            self.deferred_split_scan(n, len);
+        }
         self.shrink_huge_zero_page();
     }
 
     pub fn deferred_split_len(&self) -> u64 {
         self.deferred.iter().map(|l| l.len).sum()
+    }
+}
+
+use crate::kernel::SplitZero;
+use crate::migrate::SplitReason;
+
+impl Kernel {
+    /// split_folio() / __folio_split() of a PMD-order anonymous folio to order 0:
+    /// unmap (a huge PMD is split first: thp_split_pmd), split the compound page, remap.
+    /// At remap, an all-zero subpage that was mapped is
+    ///  - `mainline` (v6.12+, every anon split): remapped to the shared zero page
+    ///    (try_to_map_unused_to_zeropage), its frame freed;
+    ///  - `seed` (Yu Zhao 2021, isolated splits only): not remapped, PTE cleared
+    ///    (try_to_unmap_clean: thp_split_unmap), frame freed; tail pages with no mapping
+    ///    are freed at once (thp_split_free);
+    ///  - `none`: remapped like any page.
+    /// mlocked folios and VM_LOCKED VMAs keep their zero pages. The zero check costs
+    /// what memchr_inv costs: up to the first non-zero byte.
+    /// Returns the head pfns of the order-0 folios left (mapped or not, not freed).
+    pub fn split_folio(&mut self, head: u64, reason: SplitReason) -> Result<Vec<u64>, ()> {
+        let f = self.pm.frames[head as usize];
+        if tag(f) != TAG_ANON || compound(f) != COMPOUND_HEAD {
+            self.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
+            self.count_mthp("split_failed", 1);
+            return Err(());
+        }
+        // unmap_folio(): a PMD mapping becomes PTEs first
+        if let Some((sid, _)) = rmap(f) {
+            if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
+                let mm = self.slots.get(sid).mm as usize;
+                self.split_huge_pmd(mm, sid);
+            }
+        }
+        let isolated = reason.isolated();
+        let policy = self.cfg.split_zero;
+        let lru_list = lru(f);
+        let young_ = young(f);
+        let dirty_ = dirty(f);
+        let mlocked_ = lru_list == LRU_UNEVICTABLE;
+        if lru_list != LRU_NONE {
+            self.lru_del(head, 512);
+        }
+        self.deferred_split_remove(head);
+        self.thp_mapcount.remove(&(head as u32));
+        self.charge(self.costs.split_folio_ns);
+        let mut left = vec![];
+        let mut freed = vec![];
+        let mut flushed: Option<(usize, u64)> = None;
+        for i in 0..512u64 {
+            let p = head + i;
+            let pf = self.pm.frames[p as usize];
+            // every subpage becomes an order-0 folio with the folio's flags
+            let mut nf = with_compound(pf, COMPOUND_BASE);
+            nf = set_dirty(set_young(nf, young_), dirty_ || dirty(pf));
+            nf = with_lru(nf, LRU_NONE);
+            self.pm.frames[p as usize] = nf;
+            match rmap(pf) {
+                None => {
+                    // already zapped (partially unmapped THP): the split's reference was the last
+                    if policy == SplitZero::Seed && isolated {
+                        self.vm.count(Ev::THP_SPLIT_FREE);
+                    }
+                    freed.push(p);
+                }
+                Some((sid, idx)) => {
+                    let mm = self.slots.get(sid).mm as usize;
+                    let vma_locked = {
+                        let addr = (self.slots.get(sid).index << 21) + ((idx as u64) << 12);
+                        self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0)
+                    };
+                    let check = match policy {
+                        SplitZero::Mainline => true,
+                        SplitZero::Seed => isolated,
+                        SplitZero::None => false,
+                    } && !mlocked_
+                        && !vma_locked;
+                    let zero = if check {
+                        self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(content(pf)) / 4096);
+                        crate::content::is_zero(content(pf))
+                    } else {
+                        false
+                    };
+                    flushed.get_or_insert((mm, self.slots.get(sid).index));
+                    if zero {
+                        let pte = if policy == SplitZero::Mainline { PTE_ZERO } else { PTE_NONE };
+                        if policy == SplitZero::Seed {
+                            self.vm.count(Ev::THP_SPLIT_UNMAP);
+                        }
+                        self.set_pte(sid, idx as usize, pte);
+                        self.pm.frames[p as usize] = with_rmap(nf, None);
+                        self.mms[mm].rss_anon -= 1;
+                        self.nr_anon_pages -= 1;
+                        freed.push(p);
+                    } else {
+                        self.charge(self.costs.pte_walk_ns);
+                        left.push(p);
+                    }
+                }
+            }
+        }
+        for p in freed {
+            self.pm.free_pages(p, 0, &mut self.vm);
+        }
+        if reason != SplitReason::Reclaim {
+            // lru_add_split_folio() (or putback after migration): the pieces go back on the list
+            for &p in &left {
+                let node = self.pm.node_of(p);
+                let l = if lru_list == LRU_NONE { crate::mm_types::LRU_INACTIVE_ANON } else { lru_list };
+                self.pm.frames[p as usize] = with_lru(self.pm.frames[p as usize], l);
+                self.pm.lru[node][l as usize].push_head(&mut self.pm.links, p as u32, 1);
+            }
+        }
+        if let Some((mm, ix)) = flushed {
+            self.mms[mm].tlb.flush_range(ix << 21, (ix + 1) << 21);
+            self.charge(self.costs.tlb_flush_ns);
+        }
+        self.vm.count(Ev::THP_SPLIT_PAGE);
+        self.count_mthp("split", 1);
+        Ok(left)
+    }
+
+    /// thp_underused(): more than max_ptes_none zero subpages (never at the default 511).
+    pub fn thp_underused(&mut self, head: u64) -> bool {
+        let max_none = self.cfg.max_ptes_none as u64;
+        if max_none == 511 {
+            return false;
+        }
+        let (mut zero, mut filled) = (0u64, 0u64);
+        for i in 0..512u64 {
+            let c = content(self.pm.frames[(head + i) as usize]);
+            self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(c) / 4096);
+            if crate::content::is_zero(c) {
+                zero += 1;
+                if zero > max_none {
+                    return true;
+                }
+            } else {
+                filled += 1;
+                if filled >= 512 - max_none {
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    /// deferred_split_scan(): walk up to `nr_to_scan` queued folios: split partially
+    /// mapped ones, split underused ones (thp_underused_split_page), drop used ones from
+    /// the queue. Returns the number split.
+    pub fn deferred_split_scan(&mut self, node: usize, nr_to_scan: u64) -> u64 {
+        let mut split = 0;
+        let mut scanned = 0;
+        let mut keep: Vec<u64> = vec![];
+        while scanned < nr_to_scan {
+            let t = self.deferred[node].head;
+            if t == NIL {
+                break;
+            }
+            scanned += 1;
+            let head = t as u64 - 1;
+            let partially = self.folio_partially_mapped(head);
+            self.deferred_split_remove(head);
+            if partially {
+                if self.split_folio(head, SplitReason::Deferred).is_ok() {
+                    split += 1;
+                }
+                continue;
+            }
+            // v6.18 also skips mlocked folios
+            if lru(self.pm.frames[head as usize]) == LRU_UNEVICTABLE {
+                keep.push(head);
+                continue;
+            }
+            if self.thp_underused(head) {
+                if self.split_folio(head, SplitReason::Underused).is_ok() {
+                    self.vm.count(Ev::THP_UNDERUSED_SPLIT_PAGE);
+                    split += 1;
+                }
+            }
+            // otherwise "used": it stays off the queue
+        }
+        for h in keep {
+            self.deferred_split_folio(h, false);
+        }
+        split
     }
 }

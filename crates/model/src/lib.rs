@@ -10,6 +10,7 @@ pub mod kernel;
 pub mod khugepaged;
 pub mod madvise;
 pub mod memory;
+pub mod migrate;
 pub mod mm_types;
 pub mod mmap;
 pub mod mmzone;

@@ -576,10 +576,8 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
                         k.mms[pid].tlb.flush_range(s, e);
                     }
                     Op::MovePages { node, .. } => {
-                        if *node as usize >= k.pm.nodes.len() {
-                            err(task, oi, op, "ENODEV", format!("node {node} does not exist"));
-                        } else {
-                            err(task, oi, op, "EOPNOTSUPP", "move_pages is modelled by the migration issue".into());
+                        if let Err(e) = k.move_pages(pid, s, e, *node as usize) {
+                            err(task, oi, op, e, format!("move_pages to node {node}: no such node"));
                         }
                     }
                     _ => unreachable!(),

@@ -1,0 +1,165 @@
+//! Page migration (mm/migrate.c): move a folio's contents to a new frame and repoint
+//! its mapping (migrate_folio + remove_migration_ptes), migrate_pages() for a list with
+//! THP fallback to splitting (thp_migration_split, where the zero-subpage policy applies),
+//! and move_pages(2) to another node.
+
+use crate::kernel::Kernel;
+use crate::memory::Mapping;
+use crate::mm_types::*;
+use crate::page_alloc::{GFP_HIGHUSER_MOVABLE, GFP_TRANSHUGE_LIGHT, __GFP_THISNODE};
+use crate::pgtable::*;
+use crate::vmstat::Ev;
+
+/// Why a split happens: it decides which zero-subpage rule applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitReason {
+    /// shrink_folio_list (the folio is isolated: Yu Zhao's `list != NULL`)
+    Reclaim,
+    /// migrate_pages fallback (isolated)
+    Migration,
+    /// deferred split shrinker, partially mapped folio (not isolated)
+    Deferred,
+    /// deferred split shrinker, underused folio (not isolated)
+    Underused,
+    /// anything else (e.g. debugfs split_huge_pages)
+    Other,
+}
+impl SplitReason {
+    pub fn isolated(self) -> bool {
+        matches!(self, SplitReason::Reclaim | SplitReason::Migration)
+    }
+}
+
+impl Kernel {
+    /// Move a mapped-or-not anonymous folio at `src` (head) to the frames at `dst`,
+    /// which the caller allocated (order 0 or 9). Contents, flags, LRU membership, the
+    /// deferred-queue entry and the mapping all follow; the source frames are freed.
+    pub fn move_folio(&mut self, src: u64, dst: u64) {
+        let f = self.pm.frames[src as usize];
+        let thp = compound(f) == COMPOUND_HEAD;
+        let nr: u64 = if thp { 512 } else { 1 };
+        let lru_list = lru(f);
+        let locked = lru_list == LRU_UNEVICTABLE;
+        let on_lru = lru_list != LRU_NONE;
+        let queued = thp && lru(self.pm.frames[src as usize + 1]) == 1;
+        let partially = thp && self.folio_partially_mapped(src);
+        if on_lru {
+            self.lru_del(src, nr);
+        }
+        if thp {
+            self.deferred_split_remove(src);
+        }
+        for i in 0..nr {
+            let s = (src + i) as usize;
+            let d = (dst + i) as usize;
+            let sf = self.pm.frames[s];
+            self.pm.frames[d] = with_lru(sf, LRU_NONE);
+            self.pm.frames[s] = make_kernel(0, false);
+            // repoint the mapping of this page
+            if let Some((sid, idx)) = rmap(sf) {
+                match &mut self.slots.get_mut(sid).pmd {
+                    Pmd::Huge(h) => {
+                        if i == 0 {
+                            *h = dst as u32;
+                        }
+                    }
+                    Pmd::Table(t) => t[idx as usize] = mk_pte(K_PRESENT, (dst + i) as u32),
+                    _ => {}
+                }
+            }
+        }
+        if thp {
+            if let Some(c) = self.thp_mapcount.remove(&(src as u32)) {
+                self.thp_mapcount.insert(dst as u32, c);
+            }
+        }
+        if on_lru {
+            let node = self.pm.node_of(dst);
+            let h = self.pm.frames[dst as usize];
+            self.pm.frames[dst as usize] = with_lru(h, lru_list);
+            self.pm.lru[node][lru_list as usize].push_head(&mut self.pm.links, dst as u32, nr);
+            let _ = locked;
+        }
+        if queued {
+            // the copy carried PG_partially_mapped; put the new folio on the queue
+            let t = dst as usize + 1;
+            self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
+            let node = self.pm.node_of(dst);
+            self.deferred[node].push_tail(&mut self.pm.links, t as u32, 512);
+        }
+        let _ = partially;
+        self.charge(if thp { self.costs.copy_2m_ns } else { self.costs.migrate_4k_ns });
+        // flush the old translations of every mm that maps the folio
+        if let Some((sid, _)) = rmap(self.pm.frames[dst as usize]) {
+            let s = self.slots.get(sid);
+            let (mm, ix) = (s.mm as usize, s.index);
+            self.mms[mm].tlb.flush_range(ix << 21, (ix + 1) << 21);
+        }
+        self.pm.free_pages(src, if thp { 9 } else { 0 }, &mut self.vm);
+    }
+
+    /// migrate_pages() of one folio to `node` (MR_SYSCALL/MR_NUMA_MISPLACED style):
+    /// allocate on the node, move; a THP whose destination cannot be allocated is split
+    /// (thp_migration_split) and its pieces migrated one by one. Returns pages moved.
+    pub fn migrate_folio_to_node(&mut self, head: u64, node: usize) -> u64 {
+        let f = self.pm.frames[head as usize];
+        if compound(f) == COMPOUND_HEAD {
+            if let Some(dst) = self.alloc_pages(GFP_TRANSHUGE_LIGHT | __GFP_THISNODE, 9, node) {
+                self.move_folio(head, dst);
+                self.vm.count(Ev::THP_MIGRATION_SUCCESS);
+                self.vm.add(Ev::PGMIGRATE_SUCCESS, 512);
+                return 512;
+            }
+            self.vm.count(Ev::THP_MIGRATION_SPLIT);
+            let pieces = match self.split_folio(head, crate::migrate::SplitReason::Migration) {
+                Ok(p) => p,
+                Err(_) => {
+                    self.vm.count(Ev::THP_MIGRATION_FAIL);
+                    self.vm.add(Ev::PGMIGRATE_FAIL, 512);
+                    return 0;
+                }
+            };
+            let mut moved = 0;
+            for p in pieces {
+                moved += self.migrate_folio_to_node(p, node);
+            }
+            return moved;
+        }
+        match self.alloc_pages(GFP_HIGHUSER_MOVABLE | __GFP_THISNODE, 0, node) {
+            Some(dst) => {
+                self.move_folio(head, dst);
+                self.vm.count(Ev::PGMIGRATE_SUCCESS);
+                1
+            }
+            None => {
+                self.vm.count(Ev::PGMIGRATE_FAIL);
+                0
+            }
+        }
+    }
+
+    /// move_pages(2) for [start, end) of `mm` to `node`: each mapped folio not already on
+    /// the node is migrated whole. Returns the errno on failure.
+    pub fn move_pages(&mut self, mm: usize, start: u64, end: u64, node: usize) -> Result<(), &'static str> {
+        if node >= self.pm.nodes.len() {
+            return Err("ENODEV");
+        }
+        let mut a = start;
+        while a < end {
+            self.charge(self.costs.pte_walk_ns);
+            match self.follow(mm, a) {
+                Mapping::Page(pfn, _) => {
+                    let f = self.pm.frames[pfn as usize];
+                    let head = if compound(f) == COMPOUND_BASE { pfn } else { pfn & !511 };
+                    if self.pm.node_of(head) != node {
+                        self.migrate_folio_to_node(head, node);
+                    }
+                }
+                Mapping::None => {}
+                _ => {}
+            }
+            a += 4096;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,146 @@
+//! Split and migration: deferred split of partially mapped THPs, underused-THP splitting
+//! with the max_ptes_none threshold (and the 511 quirk), the zero-subpage policies, and
+//! migration between nodes. Every test checks that no non-zero page is lost.
+
+use thplab_model::{run, RunOptions};
+use thplab_workload::{parse_workload, MachineSpec, RunResult};
+
+fn go(w: &str, machine: &str, knobs: &[(&str, &str)]) -> RunResult {
+    let w = parse_workload(w).unwrap();
+    let o = RunOptions {
+        machine: Some(MachineSpec::parse_shorthand(machine).unwrap()),
+        knobs: knobs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+        check: true,
+        ..Default::default()
+    };
+    run(&w, &o).unwrap()
+}
+fn pd(r: &RunResult, phase: usize, c: &str) -> i64 {
+    r.phases[phase].vmstat_delta.get(c).copied().unwrap_or(0)
+}
+
+/// 8 THPs; page k of each 2 MiB gets one non-zero byte at offset k (distinct contents);
+/// `pages` non-zero pages per THP.
+fn sparse(pages: u32, extra: &str) -> String {
+    format!(
+        r#"{{"processes":[{{"name":"p","ops":[
+      {{"op":"mmap","name":"b","size":"16M"}},
+      {{"op":"madvise","region":"b","advice":"hugepage"}},
+      {{"op":"write","region":"b","every":"2M","length":"{}K","byte":7,"bytes":1,"data":9}},
+      {{"op":"phase","name":"act"}},
+      {extra}
+      {{"op":"phase","name":"after"}},
+      {{"op":"read","region":"b"}}]}}]}}"#,
+        pages * 4
+    )
+}
+
+#[test]
+fn underused_split_needs_max_ptes_none_below_511() {
+    let w = sparse(4, r#"{"op":"drop_caches","value":2},"#);
+    let r = go(&w, "1G", &[]);
+    assert_eq!(pd(&r, 1, "thp_underused_split_page"), 0, "the 511 quirk: nothing is underused");
+    assert_eq!(pd(&r, 1, "thp_split_page"), 0);
+    let r = go(&w, "1G", &[("khugepaged/max_ptes_none", "409")]);
+    assert_eq!(pd(&r, 1, "thp_underused_split_page"), 8);
+    assert_eq!(pd(&r, 1, "thp_split_page"), 8);
+    // mainline: the 508 zero subpages of each THP are remapped to the zero page
+    assert_eq!(pd(&r, 1, "nr_anon_pages"), -(8 * 508));
+    assert_eq!(pd(&r, 1, "nr_anon_transparent_hugepages"), -8);
+    // shrink_underused=0 keeps them
+    let r = go(&w, "1G", &[("khugepaged/max_ptes_none", "409"), ("transparent_hugepage/shrink_underused", "0")]);
+    assert_eq!(pd(&r, 1, "thp_split_page"), 0);
+}
+
+#[test]
+fn partially_mapped_thp_is_split_by_the_shrinker_only() {
+    let w = sparse(512, r#"{"op":"munmap","region":"b","offset":"1M","length":"4K"},{"op":"phase","name":"shrink"},{"op":"drop_caches","value":2},"#);
+    let r = go(&w, "1G", &[]);
+    assert_eq!(pd(&r, 1, "thp_deferred_split_page"), 1);
+    assert_eq!(pd(&r, 1, "thp_split_page"), 0, "munmap alone does not split the folio");
+    assert_eq!(pd(&r, 2, "thp_split_page"), 1);
+    // the unmapped subpage's memory comes back only with the split
+    assert_eq!(pd(&r, 2, "nr_free_pages"), 1);
+}
+
+#[test]
+fn zero_subpage_policies_on_deferred_split() {
+    // Deferred (non-isolated) splits: mainline remaps zero subpages to the zero page,
+    // seed and none keep them (Yu Zhao's series acts only on isolated splits).
+    let w = sparse(2, r#"{"op":"munmap","region":"b","offset":"1M","length":"4K"},{"op":"drop_caches","value":2},"#);
+    let m = go(&w, "1G", &[]);
+    let s = go(&w, "1G", &[("thplab.split_zero_subpages", "seed")]);
+    let n = go(&w, "1G", &[("thplab.split_zero_subpages", "none")]);
+    // 1 THP partially unmapped: 511 mapped subpages, 2 non-zero
+    assert_eq!(pd(&m, 1, "nr_anon_pages"), -1 - 509);
+    assert_eq!(pd(&s, 1, "nr_anon_pages"), -1);
+    assert_eq!(pd(&n, 1, "nr_anon_pages"), -1);
+    assert_eq!(pd(&s, 1, "thp_split_unmap"), 0);
+}
+
+#[test]
+fn no_non_zero_page_is_lost_by_splits() {
+    // Every page of 4 THPs has distinct non-zero content except pages 100..200 of each;
+    // after deferred and underused splits under every policy, a process re-reads: the
+    // model's checker verifies mappings, and the RSS accounts exactly the non-zero pages.
+    for policy in ["none", "seed", "mainline"] {
+        let w = r#"{"processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"b","size":"8M"},
+          {"op":"madvise","region":"b","advice":"hugepage"},
+          {"op":"write","region":"b","every":"2M","length":"400K","byte":5,"bytes":3,"data":1},
+          {"op":"write","region":"b","every":"2M","offset":"800K","length":"1248K","byte":4000,"bytes":96,"data":"text"},
+          {"op":"drop_caches","value":3},
+          {"op":"phase","name":"end"}]}]}"#;
+        let r = go(w, "1G", &[("thplab.split_zero_subpages", policy), ("khugepaged/max_ptes_none", "64")]);
+        let rss = r.processes[0].smaps_rollup["Rss"];
+        let nonzero_pages = 4 * (100 + 312);
+        if policy == "mainline" {
+            assert_eq!(pd(&r, 0, "thp_underused_split_page"), 4, "100 zero pages > 64");
+            assert_eq!(rss, nonzero_pages * 4, "{policy}: only the zero pages went");
+        } else {
+            assert_eq!(rss, 4 * 512 * 4, "{policy}: nothing dropped on a non-isolated split");
+        }
+    }
+}
+
+#[test]
+fn move_pages_migrates_thps_whole_and_keeps_contents() {
+    let w = r#"{"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"b","size":"64M"},
+      {"op":"madvise","region":"b","advice":"hugepage"},
+      {"op":"write","region":"b","every":"64K","length":"4K","byte":11,"bytes":2,"data":3},
+      {"op":"phase","name":"move"},
+      {"op":"move_pages","region":"b","node":1},
+      {"op":"move_pages","region":"b","node":7}]}]}"#;
+    let r = go(w, "2x1G", &[]);
+    assert_eq!(pd(&r, 1, "thp_migration_success"), 32);
+    assert_eq!(pd(&r, 1, "pgmigrate_success"), 32 * 512);
+    assert_eq!(r.processes[0].errors[0].errno, "ENODEV");
+    assert_eq!(r.processes[0].smaps_rollup["AnonHugePages"], 64 << 10);
+}
+
+#[test]
+fn thp_migration_falls_back_to_split_when_the_node_has_no_2m_block() {
+    // node 1's 2 MiB blocks are all taken by order-9 kernel allocations (which stop at the
+    // watermark with ENOMEM, costly orders never OOM): THPs cannot move whole, pages can.
+    let w = r#"{"processes":[
+      {"name":"p","start":"500ms","ops":[
+      {"op":"mmap","name":"b","size":"64M"},
+      {"op":"madvise","region":"b","advice":"hugepage"},
+      {"op":"write","region":"b","every":"2M","length":"8K","data":5},
+      {"op":"phase","name":"move"},
+      {"op":"move_pages","region":"b","node":1}]},
+      {"name":"frag","ops":[{"op":"kalloc","name":"k","size":"1800M","order":9},{"op":"sleep","duration":"1s"}]}]}"#;
+    // process "frag" (pid 1) runs on cpu 1 = node 1 (2x1G,cpus=2)
+    let r = go(w, "2x1G,cpus=2", &[("thplab.split_zero_subpages", "seed")]);
+    let mv = r.phases.iter().find(|p| p.name == "p:move").unwrap_or_else(|| panic!("{:?} {:?}", r.phases.iter().map(|p| &p.name).collect::<Vec<_>>(), r.processes));
+    let g = |c: &str| mv.vmstat_delta.get(c).copied().unwrap_or(0);
+    // the slow path's min watermark leaves room for a few whole THPs; the rest split
+    let (ok, split) = (g("thp_migration_success"), g("thp_migration_split"));
+    assert_eq!(ok + split, 32, "{:?}", mv.vmstat_delta);
+    assert!(split >= 16, "{:?}", mv.vmstat_delta);
+    assert_eq!(g("thp_split_page"), split);
+    // the seed policy drops the 510 zero subpages of each isolated split THP
+    assert_eq!(g("thp_split_unmap"), split * 510);
+    assert_eq!(g("pgmigrate_success"), ok * 512 + split * 2);
+}
