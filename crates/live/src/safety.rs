@@ -52,9 +52,6 @@ impl Journal {
         let t = std::fs::read_to_string(journal_path()).ok()?;
         serde_json::from_str(&t).ok()
     }
-    pub fn is_empty(&self) -> bool {
-        self.knobs.is_empty() && self.zram.is_empty() && self.swapfiles.is_empty() && self.swapon.is_empty()
-    }
 
     /// Undo everything the journal lists. Returns what could not be undone.
     pub fn restore(&self) -> Vec<String> {

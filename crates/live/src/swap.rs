@@ -13,17 +13,11 @@ pub enum SwapPlan {
 }
 
 impl SwapPlan {
-    pub fn path(&self) -> String {
-        match self {
-            SwapPlan::Zram { dev, .. } => format!("/dev/{dev}"),
-            SwapPlan::File { path, .. } => path.clone(),
-        }
-    }
     pub fn describe(&self) -> Value {
         match self {
             SwapPlan::Zram { dev, size, alg, priority, .. } => {
                 let a = read_trim(&format!("/sys/block/{dev}/comp_algorithm")).and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t));
-                json!({"type": "zram", "device": format!("/dev/{dev}"), "size": size, "comp_algorithm": alg.clone().or(a), "priority": priority})
+                json!({"type": "zram", "path": format!("/dev/{dev}"), "size": size, "comp_algorithm": alg.clone().or(a), "priority": priority})
             }
             SwapPlan::File { path, size, priority } => json!({"type": "file", "path": path, "size": size, "priority": priority}),
         }
