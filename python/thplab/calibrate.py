@@ -81,14 +81,14 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         put("fault_2m_ns", _med(S["fault_2m_total"]) - prof["clear_2m_ns"], "fault_2m_total", "THP write fault minus clear_2m")
     if have("refault_reported_2m_total") and have("fault_2m_total"):
         warm = _med(S["fault_2m_total"])
-        cold = [x for x in S["refault_reported_2m_total"] if x > 5 * warm]
+        cold = [x for x in S["refault_reported_2m_total"] if x > 10 * warm]
         frac = len(cold) / len(S["refault_reported_2m_total"])
         if cold:
             put("refault_reported_2m_ns", _med(cold) - warm, "refault_reported_2m_total",
                 f"{frac:.0%} of idle blocks were reported; extra cost over a warm THP fault")
             spread["refault_reported_2m_ns"] = round(_spread(cold), 4)
         else:
-            put("refault_reported_2m_ns", 0, "refault_reported_2m_total", "no idle block cost more than 5x a warm THP fault (no free page reporting?)")
+            put("refault_reported_2m_ns", 0, "refault_reported_2m_total", "no idle block cost more than 10x a warm THP fault (no free page reporting?)")
     # zram: swap-out/in per page per class; compression = extra over the same-filled path.
     zram = prof.setdefault("zram", {})
     algs = sorted({k.split(".")[1] for k in S if k.startswith("zram.")})
