@@ -1,0 +1,439 @@
+//! Host calibration: measures, on warmed memory and with repetitions, the primitives the cost
+//! profile holds. Emits raw samples (ns per unit, one per repetition) as JSON; the Python side
+//! (`thplab calibrate`) turns them into a cost profile (median, relative spread).
+
+use crate::child::{fill, text_corpus};
+use crate::safety::{self, Journal};
+use crate::util::*;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use thplab_workload::workload::{DataKind, WriteData};
+
+pub enum CalError {
+    #[allow(dead_code)]
+    Input(String),
+    Failed(String, i32),
+}
+
+const PAGE: usize = 4096;
+const HPAGE: usize = 2 << 20;
+
+struct Map_ {
+    p: *mut u8,
+    len: usize,
+}
+impl Map_ {
+    fn new(len: usize, huge: Option<bool>) -> Result<Map_, CalError> {
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len + HPAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        if p == libc::MAP_FAILED {
+            return Err(CalError::Failed(format!("mmap {len}: {}", errno_name(errno())), 1));
+        }
+        // 2 MiB-aligned start, trimmed.
+        let raw = p as usize;
+        let start = (raw + HPAGE - 1) & !(HPAGE - 1);
+        unsafe {
+            if start > raw {
+                libc::munmap(raw as *mut _, start - raw);
+            }
+            let end = raw + len + HPAGE;
+            if end > start + len {
+                libc::munmap((start + len) as *mut _, end - start - len);
+            }
+            match huge {
+                Some(true) => {
+                    libc::madvise(start as *mut _, len, libc::MADV_HUGEPAGE);
+                }
+                Some(false) => {
+                    libc::madvise(start as *mut _, len, libc::MADV_NOHUGEPAGE);
+                }
+                None => {}
+            }
+        }
+        Ok(Map_ { p: start as *mut u8, len })
+    }
+    fn touch(&self, v: u8) {
+        unsafe { std::ptr::write_bytes(self.p, v, self.len) };
+    }
+    fn page(&self, i: usize) -> *mut u8 {
+        unsafe { self.p.add(i * PAGE) }
+    }
+}
+impl Drop for Map_ {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.p as *mut _, self.len) };
+    }
+}
+
+fn check_sig() -> Result<(), CalError> {
+    let s = safety::signalled();
+    if s != 0 {
+        return Err(CalError::Failed(format!("interrupted by {}; the machine was restored", safety::signal_name(s)), 128 + s));
+    }
+    Ok(())
+}
+
+/// ns per unit for `units` units done by `f`.
+fn timed(units: usize, f: impl FnOnce()) -> f64 {
+    let t = now_ns();
+    f();
+    (now_ns() - t) as f64 / units as f64
+}
+
+#[inline(never)]
+fn memchr_inv(p: *const u8, len: usize) -> Option<usize> {
+    // Like the kernel's memchr_inv(): 8 bytes at a time, no SIMD.
+    let w = p as *const u64;
+    for i in 0..len / 8 {
+        if unsafe { std::ptr::read_volatile(w.add(i)) } != 0 {
+            return Some(i * 8);
+        }
+    }
+    None
+}
+
+#[inline(never)]
+fn same_filled(p: *const u8) -> bool {
+    // zram's page_same_filled(): compare every word with the first.
+    let w = p as *const u64;
+    let v = unsafe { std::ptr::read_volatile(w) };
+    for i in 1..PAGE / 8 {
+        if unsafe { std::ptr::read_volatile(w.add(i)) } != v {
+            return false;
+        }
+    }
+    true
+}
+
+fn cpu_ghz() -> f64 {
+    let n: u64 = 20_000_000;
+    let t = now_ns();
+    let mut x: u64 = 0;
+    for _ in 0..n / 16 {
+        unsafe {
+            std::arch::asm!(
+                "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1",
+                "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1", "add {0}, 1",
+                inout(reg) x,
+            );
+        }
+    }
+    std::hint::black_box(x);
+    n as f64 / (now_ns() - t) as f64
+}
+
+struct Samples(BTreeMap<String, Vec<f64>>);
+impl Samples {
+    fn add(&mut self, k: &str, v: f64) {
+        self.0.entry(k.to_string()).or_default().push(v);
+    }
+}
+
+fn vm(k: &str) -> i64 {
+    vmstat().get(k).copied().unwrap_or(0)
+}
+
+pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -> Result<Value, CalError> {
+    let t_start = now_ns();
+    let reps = reps.unwrap_or(if quick { 3 } else { 7 });
+    let mut s = Samples(BTreeMap::new());
+    let mut notes: Vec<String> = vec![];
+    let mut values: Map<String, Value> = Map::new();
+    let big = if quick { 32 << 20 } else { 128 << 20 };
+
+    // ---- CPU-side primitives on warmed memory ----
+    for _ in 0..reps {
+        s.add("cpu_ghz", cpu_ghz());
+    }
+    let a = Map_::new(big, Some(false))?;
+    let b = Map_::new(big, Some(false))?;
+    a.touch(1);
+    b.touch(2);
+    let np = big / PAGE;
+    let nh = big / HPAGE;
+    for r in 0..=reps {
+        let warm = r == 0; // the first round warms caches and TLBs and is discarded
+        let v = timed(np, || (0..np).for_each(|i| unsafe { std::ptr::write_bytes(a.page(i), 0, PAGE) }));
+        if !warm { s.add("clear_4k", v) }
+        let v = timed(nh, || (0..nh).for_each(|i| unsafe { std::ptr::write_bytes(a.page(i * 512), 0, HPAGE) }));
+        if !warm { s.add("clear_2m", v) }
+        let v = timed(np, || (0..np).for_each(|i| unsafe { std::ptr::copy_nonoverlapping(b.page(i), a.page(i), PAGE) }));
+        if !warm { s.add("copy_4k", v) }
+        let v = timed(nh, || (0..nh).for_each(|i| unsafe { std::ptr::copy_nonoverlapping(b.page(i * 512), a.page(i * 512), HPAGE) }));
+        if !warm { s.add("copy_2m", v) }
+        // memchr_inv: worst case (a zero page: the whole page is scanned) and best case (first byte set).
+        a.touch(0);
+        let v = timed(np, || (0..np).for_each(|i| { std::hint::black_box(memchr_inv(a.page(i), PAGE)); }));
+        if !warm { s.add("memchr_inv_4k_worst", v) }
+        (0..np).for_each(|i| unsafe { *a.page(i) = 1 });
+        let v = timed(np, || (0..np).for_each(|i| { std::hint::black_box(memchr_inv(a.page(i), PAGE)); }));
+        if !warm { s.add("memchr_inv_4k_best", v) }
+        a.touch(0x5a);
+        let v = timed(np, || (0..np).for_each(|i| { std::hint::black_box(same_filled(a.page(i))); }));
+        if !warm { s.add("same_filled_4k", v) }
+        let v = timed(np, || (0..np).for_each(|i| unsafe { std::ptr::write_volatile(b.page(i), r as u8) }));
+        if !warm { s.add("touch_page", v) }
+        let n = 200_000;
+        let v = timed(n, || (0..n).for_each(|_| unsafe { std::hint::black_box(libc::syscall(libc::SYS_getppid)); }));
+        if !warm { s.add("syscall", v) }
+        check_sig()?;
+    }
+    drop(a);
+    drop(b);
+
+    // ---- page faults, on memory warmed just before (freed < 1 s earlier, so not reported) ----
+    let fsz = if quick { 32 << 20 } else { 64 << 20 };
+    let mut thp_seen = 0;
+    for r in 0..=reps {
+        let warmup = Map_::new(fsz * 2, Some(true))?;
+        warmup.touch(1);
+        drop(warmup);
+        let m = Map_::new(fsz, Some(false))?;
+        let n = fsz / PAGE;
+        let v = timed(n, || (0..n).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i), 1) }));
+        if r > 0 { s.add("fault_4k_total", v) }
+        drop(m);
+        let m = Map_::new(fsz, Some(false))?;
+        let v = timed(n, || (0..n).for_each(|i| unsafe { std::hint::black_box(std::ptr::read_volatile(m.page(i))); }));
+        if r > 0 { s.add("fault_zero", v) }
+        drop(m);
+        let warmup = Map_::new(fsz * 2, Some(true))?;
+        warmup.touch(1);
+        drop(warmup);
+        let m = Map_::new(fsz, Some(true))?;
+        let nh = fsz / HPAGE;
+        let before = vm("thp_fault_alloc");
+        let v = timed(nh, || (0..nh).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) }));
+        thp_seen += vm("thp_fault_alloc") - before;
+        if r > 0 { s.add("fault_2m_total", v) }
+        drop(m);
+        check_sig()?;
+    }
+    if thp_seen == 0 {
+        notes.push("no THP faults happened (is transparent_hugepage/enabled `never`?): fault_2m is a 4K-fault figure".into());
+    }
+
+    // ---- the first touch of 2 MiB blocks left free for several seconds (free page reporting) ----
+    // Warm 64 blocks, free them, leave them idle, then touch 64 blocks again: the allocator hands
+    // back the blocks just freed, which the guest has meanwhile reported to the host.
+    let idle: u64 = std::env::var("THPLAB_CAL_IDLE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(if quick { 5000 } else { 8000 });
+    for _ in 0..(if quick { 1 } else { 2 }) {
+        let nb = 64;
+        let w = Map_::new(nb * HPAGE, Some(true))?;
+        w.touch(1);
+        drop(w);
+        let t_end = now_ns() + idle * 1_000_000;
+        while now_ns() < t_end {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            check_sig()?;
+        }
+        let m = Map_::new(nb * HPAGE, Some(true))?;
+        for i in 0..nb {
+            let v = timed(1, || unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
+            s.add("refault_reported_2m_total", v);
+        }
+    }
+    values.insert("free_page_reporting".into(), json!(crate::host::free_page_reporting()));
+
+    // ---- swap: zram per compressor and content class, and a swap file ----
+    let mut journal_guard = JGuard { j: Journal::new(), owner: std::process::id() };
+    let swaps = read_file("/proc/swaps").unwrap_or_default();
+    let other_swap = swaps.lines().count() > 1;
+    if (zram || swapfile) && !is_root() {
+        notes.push("not root: zram and swap-file costs were not measured".into());
+    } else if (zram || swapfile) && other_swap {
+        notes.push("another swap device is active: zram and swap-file costs were not measured (they would be mixed up)".into());
+    } else {
+        if zram {
+            if std::path::Path::new("/sys/block/zram0").exists() && read_trim("/sys/block/zram0/disksize").as_deref() == Some("0") {
+                let avail: Vec<String> = read_trim("/sys/block/zram0/comp_algorithm")
+                    .map(|t| t.split_whitespace().map(|x| x.trim_matches(|c| c == '[' || c == ']').to_string()).collect())
+                    .unwrap_or_default();
+                for alg in ["lzo-rle", "lzo", "lz4"] {
+                    if avail.iter().any(|a| a == alg) {
+                        calibrate_zram(alg, quick, reps, &mut s, &mut values, &mut journal_guard)?;
+                    }
+                }
+            } else {
+                notes.push("/dev/zram0 missing or in use: zram costs were not measured".into());
+            }
+        }
+        if swapfile {
+            calibrate_swapfile(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
+        }
+    }
+    drop(journal_guard);
+
+    let (release, _) = crate::host::uname();
+    let host = read_trim("/proc/sys/kernel/hostname").unwrap_or_default();
+    Ok(json!({
+        "samples": s.0,
+        "values": values,
+        "notes": notes,
+        "host": host,
+        "kernel": release,
+        "quick": quick,
+        "reps": reps,
+        "elapsed_s": (now_ns() - t_start) as f64 / 1e9,
+    }))
+}
+
+struct JGuard {
+    j: Journal,
+    owner: u32,
+}
+impl JGuard {
+    fn undo(&mut self) -> Result<(), CalError> {
+        let p = self.j.restore();
+        let _ = std::fs::remove_file(safety::journal_path());
+        self.j = Journal::new();
+        if p.is_empty() { Ok(()) } else { Err(CalError::Failed(format!("restore failed: {}", p.join("; ")), 1)) }
+    }
+}
+impl Drop for JGuard {
+    fn drop(&mut self) {
+        if std::process::id() == self.owner && (!self.j.swapon.is_empty() || !self.j.zram.is_empty() || !self.j.swapfiles.is_empty()) {
+            for e in self.j.restore() {
+                eprintln!("thplab-live: RESTORE FAILED: {e}");
+            }
+            let _ = std::fs::remove_file(safety::journal_path());
+        }
+    }
+}
+
+fn run_swapon(path: &str) -> Result<(), CalError> {
+    let o = std::process::Command::new("mkswap").arg(path).output().map_err(|e| CalError::Failed(format!("mkswap: {e}"), 1))?;
+    if !o.status.success() {
+        return Err(CalError::Failed(format!("mkswap {path}: {}", String::from_utf8_lossy(&o.stderr)), 1));
+    }
+    let c = std::ffi::CString::new(path).unwrap();
+    if unsafe { libc::swapon(c.as_ptr(), 0x8000 | 32767) } != 0 {
+        return Err(CalError::Failed(format!("swapon {path}: {}", errno_name(errno())), 1));
+    }
+    Ok(())
+}
+
+fn fill_class(m: &Map_, class: &str, corpus: &[u8]) {
+    let n = m.len / PAGE;
+    for i in 0..n {
+        let p = m.page(i);
+        unsafe {
+            match class {
+                "same" => fill(p, PAGE, &WriteData::Byte(0x5a), 0, 0, corpus),
+                "sparse" => {
+                    std::ptr::write_bytes(p, 0, PAGE);
+                    let mut r = Rng::new(i as u64);
+                    for _ in 0..16 {
+                        *p.add(r.below(PAGE as u64) as usize) = (r.next() | 1) as u8;
+                    }
+                }
+                "text" => fill(p, PAGE, &WriteData::Kind(DataKind::Text), 1, i as u64, corpus),
+                _ => fill(p, PAGE, &WriteData::Kind(DataKind::Random), 1, i as u64, corpus),
+            }
+        }
+    }
+}
+
+fn wait_writeback() {
+    let t = now_ns();
+    while now_ns() - t < 30_000_000_000 {
+        let mi = meminfo();
+        if mi.get("Writeback").copied().unwrap_or(0) == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+}
+
+fn calibrate_zram(alg: &str, quick: bool, reps: usize, s: &mut Samples, values: &mut Map<String, Value>, g: &mut JGuard) -> Result<(), CalError> {
+    let dev = "zram0";
+    let before = read_trim("/sys/block/zram0/comp_algorithm").and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t)).unwrap_or_default();
+    g.j.zram.push((dev.into(), before));
+    g.j.swapon.push("/dev/zram0".into());
+    g.j.save().map_err(|e| CalError::Failed(e, 1))?;
+    let n = if quick { 1024 } else { 4096 };
+    write_file("/sys/block/zram0/comp_algorithm", alg).map_err(|e| CalError::Failed(format!("zram0 comp_algorithm {alg}: {e}"), 1))?;
+    write_file("/sys/block/zram0/disksize", &format!("{}", (n * PAGE * 4) as u64 + (16 << 20))).map_err(|e| CalError::Failed(format!("zram0 disksize: {e}"), 1))?;
+    run_swapon("/dev/zram0")?;
+    let corpus = text_corpus();
+    let mm = |k: &str| crate::host::zram_mm_stat(dev).and_then(|v| v[k].as_i64()).unwrap_or(0);
+    for class in ["same", "sparse", "text", "random"] {
+        let mut bytes = vec![];
+        for r in 0..=reps {
+            let m = Map_::new(n * PAGE, Some(false))?;
+            fill_class(&m, class, &corpus);
+            let (c0, sp0, o0) = (mm("compr_data_size"), mm("same_pages"), vm("pswpout"));
+            let v = timed(n, || unsafe { libc::madvise(m.p as *mut _, m.len, libc::MADV_PAGEOUT); });
+            let out = vm("pswpout") - o0;
+            if out < (n as i64) * 9 / 10 {
+                return Err(CalError::Failed(format!("zram {alg} {class}: only {out} of {n} pages were swapped out"), 1));
+            }
+            if r > 0 {
+                s.add(&format!("zram.{alg}.{class}.out"), v);
+                bytes.push(if class == "same" { (mm("same_pages") - sp0) as f64 / out as f64 } else { (mm("compr_data_size") - c0) as f64 / out as f64 });
+            }
+            let v = timed(n, || (0..n).for_each(|i| unsafe { std::hint::black_box(std::ptr::read_volatile(m.page(i))); }));
+            if r > 0 {
+                s.add(&format!("zram.{alg}.{class}.in"), v);
+            }
+            drop(m);
+            check_sig()?;
+        }
+        bytes.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        values.insert(format!("zram.{alg}.{class}.bytes"), json!(bytes[bytes.len() / 2]));
+    }
+    g.undo()
+}
+
+fn calibrate_swapfile(quick: bool, reps: usize, s: &mut Samples, values: &mut Map<String, Value>, g: &mut JGuard, notes: &mut Vec<String>) -> Result<(), CalError> {
+    let n = if quick { 4096 } else { 8192 };
+    let path = format!("/var/tmp/thplab-calibrate-swap-{}", std::process::id());
+    g.j.swapfiles.push(path.clone());
+    g.j.swapon.push(path.clone());
+    g.j.save().map_err(|e| CalError::Failed(e, 1))?;
+    crate::swap::create_swapfile(&path, (n * PAGE * 2 + (4 << 20)) as u64).map_err(|e| CalError::Failed(e, 1))?;
+    run_swapon(&path)?;
+    let corpus = text_corpus();
+    let reps = reps.min(if quick { 2 } else { 3 });
+    for r in 0..=reps {
+        let m = Map_::new(n * PAGE, Some(false))?;
+        fill_class(&m, "random", &corpus);
+        let o0 = vm("pswpout");
+        let v = timed(n, || unsafe {
+            libc::madvise(m.p as *mut _, m.len, libc::MADV_PAGEOUT);
+            wait_writeback();
+        });
+        let out = vm("pswpout") - o0;
+        if out < (n as i64) * 9 / 10 {
+            notes.push(format!("swap file: only {out} of {n} pages were swapped out"));
+        }
+        if r > 0 {
+            s.add("file.write_page", v);
+        }
+        let v = timed(n, || (0..n).for_each(|i| unsafe { std::hint::black_box(std::ptr::read_volatile(m.page(i))); }));
+        if r > 0 {
+            s.add("file.read_seq_page", v);
+        }
+        // Single-page latencies: page out and read back isolated pages far apart.
+        for k in 0..16 {
+            let p = m.page(k * (n / 16));
+            let v = timed(1, || unsafe {
+                libc::madvise(p as *mut _, PAGE, libc::MADV_PAGEOUT);
+                wait_writeback();
+            });
+            if r > 0 {
+                s.add("file.write_single", v);
+            }
+        }
+        for k in 0..16 {
+            let p = m.page(k * (n / 16));
+            let v = timed(1, || unsafe { std::hint::black_box(std::ptr::read_volatile(p)); });
+            if r > 0 {
+                s.add("file.read_single", v);
+            }
+        }
+        drop(m);
+        check_sig()?;
+    }
+    values.insert("file.rotational".into(), json!(read_trim("/sys/block/vda/queue/rotational")));
+    g.undo()
+}

@@ -1,0 +1,510 @@
+//! One workload process, run for real in a forked child: each op becomes the syscalls
+//! and memory accesses its doc comment in `thplab_workload::workload` names.
+//!
+//! The child talks to the supervisor over a pipe (JSON lines) and waits for its ack at every
+//! phase marker (so the supervisor can snapshot /proc/vmstat at the boundary) and at the end
+//! (so it can read /proc/PID/smaps_rollup before the child exits).
+
+use crate::util::*;
+use serde_json::json;
+use std::collections::HashMap;
+use std::os::unix::io::RawFd;
+use thplab_workload::knobs;
+use thplab_workload::workload::{AccessPattern, DataKind, Op, Process, RangeSpec, WriteData};
+
+const PAGE: u64 = 4096;
+const HPAGE: u64 = 2 << 20;
+
+struct Region {
+    addr: u64,
+    size: u64,
+    /// First-touch tracking for fault latencies (only with record.fault_latency).
+    touched: Vec<u64>,
+    block_pages: Vec<u16>,
+}
+
+struct KSet {
+    unit: u64,
+    fds: Vec<RawFd>,
+}
+
+pub struct Child<'a> {
+    pub proc_index: usize,
+    pub process: &'a Process,
+    pub seed: u64,
+    pub fault_latency: bool,
+    pub to_parent: RawFd,
+    pub from_parent: RawFd,
+}
+
+struct State {
+    regions: HashMap<String, Region>,
+    ksets: HashMap<String, KSet>,
+    thp_lat: Vec<u64>,
+    fault_lat: Vec<u64>,
+    access_ns: u64,
+    sink: u64,
+    corpus: Vec<u8>,
+}
+
+fn send(fd: RawFd, v: serde_json::Value) {
+    let mut s = v.to_string();
+    s.push('\n');
+    let b = s.as_bytes();
+    let mut off = 0;
+    while off < b.len() {
+        let n = unsafe { libc::write(fd, b[off..].as_ptr() as *const _, b.len() - off) };
+        if n < 0 {
+            if errno() == libc::EINTR {
+                continue;
+            }
+            unsafe { libc::_exit(120) };
+        }
+        off += n as usize;
+    }
+}
+
+fn wait_ack(fd: RawFd) {
+    let mut b = [0u8; 1];
+    loop {
+        let n = unsafe { libc::read(fd, b.as_mut_ptr() as *mut _, 1) };
+        if n == 1 {
+            return;
+        }
+        if n < 0 && errno() == libc::EINTR {
+            continue;
+        }
+        // The supervisor is gone: nothing to report to.
+        unsafe { libc::_exit(121) };
+    }
+}
+
+/// A fixed, compressible English-like corpus (~3:1 with LZO/LZ4).
+pub fn text_corpus() -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he", "this", "are", "or",
+        "his", "from", "at", "which", "but", "have", "an", "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has",
+        "there", "been", "if", "more", "when", "will", "would", "who", "so", "no", "memory", "page", "kernel", "huge", "split", "fault",
+        "swap", "zero", "compaction", "reclaim", "process", "mapping", "allocation", "transparent", "counter", "folio",
+    ];
+    let mut r = Rng::new(0x7e47);
+    let mut v = Vec::with_capacity(1 << 16);
+    while v.len() < (1 << 16) {
+        let w = WORDS[r.below(WORDS.len() as u64) as usize];
+        v.extend_from_slice(w.as_bytes());
+        v.push(if r.below(12) == 0 { b'\n' } else { b' ' });
+    }
+    v.truncate(1 << 16);
+    v
+}
+
+/// Fill `len` bytes at `p` with the op's data for the page at `page_off` of the region.
+#[inline]
+pub unsafe fn fill(p: *mut u8, len: usize, data: &WriteData, seed: u64, page_key: u64, corpus: &[u8]) {
+    match data {
+        WriteData::Byte(b) => std::ptr::write_bytes(p, *b, len),
+        WriteData::Kind(DataKind::Random) => {
+            let mut r = Rng::new(seed ^ page_key.wrapping_mul(0x2545_f491_4f6c_dd1d));
+            let mut i = 0;
+            while i + 8 <= len {
+                std::ptr::write_unaligned(p.add(i) as *mut u64, r.next());
+                i += 8;
+            }
+            let last = r.next().to_le_bytes();
+            for (j, k) in (i..len).enumerate() {
+                *p.add(k) = last[j];
+            }
+        }
+        WriteData::Kind(DataKind::Text) => {
+            let start = ((page_key.wrapping_mul(1237) * 8) % ((corpus.len() - 4096) as u64)) as usize;
+            std::ptr::copy_nonoverlapping(corpus.as_ptr().add(start), p, len);
+        }
+    }
+}
+
+fn hash_str(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// Pages per pipe for a kalloc set: the largest unit every kfree of the set is aligned to (<= 256).
+pub fn kalloc_unit(p: &Process, name: &str, size: u64) -> u64 {
+    let mut g = size / PAGE;
+    for op in &p.ops {
+        if let Op::Kfree { range } = op {
+            if range.region == name {
+                for v in [range.offset, range.length, range.every].into_iter().flatten() {
+                    g = gcd(g, v.0 / PAGE);
+                }
+            }
+        }
+    }
+    let mut u = g.max(1);
+    while u > 256 {
+        // keep a divisor of g
+        let mut d = 256;
+        while d > 1 && u % d != 0 {
+            d -= 1;
+        }
+        u = d;
+    }
+    u
+}
+
+fn raise_nofile(need: u64) {
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
+    if rl.rlim_cur >= need {
+        return;
+    }
+    if rl.rlim_max < need {
+        let nr_open: u64 = read_trim("/proc/sys/fs/nr_open").and_then(|s| s.parse().ok()).unwrap_or(1 << 20);
+        rl.rlim_max = need.min(nr_open);
+    }
+    rl.rlim_cur = need.min(rl.rlim_max);
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) };
+}
+
+impl<'a> Child<'a> {
+    fn err(&self, i: usize, op: &Op, errno: &str, msg: String) {
+        send(self.to_parent, json!({"t": "err", "i": i, "op": op.kind(), "errno": errno, "msg": msg}));
+    }
+
+    pub fn run(&self) -> ! {
+        let mut st = State { regions: HashMap::new(), ksets: HashMap::new(), thp_lat: vec![], fault_lat: vec![], access_ns: 0, sink: 0, corpus: text_corpus() };
+        for (i, op) in self.process.ops.iter().enumerate() {
+            if let Err((e, m)) = self.op(i, op, &mut st) {
+                self.err(i, op, &e, m);
+            }
+        }
+        std::hint::black_box(st.sink);
+        if self.fault_latency {
+            send(self.to_parent, json!({"t": "lat", "thp_fault": st.thp_lat, "fault": st.fault_lat}));
+        }
+        send(self.to_parent, json!({"t": "done", "ns": now_ns(), "stime": self_stime_ns(), "access_ns": st.access_ns}));
+        wait_ack(self.from_parent);
+        unsafe { libc::_exit(0) }
+    }
+
+    fn region<'s>(&self, st: &'s mut State, r: &RangeSpec) -> Result<&'s mut Region, (String, String)> {
+        st.regions.get_mut(&r.region).ok_or_else(|| ("EFAULT".to_string(), format!("region `{}` is not mapped (its mmap failed)", r.region)))
+    }
+
+    fn op(&self, i: usize, op: &Op, st: &mut State) -> Result<(), (String, String)> {
+        let sys = |what: &str| -> (String, String) {
+            let e = errno();
+            (errno_name(e), format!("{what}: {}", std::io::Error::from_raw_os_error(e)))
+        };
+        match op {
+            Op::Phase { name } => {
+                send(self.to_parent, json!({"t": "phase", "name": name, "i": i, "ns": now_ns(), "stime": self_stime_ns()}));
+                wait_ack(self.from_parent);
+            }
+            Op::Mmap { name, size, populate, align } => {
+                let size = size.0;
+                let extra = align.map_or(0, |a| a.0);
+                let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+                if *populate {
+                    flags |= libc::MAP_POPULATE;
+                }
+                let raw = unsafe { libc::mmap(std::ptr::null_mut(), (size + extra) as usize, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+                if raw == libc::MAP_FAILED {
+                    return Err(sys("mmap"));
+                }
+                let raw = raw as u64;
+                let addr = if extra > 0 {
+                    let a = extra;
+                    let start = (raw + a - 1) & !(a - 1);
+                    unsafe {
+                        if start > raw {
+                            libc::munmap(raw as *mut _, (start - raw) as usize);
+                        }
+                        let end = raw + size + extra;
+                        if end > start + size {
+                            libc::munmap((start + size) as *mut _, (end - start - size) as usize);
+                        }
+                    }
+                    start
+                } else {
+                    raw
+                };
+                let (touched, block_pages) = if self.fault_latency {
+                    (vec![0u64; (size / PAGE).div_ceil(64) as usize], vec![0u16; size.div_ceil(HPAGE) as usize])
+                } else {
+                    (vec![], vec![])
+                };
+                st.regions.insert(name.clone(), Region { addr, size, touched, block_pages });
+            }
+            Op::Munmap { range } => {
+                let r = self.region(st, range)?;
+                let mut res = Ok(());
+                let (addr, size) = (r.addr, r.size);
+                range.for_each_piece(size, |off, len| {
+                    if unsafe { libc::munmap((addr + off) as *mut _, len as usize) } != 0 && res.is_ok() {
+                        res = Err(sys("munmap"));
+                    }
+                });
+                forget(r, range);
+                res?;
+            }
+            Op::Mprotect { range, prot } => {
+                let r = self.region(st, range)?;
+                let p = match prot {
+                    thplab_workload::workload::Prot::None => libc::PROT_NONE,
+                    thplab_workload::workload::Prot::R => libc::PROT_READ,
+                    thplab_workload::workload::Prot::Rw => libc::PROT_READ | libc::PROT_WRITE,
+                };
+                let mut res = Ok(());
+                range.for_each_piece(r.size, |off, len| {
+                    if unsafe { libc::mprotect((r.addr + off) as *mut _, len as usize, p) } != 0 && res.is_ok() {
+                        res = Err(sys("mprotect"));
+                    }
+                });
+                res?;
+            }
+            Op::Madvise { range, advice } => {
+                let r = self.region(st, range)?;
+                let mut res = Ok(());
+                range.for_each_piece(r.size, |off, len| {
+                    if unsafe { libc::madvise((r.addr + off) as *mut _, len as usize, advice.number()) } != 0 && res.is_ok() {
+                        res = Err(sys(advice.name()));
+                    }
+                });
+                use thplab_workload::workload::Advice;
+                if matches!(advice, Advice::Dontneed | Advice::Free) {
+                    forget(r, range);
+                }
+                res?;
+            }
+            Op::Write { range, byte, bytes, data } => {
+                let seed = self.seed ^ (self.proc_index as u64).wrapping_mul(0x9e37) ^ hash_str(&range.region);
+                let fl = self.fault_latency;
+                let corpus = std::mem::take(&mut st.corpus);
+                let (thp_lat, fault_lat) = (&mut st.thp_lat, &mut st.fault_lat);
+                let r = st.regions.get_mut(&range.region).ok_or_else(|| ("EFAULT".to_string(), format!("region `{}` is not mapped (its mmap failed)", range.region)))?;
+                let b = byte.unwrap_or(0) as u64;
+                let n = bytes.map_or(PAGE - b, |x| x as u64) as usize;
+                let (addr, size) = (r.addr, r.size);
+                range.for_each_piece(size, |off, len| {
+                    let mut pg = off & !(PAGE - 1);
+                    while pg < off + len {
+                        let p = (addr + pg + b) as *mut u8;
+                        if fl {
+                            let pi = (pg / PAGE) as usize;
+                            let first = r.touched[pi / 64] & (1 << (pi % 64)) == 0;
+                            if first {
+                                let blk = (pg / HPAGE) as usize;
+                                let t0 = now_ns();
+                                unsafe { fill(p, n, data, seed, pg / PAGE, &corpus) };
+                                let dt = now_ns() - t0;
+                                if r.block_pages[blk] == 0 { thp_lat.push(dt) } else { fault_lat.push(dt) }
+                                r.touched[pi / 64] |= 1 << (pi % 64);
+                                r.block_pages[blk] += 1;
+                            } else {
+                                unsafe { fill(p, n, data, seed, pg / PAGE, &corpus) };
+                            }
+                        } else {
+                            unsafe { fill(p, n, data, seed, pg / PAGE, &corpus) };
+                        }
+                        pg += PAGE;
+                    }
+                });
+                st.corpus = corpus;
+            }
+            Op::Read { range, byte } => {
+                let r = self.region(st, range)?;
+                let b = byte.unwrap_or(0) as u64;
+                let mut acc = 0u64;
+                range.for_each_piece(r.size, |off, len| {
+                    let mut pg = off & !(PAGE - 1);
+                    while pg < off + len {
+                        acc = acc.wrapping_add(unsafe { std::ptr::read_volatile((r.addr + pg + b) as *const u8) } as u64);
+                        pg += PAGE;
+                    }
+                });
+                st.sink = st.sink.wrapping_add(acc);
+            }
+            Op::Access { range, pattern, count, duration, write, stride, theta } => {
+                let seed = self.seed ^ (i as u64) ^ ((self.proc_index as u64) << 32);
+                let r = self.region(st, range)?;
+                let mut piece = (0, 0);
+                range.for_each_piece(r.size, |o, l| piece = (o, l));
+                let (off, len) = piece;
+                let base = r.addr + off;
+                let mut rng = Rng::new(seed);
+                let wfrac = write.unwrap_or(0.0);
+                let stride = stride.map_or(64, |s| s.0);
+                let lines = (len / 64).max(1);
+                let pages = (len / PAGE).max(1);
+                let zipf = if *pattern == AccessPattern::Zipf && theta.unwrap_or(0.99) > 0.0 { Some(Zipf::new(pages, theta.unwrap_or(0.99))) } else { None };
+                let t0 = now_ns();
+                let deadline = duration.map(|d| t0 + d.0);
+                let total = count.unwrap_or(u64::MAX);
+                let mut pos = 0u64;
+                let mut acc = 0u64;
+                let mut done = 0u64;
+                'outer: while done < total {
+                    let batch = (total - done).min(1024);
+                    for _ in 0..batch {
+                        let a = match pattern {
+                            AccessPattern::Seq => {
+                                let a = base + (pos & !7);
+                                pos += stride;
+                                if pos >= len {
+                                    pos %= len;
+                                }
+                                a
+                            }
+                            AccessPattern::Random => base + rng.below(lines) * 64,
+                            AccessPattern::Zipf => {
+                                let pg = match &zipf { Some(z) => z.sample(&mut rng), None => rng.below(pages) };
+                                base + pg * PAGE + rng.below(64) * 64
+                            }
+                        };
+                        let a = a.min(base + len - 8) as *mut u64;
+                        if wfrac > 0.0 && rng.unit() < wfrac {
+                            unsafe { std::ptr::write_volatile(a, done) };
+                        } else {
+                            acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(a) });
+                        }
+                    }
+                    done += batch;
+                    if let Some(d) = deadline {
+                        if now_ns() >= d {
+                            break 'outer;
+                        }
+                    }
+                }
+                st.access_ns += now_ns() - t0;
+                st.sink = st.sink.wrapping_add(acc);
+            }
+            Op::Sleep { duration } => {
+                let end = now_ns() + duration.0;
+                loop {
+                    let now = now_ns();
+                    if now >= end {
+                        break;
+                    }
+                    let left = end - now;
+                    let ts = libc::timespec { tv_sec: (left / 1_000_000_000) as i64, tv_nsec: (left % 1_000_000_000) as i64 };
+                    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+                }
+            }
+            Op::Set { knob, value } => {
+                let v = match value {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let (canon, val) = knobs::check_assignment(knob, &v).map_err(|e| ("EINVAL".to_string(), e))?;
+                let def = knobs::registry_map().remove(canon.as_str()).unwrap();
+                match def.path {
+                    None => {} // a policy at its live value (checked by the supervisor)
+                    Some(_) if canon == "vm.min_free_kbytes" && val == "auto" => {}
+                    Some(p) => write_file(p, &val).map_err(|e| (io_errno_name(&e), format!("write {val} to {p}: {e}")))?,
+                }
+            }
+            Op::Prctl { thp_disable } => {
+                if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, *thp_disable as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) } != 0 {
+                    return Err(sys("prctl(PR_SET_THP_DISABLE)"));
+                }
+            }
+            Op::Kalloc { name, size, .. } => {
+                let unit = kalloc_unit(self.process, name, size.0);
+                let n = size.0 / PAGE / unit;
+                raise_nofile(n + 256);
+                let buf = vec![0x5au8; PAGE as usize];
+                let mut set = KSet { unit, fds: Vec::with_capacity(n as usize) };
+                let mut res = Ok(());
+                for _ in 0..n {
+                    let mut fds = [0 as RawFd; 2];
+                    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                        res = Err(sys("pipe2"));
+                        break;
+                    }
+                    if unit > 16 && unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, (unit * PAGE) as libc::c_int) } < 0 {
+                        res = Err(sys("fcntl(F_SETPIPE_SZ)"));
+                        unsafe { libc::close(fds[0]); libc::close(fds[1]) };
+                        break;
+                    }
+                    for _ in 0..unit {
+                        if unsafe { libc::write(fds[1], buf.as_ptr() as *const _, PAGE as usize) } != PAGE as isize {
+                            res = Err(sys("write to pipe"));
+                            break;
+                        }
+                    }
+                    unsafe { libc::close(fds[1]) };
+                    set.fds.push(fds[0]);
+                    if res.is_err() {
+                        break;
+                    }
+                }
+                st.ksets.insert(name.clone(), set);
+                res?;
+            }
+            Op::Kfree { range } => {
+                let set = st.ksets.get_mut(&range.region).ok_or_else(|| ("EINVAL".to_string(), format!("no kalloc set `{}`", range.region)))?;
+                let ub = set.unit * PAGE;
+                let size = set.fds.len() as u64 * ub;
+                range.for_each_piece(size, |off, len| {
+                    for c in (off / ub)..((off + len) / ub) {
+                        let fd = &mut set.fds[c as usize];
+                        if *fd >= 0 {
+                            unsafe { libc::close(*fd) };
+                            *fd = -1;
+                        }
+                    }
+                });
+            }
+            Op::DropCaches { value } => {
+                write_file("/proc/sys/vm/drop_caches", &value.to_string()).map_err(|e| (io_errno_name(&e), format!("drop_caches: {e}")))?;
+            }
+            Op::MovePages { range, node } => {
+                let r = self.region(st, range)?;
+                let mut pages: Vec<*mut libc::c_void> = vec![];
+                range.for_each_piece(r.size, |off, len| {
+                    let mut pg = off;
+                    while pg < off + len {
+                        pages.push((r.addr + pg) as *mut _);
+                        pg += PAGE;
+                    }
+                });
+                for chunk in pages.chunks(4096) {
+                    let nodes = vec![*node as libc::c_int; chunk.len()];
+                    let mut status = vec![0 as libc::c_int; chunk.len()];
+                    let rc = unsafe { libc::syscall(libc::SYS_move_pages, 0, chunk.len() as libc::c_ulong, chunk.as_ptr(), nodes.as_ptr(), status.as_mut_ptr(), 2i32 /* MPOL_MF_MOVE */) };
+                    if rc < 0 {
+                        return Err(sys("move_pages"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Forget first-touch state for a range whose pages were dropped (munmap, MADV_DONTNEED, MADV_FREE).
+fn forget(r: &mut Region, range: &RangeSpec) {
+    if r.touched.is_empty() {
+        return;
+    }
+    let size = r.size;
+    range.for_each_piece(size, |off, len| {
+        let mut pg = off;
+        while pg < off + len {
+            let pi = (pg / PAGE) as usize;
+            if r.touched[pi / 64] & (1 << (pi % 64)) != 0 {
+                r.touched[pi / 64] &= !(1 << (pi % 64));
+                r.block_pages[(pg / HPAGE) as usize] -= 1;
+            }
+            pg += PAGE;
+        }
+    });
+}

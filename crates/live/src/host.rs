@@ -1,0 +1,217 @@
+//! What the live kernel offers: knob files, snapshots of its counters, the machine as found.
+
+use crate::util::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use thplab_workload::knobs::{self, KnobDef, KnobKind, KnobValues};
+use thplab_workload::result::ZoneFrag;
+
+/// A registry knob as found on this kernel.
+#[derive(Clone, Debug)]
+pub struct LiveKnob {
+    pub def: KnobDef,
+    /// Present on this kernel (file exists).
+    pub present: bool,
+}
+
+pub fn live_knobs() -> Vec<LiveKnob> {
+    knobs::registry()
+        .into_iter()
+        .map(|def| {
+            let present = def.path.map(|p| std::path::Path::new(p).exists()).unwrap_or(false);
+            LiveKnob { def, present }
+        })
+        .collect()
+}
+
+/// Read a knob's current value (None for policies, triggers and missing files).
+pub fn read_knob(def: &KnobDef) -> Option<String> {
+    if matches!(def.values, KnobValues::Trigger { .. }) {
+        return None;
+    }
+    let p = def.path?;
+    let t = read_trim(p)?;
+    match def.values {
+        KnobValues::Choice { .. } => knobs::parse_sysfs_choice(&t),
+        _ => Some(t),
+    }
+}
+
+/// Does this guest report free pages to its host (virtio-balloon free page reporting)?
+pub fn free_page_reporting() -> bool {
+    std::fs::read_dir("/sys/bus/virtio/drivers/virtio_balloon")
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("virtio")))
+        .unwrap_or(false)
+}
+
+/// Every non-trigger knob's value as a live run starts: files read back, policies at the value
+/// that describes this kernel.
+pub fn knob_values(lk: &[LiveKnob]) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for k in lk {
+        match k.def.kind {
+            KnobKind::Policy => {
+                let v = match k.def.live_value {
+                    Some(v) => v.to_string(),
+                    None if k.def.name == "thplab.free_page_reporting" => if free_page_reporting() { "1".into() } else { "0".into() },
+                    None => k.def.default.to_string(),
+                };
+                m.insert(k.def.name.to_string(), v);
+            }
+            _ => {
+                if let Some(v) = read_knob(&k.def) {
+                    m.insert(k.def.name.to_string(), v);
+                }
+            }
+        }
+    }
+    m
+}
+
+pub fn uname() -> (String, String) {
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    unsafe { libc::uname(&mut u) };
+    let s = |a: &[libc::c_char]| unsafe { std::ffi::CStr::from_ptr(a.as_ptr()) }.to_string_lossy().to_string();
+    (s(&u.release), s(&u.version))
+}
+
+pub fn online_nodes() -> Vec<u32> {
+    let t = read_trim("/sys/devices/system/node/online").unwrap_or_else(|| "0".into());
+    parse_list(&t)
+}
+
+/// "0-3,5" -> [0,1,2,3,5]
+pub fn parse_list(t: &str) -> Vec<u32> {
+    let mut v = vec![];
+    for part in t.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+                v.extend(a..=b);
+            }
+        } else if let Ok(a) = part.parse() {
+            v.push(a);
+        }
+    }
+    v
+}
+
+/// The machine as found, in the MachineSpec shape (so the model can be run on "the same" machine).
+pub fn machine_found(swap: &[Value]) -> Value {
+    let block = read_trim("/sys/devices/system/memory/block_size_bytes").and_then(|s| u64::from_str_radix(&s, 16).ok());
+    let mut nodes = vec![];
+    for n in online_nodes() {
+        let dir = format!("/sys/devices/system/node/node{n}");
+        let cpus = read_trim(&format!("{dir}/cpulist")).map(|s| parse_list(&s).len()).unwrap_or(1).max(1);
+        let mut mem = 0u64;
+        if let (Some(bs), Ok(rd)) = (block, std::fs::read_dir(&dir)) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                if name.starts_with("memory") && name[6..].chars().all(|c| c.is_ascii_digit()) {
+                    if read_trim(&format!("{dir}/{name}/online")).as_deref() == Some("1") {
+                        mem += bs;
+                    }
+                }
+            }
+        }
+        if mem == 0 {
+            let t = read_file(&format!("{dir}/meminfo")).unwrap_or_default();
+            for l in t.lines() {
+                if l.contains("MemTotal:") {
+                    mem = l.split_whitespace().rev().nth(1).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0) * 1024;
+                }
+            }
+        }
+        let mem = (mem / (2 << 20)) * (2 << 20);
+        nodes.push(json!({"mem": thplab_workload::units::fmt_size(mem), "cpus": cpus}));
+    }
+    json!({"nodes": nodes, "swap": swap, "name": "host (as found by thplab-live)"})
+}
+
+/// The THP per-size stats files (hugepages-<N>kB/stats/*), as counters `<size>/<stat>`.
+pub fn mthp_stats() -> BTreeMap<String, i64> {
+    let mut m = BTreeMap::new();
+    if let Ok(rd) = std::fs::read_dir("/sys/kernel/mm/transparent_hugepage") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if !name.starts_with("hugepages-") {
+                continue;
+            }
+            let sdir = e.path().join("stats");
+            if let Ok(sd) = std::fs::read_dir(&sdir) {
+                for s in sd.flatten() {
+                    if let Ok(t) = std::fs::read_to_string(s.path()) {
+                        if let Ok(v) = t.trim().parse::<i64>() {
+                            m.insert(format!("{}/{}", name, s.file_name().to_string_lossy()), v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    m
+}
+
+pub fn khugepaged_stats() -> BTreeMap<String, i64> {
+    let mut m = BTreeMap::new();
+    for f in ["pages_collapsed", "full_scans"] {
+        if let Some(v) = read_trim(&format!("/sys/kernel/mm/transparent_hugepage/khugepaged/{f}")).and_then(|s| s.parse().ok()) {
+            m.insert(f.to_string(), v);
+        }
+    }
+    m
+}
+
+pub const ZRAM_MM_STAT: [&str; 9] =
+    ["orig_data_size", "compr_data_size", "mem_used_total", "mem_limit", "mem_used_max", "same_pages", "pages_compacted", "huge_pages", "huge_pages_since"];
+
+pub fn zram_mm_stat(dev: &str) -> Option<Value> {
+    let t = read_trim(&format!("/sys/block/{dev}/mm_stat"))?;
+    let mut m = serde_json::Map::new();
+    for (i, v) in t.split_whitespace().enumerate() {
+        if let (Some(n), Ok(x)) = (ZRAM_MM_STAT.get(i), v.parse::<i64>()) {
+            m.insert(n.to_string(), json!(x));
+        }
+    }
+    m.insert("raw".into(), json!(t));
+    Some(Value::Object(m))
+}
+
+/// /proc/buddyinfo rows: (node, zone, free blocks per order).
+pub fn parse_buddyinfo(text: &str) -> Vec<(u32, String, Vec<u64>)> {
+    let mut v = vec![];
+    for l in text.lines() {
+        let toks: Vec<&str> = l.split_whitespace().collect();
+        if toks.len() < 5 || toks[0] != "Node" {
+            continue;
+        }
+        let node = toks[1].trim_end_matches(',').parse().unwrap_or(0);
+        let zone = toks[3].to_string();
+        let counts = toks[4..].iter().filter_map(|x| x.parse().ok()).collect();
+        v.push((node, zone, counts));
+    }
+    v
+}
+
+/// The kernel's fragmentation metrics (mm/vmstat.c, mm/compaction.c) computed from buddyinfo.
+pub fn fragmentation(buddyinfo: &str) -> Vec<ZoneFrag> {
+    let mut out = vec![];
+    for (node, zone, counts) in parse_buddyinfo(buddyinfo) {
+        let free_pages: u64 = counts.iter().enumerate().map(|(o, n)| n << o).sum();
+        let blocks_total: u64 = counts.iter().sum();
+        let mut extfrag = vec![];
+        let mut fi = vec![];
+        for order in 0..=10usize {
+            let suitable: u64 = counts.iter().enumerate().filter(|(o, _)| *o >= order).map(|(o, n)| n << (o - order)).sum();
+            extfrag.push(if free_pages == 0 { 0 } else { (free_pages - (suitable << order)) * 100 / free_pages });
+            fi.push(if suitable > 0 {
+                -1000
+            } else if blocks_total == 0 {
+                0
+            } else {
+                1000 - ((1000 + (free_pages * 1000 / (1u64 << order)) as i64) / blocks_total as i64)
+            });
+        }
+        out.push(ZoneFrag { node, zone, fragmentation_score: extfrag[9], extfrag, fragmentation_index: fi });
+    }
+    out
+}

@@ -1,0 +1,670 @@
+//! The supervisor of a live run: checks and refusals, knob save/apply/restore, swap set-up and
+//! teardown, one forked child per workload process, snapshots of the kernel's counters per phase,
+//! and the result in the shared `RunResult` schema (backend "kernel").
+
+use crate::child::Child;
+use crate::host::{self, LiveKnob};
+use crate::safety::{self, Journal, RunLock, SavedKnob};
+use crate::swap::{self, SwapPlan};
+use crate::util::*;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::io::RawFd;
+use thplab_workload::knobs::{self, KnobKind, KnobValues};
+use thplab_workload::machine::MachineSpec;
+use thplab_workload::result::{percentiles, OpError, PhaseResult, ProcessResult, RunResult, Series};
+use thplab_workload::units::fmt_size;
+use thplab_workload::workload::{MachineArg, Op, Workload};
+
+pub struct RunArgs {
+    pub workload_text: String,
+    pub machine: Option<String>,
+    pub knobs: Vec<(String, String)>,
+    pub timeout_s: Option<f64>,
+    pub max_mem_share: f64,
+    pub out: Option<String>,
+    /// Check and refuse, then stop before changing anything.
+    pub dry_run: bool,
+}
+
+#[derive(Debug)]
+pub enum RunError {
+    /// Bad input or a refusal: nothing was touched (exit 2).
+    Input(String),
+    /// Something failed during the run; the machine was restored (exit 1).
+    Failed(String),
+    /// Timeout or signal; the machine was restored (exit 3 / 128+signal).
+    Aborted(String, i32),
+}
+
+/// Restores the journalled state when dropped (normal end, error return, panic).
+struct Restorer {
+    journal: Journal,
+    owner: u32,
+    done: bool,
+    problems: Vec<String>,
+}
+impl Restorer {
+    fn restore(&mut self) -> Vec<String> {
+        if self.done || std::process::id() != self.owner {
+            return vec![];
+        }
+        self.done = true;
+        let p = self.journal.restore();
+        if p.is_empty() {
+            let _ = std::fs::remove_file(safety::journal_path());
+        }
+        self.problems = p.clone();
+        p
+    }
+}
+impl Drop for Restorer {
+    fn drop(&mut self) {
+        let p = self.restore();
+        for e in p {
+            eprintln!("thplab-live: RESTORE FAILED: {e} (journal kept at {}; run `thplab-live restore`)", safety::journal_path());
+        }
+    }
+}
+
+struct Plan {
+    w: Workload,
+    machine_swap: Vec<SwapPlan>,
+    /// Initial knob writes (canonical name, path, value).
+    initial: Vec<(String, String, String)>,
+    /// Every knob file the run may write (initial + `set` ops), to save first.
+    to_save: Vec<(String, String)>,
+    notes: Vec<String>,
+    lk: Vec<LiveKnob>,
+}
+
+fn value_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => if *b { "1".into() } else { "0".into() },
+        other => other.to_string(),
+    }
+}
+
+/// Everything that can be checked without touching the machine.
+fn plan(a: &RunArgs) -> Result<Plan, String> {
+    let w = thplab_workload::parse_workload(&a.workload_text)?;
+    let lk = host::live_knobs();
+    let by_name: BTreeMap<&str, &LiveKnob> = lk.iter().map(|k| (k.def.name, k)).collect();
+    let mut notes = vec![];
+
+    // Machine: only its swap devices are set up; memory and CPUs are the host's.
+    let machine: Option<MachineSpec> = match &a.machine {
+        Some(m) => Some(MachineSpec::parse_any(m)?),
+        None => match &w.machine {
+            None => None,
+            Some(MachineArg::Shorthand(s)) => Some(MachineSpec::parse_shorthand(s)?),
+            Some(MachineArg::Spec(s)) => Some(s.clone()),
+        },
+    };
+    if let Some(m) = &machine {
+        let host_mem = meminfo().get("MemTotal").copied().unwrap_or(0) * 1024;
+        if m.total_mem() != 0 && (m.total_mem() as f64 - host_mem as f64).abs() > 0.1 * host_mem as f64 {
+            notes.push(format!("the machine description has {} of memory; a live run uses the host's ({} MemTotal)", fmt_size(m.total_mem()), fmt_size(host_mem / 4096 * 4096)));
+        }
+    }
+
+    // Knob assignments: the workload's, then the command line's.
+    let mut assigns: Vec<(String, String, &'static str)> = vec![];
+    for (k, v) in &w.knobs {
+        assigns.push((k.clone(), v.clone(), "workload.knobs"));
+    }
+    for (k, v) in &a.knobs {
+        let (c, v) = knobs::check_assignment(k, v).map_err(|e| format!("--knob: {e}"))?;
+        assigns.push((c, v, "--knob"));
+    }
+    let mut sets: Vec<(String, String)> = vec![];
+    for (pi, p) in w.processes.iter().enumerate() {
+        for (oi, op) in p.ops.iter().enumerate() {
+            let ctx = format!("processes[{pi}].ops[{oi}] ({})", op.kind());
+            match op {
+                Op::Set { knob, value } => {
+                    let (c, v) = knobs::check_assignment(knob, &value_str(value)).map_err(|e| format!("{ctx}: {e}"))?;
+                    sets.push((c, v));
+                }
+                Op::Kalloc { order: Some(o), .. } if *o > 0 => {
+                    return Err(format!(
+                        "{ctx}: kalloc of order {o} is not supported live: the only unmovable kernel allocation userspace can make on demand is order-0 pipe buffers"
+                    ))
+                }
+                Op::MovePages { node, .. } => {
+                    let nodes = host::online_nodes();
+                    if nodes.len() < 2 {
+                        return Err(format!("{ctx}: move_pages is not supported live on this machine: it has {} NUMA node(s)", nodes.len()));
+                    }
+                    if !nodes.contains(node) {
+                        return Err(format!("{ctx}: node {node} is not online (online nodes: {nodes:?})"));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if !w.record.trace.is_empty() {
+        return Err(format!("workload.record.trace ({}) is not supported live: thplab-live does not drive tracefs; remove it for a kernel run", w.record.trace.join(", ")));
+    }
+    let mut initial: BTreeMap<String, String> = BTreeMap::new();
+    let mut to_save: Vec<(String, String)> = vec![];
+    let mut saw: BTreeSet<String> = BTreeSet::new();
+    for (c, v, origin) in assigns.iter().map(|(c, v, o)| (c, v, *o)).chain(sets.iter().map(|(c, v)| (c, v, "a set op"))) {
+        let k = by_name[c.as_str()];
+        match k.def.kind {
+            KnobKind::Policy => match k.def.live_value {
+                Some(lv) if lv != v => {
+                    return Err(format!(
+                        "{origin}: `{c}` = `{v}` cannot be honoured live: this thplab policy exists only in the model, and the running kernel behaves as `{c}={lv}`"
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    let host = if host::free_page_reporting() { "1" } else { "0" };
+                    if v != host {
+                        notes.push(format!("{c}={v} is model-only; this host's behaviour is {c}={host}"));
+                    }
+                }
+            },
+            _ => {
+                let path = k.def.path.unwrap();
+                if !k.present {
+                    return Err(format!("{origin}: knob `{c}` does not exist on this kernel (no {path}); it cannot be set live"));
+                }
+                if c == "vm.min_free_kbytes" && v == "auto" {
+                    notes.push("vm.min_free_kbytes=auto: left as the kernel has it".into());
+                    continue;
+                }
+                if matches!(k.def.values, KnobValues::Trigger { .. }) {
+                    continue;
+                }
+                if saw.insert(c.clone()) {
+                    to_save.push((c.clone(), path.to_string()));
+                }
+                if origin != "a set op" {
+                    initial.insert(c.clone(), v.clone());
+                }
+            }
+        }
+    }
+    // Initial writes in registry order (enabled before per-size settings, and so on).
+    let initial: Vec<(String, String, String)> = lk
+        .iter()
+        .filter_map(|k| initial.get(k.def.name).map(|v| (k.def.name.to_string(), k.def.path.unwrap().to_string(), v.clone())))
+        .collect();
+
+    // Memory: refuse a run that would map more than a safe share of MemAvailable.
+    let mut total = 0u64;
+    for p in &w.processes {
+        for op in &p.ops {
+            match op {
+                Op::Mmap { size, align, .. } => total += size.0 + align.map_or(0, |x| x.0),
+                Op::Kalloc { size, .. } => total += size.0,
+                _ => {}
+            }
+        }
+    }
+    let avail = meminfo().get("MemAvailable").copied().unwrap_or(0) * 1024;
+    let limit = (avail as f64 * a.max_mem_share) as u64;
+    if total > limit {
+        return Err(format!(
+            "refused: the workload maps {} in total, more than {:.0}% of MemAvailable ({} of {}); shrink it (or raise --max-mem-share)",
+            fmt_size(total / 4096 * 4096),
+            a.max_mem_share * 100.0,
+            fmt_size(limit / 4096 * 4096),
+            fmt_size(avail / 4096 * 4096)
+        ));
+    }
+
+    let machine_swap = swap::plan(machine.as_ref().map(|m| m.swap.as_slice()).unwrap_or(&[]))?;
+
+    // Root: needed to write knobs, set up swap, drop caches.
+    let mut needs = vec![];
+    for (c, path, v) in &initial {
+        let cur = by_name[c.as_str()];
+        if host::read_knob(&cur.def).as_deref() != Some(v.as_str()) {
+            needs.push(format!("write {path}"));
+        }
+    }
+    if !sets.is_empty() {
+        needs.push("set ops write knob files".into());
+    }
+    if !machine_swap.is_empty() {
+        needs.push("set up swap devices".into());
+    }
+    if w.processes.iter().any(|p| p.ops.iter().any(|o| matches!(o, Op::DropCaches { .. }))) {
+        needs.push("drop_caches".into());
+    }
+    if !needs.is_empty() && !is_root() {
+        return Err(format!("refused: this run needs root ({}); run it as root or leave those out", needs.join(", ")));
+    }
+    Ok(Plan { w, machine_swap, initial, to_save, notes, lk })
+}
+
+struct ProcState {
+    name: String,
+    start_at: u64,
+    pid: i32,
+    msg: RawFd,
+    ack: RawFd,
+    buf: Vec<u8>,
+    started: bool,
+    finished: bool,
+    result: ProcessResult,
+    phase: Option<(String, usize, u64, u64, BTreeMap<String, i64>)>,
+}
+
+const SERIES_VMSTAT: [&str; 8] = ["nr_anon_transparent_hugepages", "thp_fault_alloc", "thp_fault_fallback", "pgfault", "pswpout", "pswpin", "thp_split_pmd", "compact_stall"];
+const SERIES_MEMINFO: [&str; 3] = ["MemFree", "AnonPages", "AnonHugePages"];
+
+pub fn run(a: &RunArgs) -> Result<Value, RunError> {
+    let p = plan(a).map_err(RunError::Input)?;
+    if a.dry_run {
+        return Ok(json!({"ok": true, "notes": p.notes, "knob_writes": p.initial.iter().map(|(c, _, v)| format!("{c}={v}")).collect::<Vec<_>>(),
+            "swap": p.machine_swap.iter().map(|s| s.describe()).collect::<Vec<_>>()}));
+    }
+    let _lock = if is_root() { Some(RunLock::take().map_err(RunError::Input)?) } else { None };
+    let mut notes = p.notes.clone();
+    if is_root() {
+        match safety::repair_stale() {
+            Ok(Some(n)) => {
+                eprintln!("thplab-live: {n}");
+                notes.push(n);
+            }
+            Ok(None) => {}
+            Err(e) => return Err(RunError::Input(e)),
+        }
+    }
+    safety::install_signal_handlers();
+
+    // Save every knob the run may write, before writing any.
+    let mut journal = Journal::new();
+    for (name, path) in &p.to_save {
+        let def = p.lk.iter().find(|k| k.def.name == name).unwrap();
+        if let Some(v) = host::read_knob(&def.def) {
+            journal.knobs.push(SavedKnob { name: name.clone(), path: path.clone(), value: v });
+        }
+    }
+    let knobs_before = host::knob_values(&p.lk);
+    let mut guard = Restorer { journal, owner: std::process::id(), done: false, problems: vec![] };
+    if !guard.journal.knobs.is_empty() || !p.machine_swap.is_empty() {
+        guard.journal.save().map_err(RunError::Input)?;
+    }
+
+    let res = supervise(a, &p, &mut guard, &mut notes, knobs_before);
+    let problems = guard.restore();
+    match res {
+        Ok(mut r) => {
+            if !problems.is_empty() {
+                return Err(RunError::Failed(format!("the run finished but restoring the machine failed: {}", problems.join("; "))));
+            }
+            r["extra"]["restored"] = json!(guard.journal.knobs.iter().map(|k| format!("{}={}", k.name, k.value)).collect::<Vec<_>>());
+            Ok(r)
+        }
+        Err(e) => {
+            if !problems.is_empty() {
+                eprintln!("thplab-live: RESTORE FAILED: {}", problems.join("; "));
+            }
+            Err(e)
+        }
+    }
+}
+
+fn check_abort(deadline: Option<u64>, what: &str) -> Result<(), RunError> {
+    let s = safety::signalled();
+    if s != 0 {
+        return Err(RunError::Aborted(format!("interrupted by {} {what}; the machine was restored", safety::signal_name(s)), 128 + s));
+    }
+    if let Some(d) = deadline {
+        if now_ns() > d {
+            return Err(RunError::Aborted(format!("time limit reached {what}; the machine was restored"), 3));
+        }
+    }
+    Ok(())
+}
+
+fn kill_all(procs: &mut [ProcState]) {
+    for ps in procs.iter_mut() {
+        if ps.started && !ps.finished {
+            unsafe { libc::kill(ps.pid, libc::SIGKILL) };
+        }
+    }
+    for ps in procs.iter_mut() {
+        if ps.started && !ps.finished {
+            let mut st = 0;
+            unsafe { libc::waitpid(ps.pid, &mut st, 0) };
+            ps.finished = true;
+        }
+    }
+}
+
+fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String>, knobs_before: BTreeMap<String, String>) -> Result<Value, RunError> {
+    let t_begin = now_ns();
+    let deadline = a.timeout_s.map(|t| t_begin + (t * 1e9) as u64);
+    let w = &p.w;
+
+    // Knobs, then swap devices.
+    for (name, path, v) in &p.initial {
+        let def = &p.lk.iter().find(|k| k.def.name == name).unwrap().def;
+        if host::read_knob(def).as_deref() == Some(v.as_str()) {
+            continue;
+        }
+        write_file(path, v).map_err(|e| RunError::Failed(format!("writing {v} to {path}: {e}")))?;
+    }
+    check_abort(deadline, "while setting knobs")?;
+    swap::apply(&p.machine_swap, &mut guard.journal).map_err(RunError::Failed)?;
+    check_abort(deadline, "while setting up swap")?;
+    let swap_desc: Vec<Value> = p.machine_swap.iter().map(|s| s.describe()).collect();
+    let zram_devs: Vec<String> = p.machine_swap.iter().filter_map(|s| if let SwapPlan::Zram { dev, .. } = s { Some(dev.clone()) } else { None }).collect();
+
+    *ZRAM_DEVS.lock().unwrap() = zram_devs.clone();
+    let knobs_at_start = host::knob_values(&p.lk);
+    let (release, version) = host::uname();
+    let buddy_before = read_file("/proc/buddyinfo").unwrap_or_default();
+    let mthp_before = host::mthp_stats();
+    let khp_before = host::khugepaged_stats();
+    let zram_before: BTreeMap<String, Value> = zram_devs.iter().filter_map(|d| host::zram_mm_stat(d).map(|v| (d.clone(), v))).collect();
+    let swaps_text = read_file("/proc/swaps").unwrap_or_default();
+    let vm_before = vmstat();
+    let t0 = now_ns();
+
+    let mut procs: Vec<ProcState> = w
+        .processes
+        .iter()
+        .map(|pr| ProcState {
+            name: pr.name.clone(),
+            start_at: t0 + pr.start.0,
+            pid: -1,
+            msg: -1,
+            ack: -1,
+            buf: vec![],
+            started: false,
+            finished: false,
+            result: ProcessResult { name: pr.name.clone(), ..Default::default() },
+            phase: None,
+        })
+        .collect();
+    let mut phases: Vec<PhaseResult> = vec![];
+    let mut thp_lat: Vec<u64> = vec![];
+    let mut fault_lat: Vec<u64> = vec![];
+    let mut series = Series::default();
+    let interval = w.record.series_interval.0;
+    let mut next_sample = if interval > 0 { t0 } else { u64::MAX };
+    if interval > 0 {
+        series.columns = std::iter::once("t_ns".to_string())
+            .chain(SERIES_MEMINFO.iter().map(|s| format!("{s}_kB")))
+            .chain(SERIES_VMSTAT.iter().map(|s| s.to_string()))
+            .collect();
+    }
+
+    let r = (|| -> Result<(), RunError> {
+        loop {
+            check_abort(deadline, "during the run")?;
+            let now = now_ns();
+            if now >= next_sample {
+                let mi = meminfo();
+                let vm = vmstat();
+                let mut row = vec![(now - t0) as f64];
+                row.extend(SERIES_MEMINFO.iter().map(|k| mi.get(*k).copied().unwrap_or(0) as f64));
+                row.extend(SERIES_VMSTAT.iter().map(|k| vm.get(*k).copied().unwrap_or(0) as f64));
+                series.rows.push(row);
+                next_sample = now + interval;
+            }
+            for (pi, ps) in procs.iter_mut().enumerate() {
+                if !ps.started && now >= ps.start_at {
+                    start_process(pi, ps, w, t0)?;
+                }
+            }
+            if procs.iter().all(|ps| ps.finished) {
+                return Ok(());
+            }
+            let mut fds: Vec<libc::pollfd> = procs.iter().filter(|ps| ps.started && !ps.finished).map(|ps| libc::pollfd { fd: ps.msg, events: libc::POLLIN, revents: 0 }).collect();
+            let mut wait_ms: u64 = 50;
+            for ps in &procs {
+                if !ps.started {
+                    wait_ms = wait_ms.min(ps.start_at.saturating_sub(now) / 1_000_000);
+                }
+            }
+            if interval > 0 {
+                wait_ms = wait_ms.min(next_sample.saturating_sub(now) / 1_000_000);
+            }
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait_ms as i32) };
+            if n <= 0 {
+                continue;
+            }
+            for f in fds.iter().filter(|f| f.revents != 0) {
+                let ps = procs.iter_mut().find(|ps| ps.msg == f.fd).unwrap();
+                let mut b = [0u8; 65536];
+                let k = unsafe { libc::read(ps.msg, b.as_mut_ptr() as *mut _, b.len()) };
+                if k > 0 {
+                    ps.buf.extend_from_slice(&b[..k as usize]);
+                    while let Some(pos) = ps.buf.iter().position(|&c| c == b'\n') {
+                        let line: Vec<u8> = ps.buf.drain(..=pos).collect();
+                        let v: Value = serde_json::from_slice(&line).map_err(|e| RunError::Failed(format!("bad message from process {}: {e}", ps.name)))?;
+                        handle_msg(ps, &v, t0, &mut phases, &mut thp_lat, &mut fault_lat);
+                    }
+                } else if k == 0 || (k < 0 && errno() != libc::EINTR) {
+                    // The child is gone.
+                    reap(ps, t0, &mut phases);
+                }
+            }
+        }
+    })();
+    if let Err(e) = r {
+        kill_all(&mut procs);
+        for ps in &procs {
+            unsafe {
+                if ps.msg >= 0 { libc::close(ps.msg); }
+                if ps.ack >= 0 { libc::close(ps.ack); }
+            }
+        }
+        return Err(e);
+    }
+    let t_end = now_ns();
+    let vm_after = vmstat();
+    let meminfo_end = meminfo();
+    let buddy_after = read_file("/proc/buddyinfo").unwrap_or_default();
+    let pagetypeinfo = read_file("/proc/pagetypeinfo").unwrap_or_default();
+    let mthp_after = host::mthp_stats();
+    let khp_after = host::khugepaged_stats();
+    let zram_after: BTreeMap<String, Value> = zram_devs.iter().filter_map(|d| host::zram_mm_stat(d).map(|v| (d.clone(), v))).collect();
+    for ps in &procs {
+        unsafe {
+            libc::close(ps.msg);
+            libc::close(ps.ack);
+        }
+    }
+
+    let lk_found: Vec<&str> = p.lk.iter().filter(|k| k.present).map(|k| k.def.name).collect();
+    let lk_missing: Vec<&str> = p.lk.iter().filter(|k| k.def.kind != KnobKind::Policy && !k.present).map(|k| k.def.name).collect();
+    let mut latency = BTreeMap::new();
+    if w.record.fault_latency {
+        latency.insert("thp_fault".to_string(), percentiles(&mut thp_lat));
+        latency.insert("fault".to_string(), percentiles(&mut fault_lat));
+    }
+    phases.sort_by_key(|ph| (ph.start_ns, ph.name.clone()));
+    let mut extra: BTreeMap<String, Value> = BTreeMap::new();
+    let zd: BTreeMap<String, Value> = zram_devs
+        .iter()
+        .map(|d| (d.clone(), json!({"before": zram_before.get(d), "after": zram_after.get(d)})))
+        .collect();
+    if !zd.is_empty() {
+        extra.insert("zram_mm_stat".into(), json!(zd));
+        let ph: Vec<Value> = ZRAM_PHASES.lock().unwrap().drain(..).map(|(n, v)| json!({"phase_end": n, "device": v["device"], "mm_stat": v["mm_stat"]})).collect();
+        extra.insert("zram_mm_stat_phase_end".into(), json!(ph));
+    }
+    extra.insert("mthp_stats_delta".into(), json!(delta(&mthp_before, &mthp_after)));
+    extra.insert("khugepaged_delta".into(), json!(delta(&khp_before, &khp_after)));
+    extra.insert("knobs_before_run".into(), json!(knobs_before));
+    extra.insert("setup_ns".into(), json!(t0 - t_begin));
+    if interval > 0 {
+        notes.push("series: sampled in wall-clock time".into());
+    }
+    let result = RunResult {
+        thplab_version: thplab_workload::VERSION.into(),
+        backend: "kernel".into(),
+        workload: w.name.clone(),
+        seed: w.seed,
+        machine: host::machine_found(&swap_desc),
+        knobs: knobs_at_start.clone(),
+        cost_profile: Value::Null,
+        kernel: json!({
+            "release": release,
+            "version": version,
+            "knobs_found": lk_found,
+            "knobs_missing": lk_missing,
+            "swaps": swaps_text,
+            "free_page_reporting": host::free_page_reporting(),
+            "mem_available_kb": meminfo().get("MemAvailable"),
+            "runner": format!("thplab-live {}", thplab_workload::VERSION),
+            "notes": notes,
+        }),
+        sim_time_ns: t_end - t0,
+        phases,
+        vmstat_delta: delta(&vm_before, &vm_after),
+        vmstat: vm_after,
+        meminfo: meminfo_end,
+        buddyinfo_before: buddy_before,
+        buddyinfo_after: buddy_after.clone(),
+        pagetypeinfo,
+        fragmentation: host::fragmentation(&buddy_after),
+        processes: procs.into_iter().map(|ps| ps.result).collect(),
+        latency,
+        series,
+        trace: vec![],
+        extra,
+    };
+    Ok(serde_json::to_value(&result).unwrap())
+}
+
+fn pipe() -> Result<(RawFd, RawFd), RunError> {
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(RunError::Failed(format!("pipe2: {}", errno_name(errno()))));
+    }
+    Ok((fds[0], fds[1]))
+}
+
+fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64) -> Result<(), RunError> {
+    let (msg_r, msg_w) = pipe()?;
+    let (ack_r, ack_w) = pipe()?;
+    let ppid = unsafe { libc::getpid() };
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(RunError::Failed(format!("fork: {}", errno_name(errno()))));
+    }
+    if pid == 0 {
+        // The child: never returns into the supervisor's code.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            if libc::getppid() != ppid {
+                libc::_exit(122);
+            }
+            libc::close(msg_r);
+            libc::close(ack_w);
+        }
+        safety::default_signal_handlers();
+        let name = std::ffi::CString::new(format!("thplab:{}", w.processes[pi].name).chars().take(15).collect::<String>()).unwrap_or_default();
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong) };
+        let c = Child { proc_index: pi, process: &w.processes[pi], seed: w.seed, fault_latency: w.record.fault_latency, to_parent: msg_w, from_parent: ack_r };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.run()));
+        let _ = r;
+        unsafe { libc::_exit(101) };
+    }
+    unsafe {
+        libc::close(msg_w);
+        libc::close(ack_r);
+    }
+    let now = now_ns();
+    ps.pid = pid;
+    ps.msg = msg_r;
+    ps.ack = ack_w;
+    ps.started = true;
+    ps.result.pid = pid as u32;
+    ps.result.start_ns = now - t0;
+    ps.phase = Some((format!("{}:main", ps.name), 0, now, 0, vmstat()));
+    Ok(())
+}
+
+static ZRAM_DEVS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static ZRAM_PHASES: std::sync::Mutex<Vec<(String, Value)>> = std::sync::Mutex::new(Vec::new());
+
+fn close_phase(ps: &mut ProcState, end_i: usize, end_ns: u64, end_stime: u64, t0: u64, phases: &mut Vec<PhaseResult>) {
+    if let Some((name, from_i, start, stime, vm)) = ps.phase.take() {
+        // A "main" phase with no ops before the first marker is not reported.
+        if !(name.ends_with(":main") && from_i == 0 && end_i == 0) {
+            for d in ZRAM_DEVS.lock().unwrap().iter() {
+                if let Some(v) = host::zram_mm_stat(d) {
+                    ZRAM_PHASES.lock().unwrap().push((name.clone(), json!({"device": d, "mm_stat": v})));
+                }
+            }
+            phases.push(PhaseResult {
+                name,
+                process: ps.name.clone(),
+                start_ns: start.saturating_sub(t0),
+                end_ns: end_ns.saturating_sub(t0),
+                sys_ns: end_stime.saturating_sub(stime),
+                vmstat_delta: delta(&vm, &vmstat()),
+            });
+        }
+    }
+}
+
+fn ack(ps: &ProcState) {
+    let b = [1u8];
+    unsafe { libc::write(ps.ack, b.as_ptr() as *const _, 1) };
+}
+
+fn handle_msg(ps: &mut ProcState, v: &Value, t0: u64, phases: &mut Vec<PhaseResult>, thp_lat: &mut Vec<u64>, fault_lat: &mut Vec<u64>) {
+    let u = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    match v["t"].as_str().unwrap_or("") {
+        "phase" => {
+            let i = u("i") as usize;
+            close_phase(ps, i, u("ns"), u("stime"), t0, phases);
+            ps.phase = Some((format!("{}:{}", ps.name, v["name"].as_str().unwrap_or("")), i + 1, u("ns"), u("stime"), vmstat()));
+            ack(ps);
+        }
+        "err" => ps.result.errors.push(OpError {
+            op_index: u("i") as usize,
+            op: v["op"].as_str().unwrap_or("").into(),
+            errno: v["errno"].as_str().unwrap_or("").into(),
+            message: v["msg"].as_str().unwrap_or("").into(),
+        }),
+        "lat" => {
+            thp_lat.extend(v["thp_fault"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()));
+            fault_lat.extend(v["fault"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()));
+        }
+        "done" => {
+            let n = usize::MAX;
+            close_phase(ps, n, u("ns"), u("stime"), t0, phases);
+            ps.result.end_ns = u("ns").saturating_sub(t0);
+            ps.result.access_ns = u("access_ns");
+            let t = read_file(&format!("/proc/{}/smaps_rollup", ps.pid)).unwrap_or_default();
+            ps.result.smaps_rollup = parse_kb(&t);
+            ack(ps);
+        }
+        _ => {}
+    }
+}
+
+fn reap(ps: &mut ProcState, t0: u64, phases: &mut Vec<PhaseResult>) {
+    let mut status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::wait4(ps.pid, &mut status, 0, &mut ru) };
+    ps.finished = true;
+    let now = now_ns();
+    if ps.phase.is_some() {
+        // Died without reporting its end.
+        close_phase(ps, usize::MAX, now, 0, t0, phases);
+        ps.result.end_ns = now - t0;
+    }
+    if libc::WIFSIGNALED(status) {
+        let s = libc::WTERMSIG(status);
+        let oom = s == libc::SIGKILL;
+        ps.result.killed = Some(if oom { "SIGKILL (OOM killer?)".into() } else { safety::signal_name(s).to_string() });
+    } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+        ps.result.killed = Some(format!("exited with status {}", libc::WEXITSTATUS(status)));
+    }
+}

@@ -1,0 +1,176 @@
+//! Swap devices of the machine description, set up for a run and torn down after it:
+//! zram through /sys/block/zramN (comp_algorithm, disksize, mkswap, swapon) and swap files.
+
+use crate::safety::Journal;
+use crate::util::*;
+use serde_json::{json, Value};
+use thplab_workload::machine::{SwapKind, SwapSpec};
+
+#[derive(Clone, Debug)]
+pub enum SwapPlan {
+    Zram { dev: String, size: u64, alg: Option<String>, alg_before: String, priority: Option<i32> },
+    File { path: String, size: u64, priority: Option<i32> },
+}
+
+impl SwapPlan {
+    pub fn describe(&self) -> Value {
+        match self {
+            SwapPlan::Zram { dev, size, alg, priority, .. } => {
+                let a = read_trim(&format!("/sys/block/{dev}/comp_algorithm")).and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t));
+                json!({"type": "zram", "path": format!("/dev/{dev}"), "size": size, "comp_algorithm": alg.clone().or(a), "priority": priority})
+            }
+            SwapPlan::File { path, size, priority } => json!({"type": "file", "path": path, "size": size, "priority": priority}),
+        }
+    }
+}
+
+fn zram_available(dev: &str) -> Vec<String> {
+    read_trim(&format!("/sys/block/{dev}/comp_algorithm"))
+        .map(|t| t.split_whitespace().map(|s| s.trim_matches(|c| c == '[' || c == ']').to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// Check every swap device can be set up, without changing anything.
+pub fn plan(specs: &[SwapSpec]) -> Result<Vec<SwapPlan>, String> {
+    let swaps = read_file("/proc/swaps").unwrap_or_default();
+    let mut out = vec![];
+    let mut used_zram: Vec<String> = vec![];
+    for (i, s) in specs.iter().enumerate() {
+        let ctx = format!("machine.swap[{i}]");
+        match s.kind {
+            SwapKind::Zram => {
+                let dev = match &s.path {
+                    Some(p) => p.trim_start_matches("/dev/").to_string(),
+                    None => {
+                        let mut found = None;
+                        for n in 0..16 {
+                            let d = format!("zram{n}");
+                            if std::path::Path::new(&format!("/sys/block/{d}")).exists()
+                                && !used_zram.contains(&d)
+                                && read_trim(&format!("/sys/block/{d}/disksize")).as_deref() == Some("0")
+                            {
+                                found = Some(d);
+                                break;
+                            }
+                        }
+                        found.ok_or_else(|| format!("{ctx}: no unused zram device (/sys/block/zramN with disksize 0); load the zram module or free one"))?
+                    }
+                };
+                if !dev.starts_with("zram") || !std::path::Path::new(&format!("/sys/block/{dev}")).exists() {
+                    return Err(format!("{ctx}: unknown device `{}`: no /sys/block/{dev} on this machine", s.path.clone().unwrap_or(dev.clone())));
+                }
+                if read_trim(&format!("/sys/block/{dev}/disksize")).as_deref() != Some("0") || crate::safety::swap_active(&swaps, &format!("/dev/{dev}")) {
+                    return Err(format!("{ctx}: /dev/{dev} is in use (disksize is not 0); thplab-live only uses an unused zram device"));
+                }
+                let avail = zram_available(&dev);
+                if let Some(a) = &s.comp_algorithm {
+                    if !avail.contains(a) {
+                        return Err(format!("{ctx}.comp_algorithm: `{a}` is not offered by /dev/{dev} on this kernel (available: {})", avail.join(", ")));
+                    }
+                }
+                let before = read_trim(&format!("/sys/block/{dev}/comp_algorithm")).and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t)).unwrap_or_default();
+                used_zram.push(dev.clone());
+                out.push(SwapPlan::Zram { dev, size: s.size.0, alg: s.comp_algorithm.clone(), alg_before: before, priority: s.priority });
+            }
+            SwapKind::File => {
+                let path = s.path.clone().unwrap_or_else(|| format!("/var/tmp/thplab-swapfile-{}-{i}", std::process::id()));
+                let p = std::path::Path::new(&path);
+                if p.exists() {
+                    return Err(format!("{ctx}.path: {path} already exists; thplab-live creates its own swap file and will not overwrite one"));
+                }
+                let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+                if !dir.is_dir() {
+                    return Err(format!("{ctx}.path: directory {} does not exist", dir.display()));
+                }
+                let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).unwrap();
+                let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+                if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
+                    let free = st.f_bavail as u64 * st.f_frsize as u64;
+                    if free < s.size.0 + (1 << 30) {
+                        return Err(format!("{ctx}: not enough space in {} for a {} swap file (free {} MiB)", dir.display(), thplab_workload::units::fmt_size(s.size.0), free >> 20));
+                    }
+                }
+                out.push(SwapPlan::File { path, size: s.size.0, priority: s.priority });
+            }
+            SwapKind::Disk | SwapKind::Ssd | SwapKind::Pmem => {
+                let kind = format!("{:?}", s.kind).to_lowercase();
+                if let Some(p) = &s.path {
+                    if !std::path::Path::new(p).exists() {
+                        return Err(format!("{ctx}: unknown device `{p}`: it does not exist on this machine"));
+                    }
+                }
+                return Err(format!(
+                    "{ctx}: swap type `{kind}` is not supported live: thplab-live does not format block devices; describe the device as `zram` or `file` for a live run"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn mkswap(path: &str) -> Result<(), String> {
+    let o = std::process::Command::new("mkswap").arg(path).output().map_err(|e| format!("mkswap {path}: {e} (is util-linux installed?)"))?;
+    if !o.status.success() {
+        return Err(format!("mkswap {path}: {}", String::from_utf8_lossy(&o.stderr).trim()));
+    }
+    Ok(())
+}
+
+fn swapon(path: &str, priority: Option<i32>) -> Result<(), String> {
+    let c = std::ffi::CString::new(path).unwrap();
+    let flags = match priority {
+        Some(p) if p >= 0 => 0x8000 /* SWAP_FLAG_PREFER */ | p.min(0x7fff) /* SWAP_FLAG_PRIO_MASK */,
+        _ => 0,
+    };
+    if unsafe { libc::swapon(c.as_ptr(), flags) } != 0 {
+        return Err(format!("swapon {path}: {}", errno_name(errno())));
+    }
+    Ok(())
+}
+
+/// Set up the planned devices, journalling each step before taking it.
+pub fn apply(plans: &[SwapPlan], journal: &mut Journal) -> Result<(), String> {
+    for p in plans {
+        match p {
+            SwapPlan::Zram { dev, size, alg, alg_before, priority } => {
+                journal.zram.push((dev.clone(), alg_before.clone()));
+                journal.swapon.push(format!("/dev/{dev}"));
+                journal.save()?;
+                if let Some(a) = alg {
+                    write_file(&format!("/sys/block/{dev}/comp_algorithm"), a).map_err(|e| format!("{dev}/comp_algorithm = {a}: {e}"))?;
+                }
+                write_file(&format!("/sys/block/{dev}/disksize"), &size.to_string()).map_err(|e| format!("{dev}/disksize = {size}: {e}"))?;
+                mkswap(&format!("/dev/{dev}"))?;
+                swapon(&format!("/dev/{dev}"), *priority)?;
+            }
+            SwapPlan::File { path, size, priority } => {
+                journal.swapfiles.push(path.clone());
+                journal.swapon.push(path.clone());
+                journal.save()?;
+                create_swapfile(path, *size)?;
+                mkswap(path)?;
+                swapon(path, *priority)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn create_swapfile(path: &str, size: u64) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(|e| format!("create swap file {path}: {e}"))?;
+    // Written out (not fallocated): a swap file must have no holes or unwritten extents on every filesystem.
+    let buf = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        f.write_all(&buf[..n]).map_err(|e| format!("write swap file {path}: {e}"))?;
+        left -= n as u64;
+    }
+    if unsafe { libc::fsync(f.as_raw_fd()) } != 0 {
+        return Err(format!("fsync swap file {path}: {}", errno_name(errno())));
+    }
+    Ok(())
+}

@@ -1,0 +1,139 @@
+"""The live-kernel backend: run a workload on this machine's own kernel.
+
+The work is done by the native runner ``thplab-live`` (crates/live): one real process per
+workload process, real mmap/madvise/prctl/... calls, knob files written and restored,
+swap devices set up and torn down. This module finds the runner, calls it and returns
+its result (the ``RunResult`` schema, backend "kernel").
+
+The runner is found via ``$THPLAB_LIVE_BIN``, else ``<repo>/target/release/thplab-live``,
+else ``thplab-live`` on PATH.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from thplab.errors import InputError
+
+DEFAULT_TIMEOUT = 1800.0
+
+
+class LiveError(InputError):
+    """A live run that failed or was interrupted after it started (the machine was restored)."""
+
+
+def find_binary() -> str:
+    env = os.environ.get("THPLAB_LIVE_BIN")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise InputError(f"THPLAB_LIVE_BIN={env} is not an executable file")
+        return env
+    repo = Path(__file__).resolve().parents[2]
+    cand = repo / "target" / "release" / "thplab-live"
+    if cand.is_file() and os.access(cand, os.X_OK):
+        return str(cand)
+    found = shutil.which("thplab-live")
+    if found:
+        return found
+    raise InputError(
+        "the live-kernel runner thplab-live was not found: build it with `make build` "
+        f"(expected {cand}), put it on PATH, or set THPLAB_LIVE_BIN"
+    )
+
+
+def _check_workload(workload) -> str:
+    from thplab import _native as n
+
+    if isinstance(workload, (str, os.PathLike)) and Path(workload).is_file():
+        text = Path(workload).read_text()
+    elif isinstance(workload, str):
+        text = workload
+    elif isinstance(workload, dict):
+        text = json.dumps(workload)
+    else:
+        raise InputError("workload: expected a dict, JSON text or a file path")
+    try:
+        n.parse_workload_json(text)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    return text
+
+
+def _invoke(args: list[str], timeout: float | None) -> subprocess.CompletedProcess:
+    """Run the runner; on Ctrl-C let it restore the machine before re-raising."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=None if timeout is None else timeout + 60)
+    except KeyboardInterrupt:
+        # The runner got the SIGINT too (same process group); make sure, and wait for its restore.
+        try:
+            p.send_signal(signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        raise
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate()
+        raise LiveError(f"the live run did not stop at its time limit; it was terminated ({err.strip()})")
+    return subprocess.CompletedProcess(args, p.returncode, out, err)
+
+
+def _message(err: str) -> str:
+    lines = [l.removeprefix("thplab-live: ") for l in err.strip().splitlines() if l.strip()]
+    return "; ".join(lines) or "thplab-live failed without a message"
+
+
+def run_kernel(workload, machine=None, knobs=(), timeout: float | None = None, *, max_mem_share: float | None = None, dry_run: bool = False) -> dict:
+    """Run ``workload`` on the live kernel; returns a dict in the RunResult schema (backend "kernel").
+
+    machine: None (the workload's; only its swap devices are used live), a shorthand string or a dict.
+    knobs: (name, value) pairs applied over the workload's knobs.
+    timeout: seconds (default 1800); the run is stopped and the machine restored when it expires.
+    Raises InputError for bad input and refusals (nothing was changed), LiveError when the run
+    failed or was interrupted (everything was restored).
+    """
+    text = _check_workload(workload)
+    binary = find_binary()
+    with tempfile.TemporaryDirectory(prefix="thplab-live-") as d:
+        wf = Path(d) / "workload.json"
+        wf.write_text(text)
+        out = Path(d) / "result.json"
+        args = [binary, "run", "--workload", str(wf), "--out", str(out)]
+        if machine is not None:
+            args += ["--machine", machine if isinstance(machine, str) else json.dumps(machine)]
+        for k, v in knobs or ():
+            args += ["--knob", f"{k}={v}"]
+        t = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        if t <= 0:
+            raise InputError("timeout must be positive")
+        args += ["--timeout", str(t)]
+        if max_mem_share is not None:
+            args += ["--max-mem-share", str(max_mem_share)]
+        if dry_run:
+            args.append("--dry-run")
+        r = _invoke(args, t)
+        if r.returncode == 2:
+            raise InputError(_message(r.stderr))
+        if r.returncode != 0:
+            raise LiveError(f"live run failed (exit {r.returncode}): {_message(r.stderr)}")
+        return json.loads(out.read_text())
+
+
+def state() -> dict:
+    """Knob values, /proc/swaps and zram state as the runner sees them (to check nothing changed)."""
+    r = subprocess.run([find_binary(), "state"], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def restore() -> str:
+    """Undo what an interrupted run left behind (the restore journal)."""
+    r = subprocess.run([find_binary(), "restore"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise LiveError(_message(r.stderr))
+    return _message(r.stderr)

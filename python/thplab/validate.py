@@ -1,0 +1,318 @@
+"""``thplab validate``: run the validation scenarios on both backends and print, counter by
+counter, how far the model is from the real kernel.
+
+Scenarios are the workloads in ``examples/validate/*.json`` (fault-path scenarios first; later
+issues add theirs). Each runs on the live kernel (or is replayed from ``--kernel-results DIR``)
+and then through the model with the knob values and machine the kernel run recorded.
+
+Tolerances (stated in the output):
+
+* **deterministic counters** (the workload alone decides them on an idle kernel: thp_fault_alloc,
+  thp_fault_fallback, thp_split_pmd, thp_swpout, pswpout, swpout_zero, zram same_pages,
+  thp_underused_split_page, khugepaged pages_collapsed, ...) must match exactly, up to
+  ``max(2, 1 %)`` events for background activity on a shared machine. A kernel run that fails
+  only by having *more* events than the model is repeated (up to twice): other processes can
+  only add events. Out of tolerance => exit status 1.
+* ``thp_zero_page_alloc`` counts one allocation of the huge zero page, which the kernel keeps
+  while it is in use: it must be equal, or kernel 0 / model 1 (the kernel already had one).
+* ``smaps AnonHugePages`` of each process at its end: exact (kB).
+* informational counters (pgfault, compaction, ...) and times (model/kernel ratio) are printed
+  but never fail the run.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from thplab.errors import InputError
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO_DIR = REPO / "examples" / "validate"
+
+DETERMINISTIC = [
+    "thp_fault_alloc", "thp_fault_fallback", "thp_fault_fallback_charge", "thp_split_pmd", "thp_split_page",
+    "thp_split_page_failed", "thp_deferred_split_page", "thp_underused_split_page", "thp_swpout",
+    "thp_swpout_fallback", "pswpout", "swpout_zero", "thp_collapse_alloc", "thp_migration_success",
+    "zram.same_pages", "khugepaged.pages_collapsed",
+]
+ZERO_PAGE = ["thp_zero_page_alloc"]
+INFO = ["pgfault", "pswpin", "swpin_zero", "compact_stall", "compact_success", "compact_fail", "thp_scan_exceed_none_pte"]
+ABS_SLACK = 2
+REL_SLACK = 0.01
+TOLERANCE_TEXT = (f"deterministic counters: exact, up to max({ABS_SLACK}, {REL_SLACK:.0%}) events of background activity; "
+                  "thp_zero_page_alloc: equal, or kernel 0 / model 1 (huge zero page kept from earlier use); "
+                  "smaps AnonHugePages: exact; informational counters and times: not gated")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--only", default=None, help="comma-separated scenario names (default: all in examples/validate)")
+    parser.add_argument("--size", default=None, help="resize each scenario's regions to SIZE (e.g. 32M; a multiple of 2M)")
+    parser.add_argument("--kernel-results", default=None, metavar="DIR", help="replay saved kernel results from DIR/<scenario>.json (no live runs)")
+    parser.add_argument("--save-kernel-results", default=None, metavar="DIR", help="write each kernel result to DIR/<scenario>.json")
+    parser.add_argument("--costs", default=None, metavar="FILE", help="cost profile (TOML) for the model runs")
+    parser.add_argument("--json", default=None, metavar="OUT", help="write the full report as JSON")
+    parser.add_argument("--scenarios", default=None, metavar="DIR", help=argparse_suppress())
+
+
+def argparse_suppress():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+def parse_size(s: str) -> int:
+    from thplab import _native as n
+
+    try:
+        w = json.loads(n.parse_workload_json(json.dumps({"processes": [{"ops": [{"op": "mmap", "name": "x", "size": s}]}]})))
+    except ValueError as e:
+        raise InputError(f"--size: {e}") from None
+    sz = w["processes"][0]["ops"][0]["size"]
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    return int(sz[:-1]) * units[sz[-1]] if sz[-1] in units else int(sz)
+
+
+def fmt_size(b: int) -> str:
+    for m, s in ((1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
+        if b >= m and b % m == 0:
+            return f"{b // m}{s}"
+    return str(b)
+
+
+def load_scenarios(only: str | None, directory: Path | None = None) -> dict[str, dict]:
+    d = Path(directory) if directory else SCENARIO_DIR
+    files = sorted(d.glob("*.json"))
+    if not files:
+        raise InputError(f"no scenarios in {d}")
+    sc = {f.stem: json.loads(f.read_text()) for f in files}
+    if only:
+        names = [x.strip() for x in only.split(",") if x.strip()]
+        unknown = [x for x in names if x not in sc]
+        if unknown:
+            raise InputError(f"--only: unknown scenario(s) {', '.join(unknown)}; known: {', '.join(sc)}")
+        sc = {k: sc[k] for k in names}
+    return sc
+
+
+def resize(workload: dict, size: int) -> dict:
+    """Scale every mmap so the largest region becomes ``size`` (2 MiB multiples kept)."""
+    if size % (2 << 20):
+        raise InputError("--size must be a multiple of 2M")
+    w = json.loads(json.dumps(workload))
+    ops = [op for p in w["processes"] for op in p["ops"] if op["op"] == "mmap"]
+    sizes = [parse_size(str(op["size"])) for op in ops]
+    if not sizes:
+        return w
+    base = max(sizes)
+    for op, s in zip(ops, sizes):
+        new = max(2 << 20, (s * size // base) // (2 << 20) * (2 << 20))
+        op["size"] = fmt_size(new)
+    return w
+
+
+def counters(result: dict) -> dict[str, int]:
+    """The comparable counters of a result: vmstat delta, zram and khugepaged deltas."""
+    c = dict(result.get("vmstat_delta") or {})
+    ex = result.get("extra") or {}
+    z = ex.get("zram_mm_stat") or {}
+    for dev, ba in (z.items() if isinstance(z, dict) else []):
+        if isinstance(ba, dict) and isinstance(ba.get("before"), dict) and isinstance(ba.get("after"), dict):
+            for k in ("same_pages", "huge_pages"):
+                c[f"zram.{k}"] = c.get(f"zram.{k}", 0) + int(ba["after"].get(k, 0)) - int(ba["before"].get(k, 0))
+    # Prefer the maximum same_pages seen at a phase end (the pages are freed when the region goes).
+    for ph in ex.get("zram_mm_stat_phase_end") or []:
+        sp = (ph.get("mm_stat") or {}).get("same_pages")
+        if sp is not None:
+            before = sum(int(ba["before"].get("same_pages", 0)) for ba in z.values()) if z else 0
+            c["zram.same_pages"] = max(c.get("zram.same_pages", 0), int(sp) - before)
+    for k, v in (ex.get("khugepaged_delta") or {}).items():
+        c[f"khugepaged.{k}"] = v
+    return c
+
+
+def smaps(result: dict) -> dict[str, int]:
+    return {p["name"]: int((p.get("smaps_rollup") or {}).get("AnonHugePages", 0)) for p in result.get("processes") or []}
+
+
+def within(k: int, m: int) -> bool:
+    return abs(k - m) <= max(ABS_SLACK, REL_SLACK * max(abs(k), abs(m)))
+
+
+def compare(kernel: dict, model: dict) -> dict:
+    """Compare one scenario; returns {"rows": [...], "ok": bool, "times": [...], "notes": [...]}."""
+    kc, mc = counters(kernel), counters(model)
+    rows = []
+    notes = []
+    if not (model.get("vmstat_delta") or {}) and (kernel.get("vmstat_delta") or {}):
+        notes.append("the model returned no counters (a stub model?)")
+    names = [n for n in DETERMINISTIC if kc.get(n, 0) or mc.get(n, 0)]
+    for n in names:
+        k, m = int(kc.get(n, 0)), int(mc.get(n, 0))
+        rows.append({"counter": n, "kind": "exact", "kernel": k, "model": m, "error": m - k, "ok": within(k, m)})
+    for n in ZERO_PAGE:
+        k, m = int(kc.get(n, 0)), int(mc.get(n, 0))
+        if k or m:
+            rows.append({"counter": n, "kind": "zero-page", "kernel": k, "model": m, "error": m - k, "ok": k == m or (k == 0 and m == 1)})
+    ks, ms = smaps(kernel), smaps(model)
+    for p in ks:
+        k, m = ks[p], ms.get(p)
+        if m is None:
+            rows.append({"counter": f"smaps({p}).AnonHugePages kB", "kind": "exact", "kernel": k, "model": None, "error": None, "ok": k == 0})
+        elif k or m:
+            rows.append({"counter": f"smaps({p}).AnonHugePages kB", "kind": "exact", "kernel": k, "model": m, "error": m - k, "ok": k == m})
+    for n in INFO:
+        k, m = int(kc.get(n, 0)), int(mc.get(n, 0))
+        if k or m:
+            rows.append({"counter": n, "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True})
+    times = []
+    mph = {p["name"]: p for p in model.get("phases") or []}
+    for p in kernel.get("phases") or []:
+        q = mph.get(p["name"])
+        kw = p["end_ns"] - p["start_ns"]
+        mw = (q["end_ns"] - q["start_ns"]) if q else None
+        times.append({"phase": p["name"], "kernel_ns": kw, "model_ns": mw, "ratio": (mw / kw) if (mw is not None and kw) else None,
+                      "kernel_sys_ns": p.get("sys_ns", 0), "model_sys_ns": q.get("sys_ns") if q else None})
+    kt, mt = kernel.get("sim_time_ns") or 0, model.get("sim_time_ns") or 0
+    times.append({"phase": "(run)", "kernel_ns": kt, "model_ns": mt, "ratio": (mt / kt) if kt else None})
+    ok = all(r["ok"] for r in rows)
+    return {"rows": rows, "times": times, "ok": ok, "notes": notes}
+
+
+def excess_only(cmp: dict) -> bool:
+    """Every failing row has the kernel above the model (background activity can explain it)."""
+    bad = [r for r in cmp["rows"] if not r["ok"]]
+    return bool(bad) and all(r["model"] is not None and r["kernel"] > r["model"] for r in bad)
+
+
+def run_model(workload: dict, kernel: dict, costs_text: str | None) -> dict:
+    from thplab import _native as n
+
+    knobs = [(k, str(v)) for k, v in (kernel.get("knobs") or {}).items()]
+    machine = kernel.get("machine")
+    mtext = json.dumps(machine) if isinstance(machine, dict) and machine.get("nodes") else None
+    try:
+        return json.loads(n.run_model(json.dumps(workload), machine=mtext, knobs=knobs, costs=costs_text, seed=None, check=False))
+    except ValueError as e:
+        # The machine as found may not be describable to the model; fall back to its default.
+        if mtext is None:
+            raise InputError(f"model: {e}") from None
+        return json.loads(n.run_model(json.dumps(workload), machine=None, knobs=knobs, costs=costs_text, seed=None, check=False))
+
+
+def validate(scenarios: dict[str, dict], *, size: int | None = None, kernel_dir: str | None = None, save_dir: str | None = None,
+             costs_text: str | None = None, run_kernel=None, run_model_fn=None, retries: int = 2) -> dict:
+    """Run (or replay) every scenario on both backends and compare. Returns the report."""
+    if run_kernel is None:
+        from thplab.live import run_kernel
+    run_model_fn = run_model_fn or run_model
+    report = {"tolerance": TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
+    for name, w0 in scenarios.items():
+        w = resize(w0, size) if size else w0
+        attempts = 0
+        if kernel_dir:
+            f = Path(kernel_dir) / f"{name}.json"
+            if not f.is_file():
+                report["skipped"][name] = f"no saved kernel result {f}"
+                continue
+            kernel = json.loads(f.read_text())
+            if kernel.get("backend") != "kernel":
+                raise InputError(f"{f}: not a kernel result (backend {kernel.get('backend')!r})")
+            w = kernel.get("extra", {}).get("workload") or w
+            model = run_model_fn(w, kernel, costs_text)
+            cmp = compare(kernel, model)
+        else:
+            while True:
+                attempts += 1
+                kernel = run_kernel(w, timeout=300)
+                kernel.setdefault("extra", {})["workload"] = w
+                model = run_model_fn(w, kernel, costs_text)
+                cmp = compare(kernel, model)
+                if cmp["ok"] or attempts > retries or not excess_only(cmp) or cmp["notes"]:
+                    break
+            if save_dir:
+                Path(save_dir).mkdir(parents=True, exist_ok=True)
+                (Path(save_dir) / f"{name}.json").write_text(json.dumps(kernel, indent=1))
+        cmp["attempts"] = attempts
+        cmp["description"] = w0.get("description", "")
+        report["scenarios"][name] = cmp
+    report["ok"] = bool(report["scenarios"]) and all(s["ok"] for s in report["scenarios"].values())
+    return report
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def print_report(report: dict, file=None) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        con = Console(file=file or sys.stdout, width=120)
+    except ImportError:  # pragma: no cover
+        con = None
+    out = file or sys.stdout
+    for name, s in report["scenarios"].items():
+        title = f"{name}: {'PASS' if s['ok'] else 'FAIL'}" + (f" (kernel runs: {s['attempts']})" if s.get("attempts", 0) > 1 else "")
+        if con:
+            t = Table(title=title, caption=s.get("description", ""))
+            for c in ("counter", "kernel", "model", "error", "rule", "status"):
+                t.add_column(c, justify="right" if c in ("kernel", "model", "error") else "left")
+            for r in s["rows"]:
+                status = "ok" if r["ok"] else "[bold red]OUT OF TOLERANCE[/]"
+                if r["kind"] == "info":
+                    status = "info"
+                t.add_row(r["counter"], _fmt(r["kernel"]), _fmt(r["model"]), _fmt(r["error"]), r["kind"], status)
+            for tm in s["times"]:
+                ratio = f"{tm['ratio']:.2f}x" if tm.get("ratio") is not None else "-"
+                t.add_row(f"time {tm['phase']}", f"{tm['kernel_ns'] / 1e6:,.2f} ms", "-" if tm["model_ns"] is None else f"{tm['model_ns'] / 1e6:,.2f} ms",
+                          ratio, "model/kernel", "info")
+            con.print(t)
+        else:  # pragma: no cover
+            print(title, file=out)
+            for r in s["rows"]:
+                print(f"  {r['counter']:40s} {_fmt(r['kernel']):>10} {_fmt(r['model']):>10} {_fmt(r['error']):>8} {r['kind']:9s} {'ok' if r['ok'] else 'OUT OF TOLERANCE'}", file=out)
+        for n in s.get("notes", []):
+            print(f"  note: {n}", file=out)
+    for name, why in report["skipped"].items():
+        print(f"skipped {name}: {why}", file=out)
+    n_ok = sum(1 for s in report["scenarios"].values() if s["ok"])
+    print(f"tolerance: {report['tolerance']}", file=out)
+    print(f"validate: {n_ok}/{len(report['scenarios'])} scenarios within tolerance" + ("" if report["ok"] else " -- FAIL"), file=out)
+
+
+def cmd(args) -> int:
+    sc = load_scenarios(args.only, getattr(args, "scenarios", None))
+    size = parse_size(args.size) if args.size else None
+    costs_text = None
+    if args.costs:
+        try:
+            costs_text = Path(args.costs).read_text()
+        except OSError as e:
+            raise InputError(f"--costs: {e}") from None
+        from thplab import _native as n
+
+        try:
+            n.parse_costs(costs_text)
+        except ValueError as e:
+            raise InputError(f"--costs {args.costs}: {e}") from None
+    if args.kernel_results and not Path(args.kernel_results).is_dir():
+        raise InputError(f"--kernel-results: {args.kernel_results} is not a directory")
+    report = validate(sc, size=size, kernel_dir=args.kernel_results, save_dir=args.save_kernel_results, costs_text=costs_text)
+    if not report["scenarios"]:
+        raise InputError("no scenario could be compared: " + "; ".join(f"{k}: {v}" for k, v in report["skipped"].items()))
+    print_report(report)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import argparse
+
+    p = argparse.ArgumentParser(prog="thplab validate")
+    add_arguments(p)
+    sys.exit(cmd(p.parse_args()))

@@ -1,0 +1,185 @@
+"""The live-kernel backend: real runs at small sizes, and that the machine is left as found —
+also after a failing op, a killed process, a time limit, SIGTERM and SIGINT."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from livehelp import binary, need_root, need_zram, seed000, state, wait_for  # noqa: E402
+
+from thplab.errors import InputError  # noqa: E402
+
+
+def test_missing_binary_is_a_clear_error(monkeypatch):
+    from thplab import live
+
+    monkeypatch.setenv("THPLAB_LIVE_BIN", "/nonexistent/thplab-live")
+    with pytest.raises(InputError, match="THPLAB_LIVE_BIN"):
+        live.run_kernel(seed000())
+
+
+def test_bad_workload_is_input_error():
+    from thplab import live
+
+    binary()
+    with pytest.raises(InputError, match="unknown operation"):
+        live.run_kernel({"processes": [{"ops": [{"op": "bogus"}]}]})
+
+
+@pytest.mark.live
+def test_seed000_counters_and_restore():
+    from thplab import live
+
+    need_root()
+    before = state()
+    w = seed000("64M", record={"fault_latency": True})
+    w["knobs"]["transparent_hugepage/defrag"] = "always" if before["knobs"]["transparent_hugepage/defrag"] != "always" else "madvise"
+    r = live.run_kernel(w)
+    assert r["backend"] == "kernel" and r["workload"] == "seed000"
+    assert r["vmstat_delta"].get("thp_fault_alloc", 0) >= 32
+    assert r["kernel"]["release"] == os.uname().release
+    assert r["knobs"]["transparent_hugepage/defrag"] == w["knobs"]["transparent_hugepage/defrag"]
+    assert r["latency"]["thp_fault"]["count"] == 32
+    assert r["processes"][0]["errors"] == [] and "Rss" in r["processes"][0]["smaps_rollup"]
+    assert r["buddyinfo_before"].startswith("Node") and r["buddyinfo_after"].startswith("Node")
+    assert state() == before
+
+
+@pytest.mark.live
+def test_zram_swap_is_set_up_and_torn_down():
+    from thplab import live
+
+    need_zram()
+    before = state()
+    w = seed000("64M", machine={"nodes": [{"mem": "24G", "cpus": 2}], "swap": [{"type": "zram", "size": "256M", "comp_algorithm": "lzo"}]})
+    w["processes"][0]["ops"].insert(4, {"op": "phase", "name": "swapped"})
+    r = live.run_kernel(w)
+    d = r["vmstat_delta"]
+    assert d.get("thp_swpout", 0) >= 30 or d.get("pswpout", 0) >= 30 * 512, d
+    z = r["extra"]["zram_mm_stat"]["zram0"]
+    assert z["before"] is not None and z["after"] is not None
+    assert r["machine"]["swap"][0]["comp_algorithm"] == "lzo"
+    assert state() == before
+
+
+@pytest.mark.live
+def test_failing_op_and_killed_process_leave_machine_restored():
+    from thplab import live
+
+    need_root()
+    before = state()
+    w = {"name": "fail", "knobs": {"transparent_hugepage/defrag": "never", "vm.swappiness": "33"}, "processes": [
+        {"name": "a", "ops": [{"op": "mmap", "name": "b", "size": "4M"}, {"op": "munmap", "region": "b"},
+                              {"op": "madvise", "region": "b", "advice": "pageout"}]},
+        {"name": "b", "ops": [{"op": "mmap", "name": "b", "size": "4M"}, {"op": "munmap", "region": "b"},
+                              {"op": "write", "region": "b", "bytes": 1}]}]}
+    r = live.run_kernel(w)
+    a, b = r["processes"]
+    assert a["errors"] and a["errors"][0]["errno"] == "ENOMEM" and a["errors"][0]["op"] == "madvise"
+    assert b["killed"] == "SIGSEGV"
+    assert state() == before
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_mid_run_restores(sig, tmp_path):
+    need_zram()
+    before = state()
+    w = seed000("32M", machine="24G,swap=zram:128M")
+    w["knobs"]["vm.swappiness"] = "77"
+    w["processes"][0]["ops"].insert(4, {"op": "sleep", "duration": "30s"})
+    wf = tmp_path / "w.json"
+    wf.write_text(json.dumps(w))
+    p = subprocess.Popen([binary(), "run", "--workload", str(wf), "--out", str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: "/dev/zram0" in Path("/proc/swaps").read_text(), 15), "zram never came up"
+        assert wait_for(lambda: any("thplab:test" in Path(f"/proc/{x}/comm").read_text() for x in os.listdir("/proc") if x.isdigit() and Path(f"/proc/{x}/comm").exists()), 5)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + sig, err
+    assert "restored" in err
+    assert state() == before
+
+
+@pytest.mark.live
+def test_time_limit_restores():
+    from thplab import live
+
+    need_root()
+    before = state()
+    w = seed000("16M")
+    w["knobs"]["vm.swappiness"] = "71"
+    w["processes"][0]["ops"].insert(3, {"op": "sleep", "duration": "20s"})
+    with pytest.raises(live.LiveError, match="time limit"):
+        live.run_kernel(w, timeout=1.5)
+    assert state() == before
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("change,match", [
+    (lambda w: w["processes"][0]["ops"].__setitem__(0, {"op": "mmap", "name": "buf", "size": "1T"}), "MemAvailable"),
+    (lambda w: w.update(machine={"nodes": [{"mem": "24G"}], "swap": [{"type": "zram", "size": "64M", "path": "/dev/zram77"}]}), "unknown device"),
+    (lambda w: w.update(machine={"nodes": [{"mem": "24G"}], "swap": [{"type": "disk", "size": "64M", "path": "/dev/nonexistent-disk"}]}), "unknown device"),
+    (lambda w: w["knobs"].update({"transparent_hugepage/swapin_enabled": "always"}), "does not exist on this kernel"),
+    (lambda w: w["knobs"].update({"thplab.pmd_swap_entries": "1"}), "cannot be honoured live"),
+    (lambda w: w["processes"][0]["ops"].append({"op": "kalloc", "name": "k", "size": "16K", "order": 2}), "not supported live"),
+])
+def test_refusals_touch_nothing(change, match):
+    from thplab import live
+
+    need_root()
+    before = state()
+    w = seed000("16M")
+    w["knobs"]["vm.swappiness"] = "12"
+    change(w)
+    with pytest.raises(InputError, match=match):
+        live.run_kernel(w)
+    assert state() == before
+
+
+@pytest.mark.live
+def test_not_root_is_refused(tmp_path):
+    need_root()
+    import shutil
+
+    if not shutil.which("setpriv"):
+        pytest.skip("no setpriv to drop root")
+    before = state()
+    w = seed000("16M")
+    w["knobs"]["vm.swappiness"] = "13"
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary(), "run", "--workload", "-", "--out", "-"],
+                       input=json.dumps(w), capture_output=True, text=True, cwd="/")
+    if "Permission denied" in r.stderr and "refused" not in r.stderr:
+        pytest.skip(f"the runner is not executable as nobody: {r.stderr.strip()}")
+    assert r.returncode == 2 and "needs root" in r.stderr, r.stderr
+    assert state() == before
+
+
+@pytest.mark.live
+def test_kalloc_kfree_and_access_streams():
+    from thplab import live
+
+    need_root()
+    w = {"name": "misc", "seed": 3, "processes": [{"name": "p", "ops": [
+        {"op": "kalloc", "name": "k", "size": "8M"},
+        {"op": "kfree", "region": "k", "every": "8K", "length": "4K"},
+        {"op": "mmap", "name": "m", "size": "8M"},
+        {"op": "write", "region": "m", "data": "random"},
+        {"op": "write", "region": "m", "offset": "4M", "data": "text"},
+        {"op": "access", "region": "m", "pattern": "zipf", "count": 100000, "write": 0.5},
+        {"op": "access", "region": "m", "pattern": "seq", "duration": "20ms"},
+        {"op": "access", "region": "m", "pattern": "random", "count": 1000},
+        {"op": "prctl", "thp_disable": True}]}]}
+    r = live.run_kernel(w)
+    p = r["processes"][0]
+    assert p["errors"] == [] and p["killed"] is None if "killed" in p else p["errors"] == []
+    assert p["access_ns"] > 0
