@@ -259,7 +259,8 @@ def run(workload: Any, machine: Any = None, knobs: Any = None, costs: str | os.P
         if costs_toml is not None:
             raise InputError("--costs applies to the model backend only")
         try:
-            from thplab import live
+            import importlib
+            live = importlib.import_module("thplab.live")
         except ImportError as e:
             if getattr(e, "name", None) in ("thplab.live", "thplab"):
                 raise InputError("backend `kernel` is not available: the module thplab.live "
