@@ -21,4 +21,4 @@ pub mod tlb;
 pub mod vmscan;
 pub mod vmstat;
 
-pub use run::{run, RunOptions};
+pub use run::{run, run_keep, RunOptions};

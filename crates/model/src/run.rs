@@ -103,6 +103,11 @@ pub fn resolve_machine(w: &Workload, o: &RunOptions) -> Result<MachineSpec, Stri
 }
 
 pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
+    run_keep(w, o).map(|(r, _)| r)
+}
+
+/// Like `run`, also returning the kernel's final state (for benchmarks and tests).
+pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), String> {
     let machine = resolve_machine(w, o)?;
     let mut ks = knobs::defaults();
     for (k, v) in &w.knobs {
@@ -359,7 +364,7 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
         })
         .collect();
     let delta = end_snap.iter().map(|(n, v)| (n.clone(), v - boot_snap.get(n).copied().unwrap_or(0))).filter(|(_, d)| *d != 0).collect();
-    Ok(RunResult {
+    let result = RunResult {
         thplab_version: thplab_workload::VERSION.into(),
         backend: "model".into(),
         workload: w.name.clone(),
@@ -395,7 +400,8 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
         series,
         trace: std::mem::take(&mut k.trace),
         extra,
-    })
+    };
+    Ok((result, k))
 }
 
 struct Kt {
