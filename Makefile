@@ -1,6 +1,6 @@
 # thplab: two commands do all set-up on a fresh machine.
-#   make seeds   -- the main job (builds everything, runs the bundled example workloads;
-#                   becomes `thplab seeds` when the seed experiments land)
+#   make seeds   -- the main job: builds everything and runs `thplab seeds` (all four seed
+#                   experiments at the seeds' scale, tables + report in out/seeds)
 #   make test    -- every test (Rust unit/property tests, Python tests); what .ci/run calls
 PY ?= python3
 VENV := .venv
@@ -27,6 +27,7 @@ test-rust: setup
 	cargo test --release --workspace --exclude thplab-py
 
 test-py: build
+	bash tests/setup_chromium.sh
 	$(VPY) -m pytest -q tests
 
 test: test-rust test-py
@@ -34,7 +35,8 @@ test: test-rust test-py
 examples: build
 	$(VENV)/bin/thplab run examples/*.json
 
-seeds: examples
+seeds: build
+	$(VENV)/bin/thplab seeds --out out/seeds
 
 bench: build
 	$(VPY) bench/run.py

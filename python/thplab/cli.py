@@ -34,6 +34,8 @@ EXIT_INTERRUPT = 130
 DELEGATED = {
     "calibrate": ("thplab.calibrate", "measure this host's costs and write a cost profile (TOML)"),
     "validate": ("thplab.validate", "compare the model against the live kernel"),
+    "seeds": ("thplab.seeds", "run the four seed experiments and print our figures beside the published ones"),
+    "compare": ("thplab.compare", "compare saved results, mmtests style (first = baseline)"),
 }
 
 JSON_HELP = """write each result as JSON, atomically (temp file + rename). OUT is a file (one workload
