@@ -404,7 +404,12 @@ impl Kernel {
             if reclaimed > 0 {
                 continue;
             }
-            // __alloc_pages_may_oom(): nothing could be reclaimed; kill and retry
+            // __alloc_pages_may_oom(): nothing could be reclaimed; kill and retry. The OOM
+            // killer cannot free memory on a given node, so __GFP_THISNODE (and
+            // __GFP_RETRY_MAYFAIL) allocations fail instead.
+            if gfp & (__GFP_THISNODE | __GFP_RETRY_MAYFAIL) != 0 {
+                return None;
+            }
             if oom_tries >= 3 || !self.out_of_memory(order, nid) {
                 return None;
             }

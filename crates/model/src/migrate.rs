@@ -105,6 +105,10 @@ impl Kernel {
         let f = self.pm.frames[head as usize];
         if compound(f) == COMPOUND_HEAD {
             if let Some(dst) = self.alloc_pages(GFP_TRANSHUGE_LIGHT | __GFP_THISNODE, 9, node) {
+                if self.pm.frames[head as usize] != f {
+                    self.pm.free_pages(dst, 9, &mut self.vm);
+                    return 0;
+                }
                 self.move_folio(head, dst);
                 self.vm.count(Ev::THP_MIGRATION_SUCCESS);
                 self.vm.add(Ev::PGMIGRATE_SUCCESS, 512);
@@ -126,6 +130,11 @@ impl Kernel {
             return moved;
         }
         match self.alloc_pages(GFP_HIGHUSER_MOVABLE | __GFP_THISNODE, 0, node) {
+            Some(dst) if self.pm.frames[head as usize] != f => {
+                // the source went away while we allocated (its owner exited)
+                self.pm.free_pages(dst, 0, &mut self.vm);
+                0
+            }
             Some(dst) => {
                 self.move_folio(head, dst);
                 self.vm.count(Ev::PGMIGRATE_SUCCESS);
