@@ -12,7 +12,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from thplab.errors import InputError
 
@@ -177,6 +180,7 @@ class Result:
         """One row per phase, indexed by phase name (`process:phase`): process, start_ns,
         end_ns, time_ns (end - start), sys_ns, then every vmstat counter that changed in
         any phase (0 where it did not change in that phase), columns sorted by name."""
+        import pandas as pd
         rows = self._get("phases", [])
         counters = sorted({k for ph in rows for k in (ph.get("vmstat_delta") or {})})
         base = ["process", "start_ns", "end_ns", "time_ns", "sys_ns"]
@@ -198,6 +202,7 @@ class Result:
     def series(self) -> pd.DataFrame:
         """The sampled time series: index `t_ns` (simulated ns), a `t_s` column (seconds),
         then one column per sampled quantity."""
+        import pandas as pd
         s = self._get("series", {})
         cols = list(s.get("columns") or [])
         rows = s.get("rows") or []
@@ -214,6 +219,7 @@ class Result:
     def smaps(self) -> pd.DataFrame:
         """smaps_rollup (kB) per process just before exit: index process name,
         columns pid then the rollup fields."""
+        import pandas as pd
         procs = self.processes
         fields: list[str] = []
         for p in procs:
@@ -231,6 +237,7 @@ class Result:
     def latency(self) -> pd.DataFrame:
         """Latency percentiles: index distribution name (e.g. `thp_fault`), columns
         `count` then `p05` ... `p99` in ns."""
+        import pandas as pd
         lat = self._get("latency", {})
         pcols = sorted({k for v in lat.values() for k in (v.get("ns") or {})}, key=_pct_key)
         records = [{"name": n, "count": v.get("count", 0), **{c: (v.get("ns") or {}).get(c) for c in pcols}}
@@ -244,6 +251,7 @@ class Result:
     @property
     def tlb(self) -> pd.DataFrame:
         """TLB counters of access streams per process (index process name)."""
+        import pandas as pd
         records = [{"process": p.get("name", ""), "access_ns": p.get("access_ns", 0), **(p.get("tlb") or {})}
                    for p in self.processes]
         return pd.DataFrame.from_records(records).set_index("process") if records else \
@@ -252,6 +260,7 @@ class Result:
     @property
     def fragmentation(self) -> pd.DataFrame:
         """Per-zone fragmentation score, extfrag and fragmentation index per order."""
+        import pandas as pd
         records = []
         for z in self._get("fragmentation", []):
             rec = {"node": z.get("node", 0), "zone": z.get("zone", ""),

@@ -50,7 +50,13 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         }
         return Ok(b as u64);
     }
-    let v: u64 = num.parse().map_err(|_| format!("bad size `{s}`"))?;
+    let v: u64 = num.parse().map_err(|_| {
+        if !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit()) {
+            format!("size `{s}` too large")
+        } else {
+            format!("bad size `{s}`")
+        }
+    })?;
     v.checked_mul(mult).ok_or_else(|| format!("size `{s}` too large"))
 }
 
