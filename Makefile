@@ -41,6 +41,14 @@ seeds: build
 bench: build
 	$(VPY) bench/run.py
 
+# Fuzzing (separate from `make test`): cargo-fuzz on stable Rust via RUSTC_BOOTSTRAP, no sanitizer
+# (the parser and the model are safe Rust; libFuzzer finds panics, hangs and memory blow-ups).
+FUZZ_SECONDS ?= 60
+fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run parse_workload --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run model_bytes --sanitizer none -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096
+
 clean:
 	cargo clean
 	rm -rf $(VENV)

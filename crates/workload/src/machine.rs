@@ -158,8 +158,8 @@ impl MachineSpec {
             Some((n, m)) => (n.parse::<u32>().map_err(|_| format!("machine `{s}`: bad node count `{n}`"))?, m),
             None => (1, head),
         };
-        if n == 0 {
-            return Err(format!("machine `{s}`: node count must be at least 1"));
+        if n == 0 || n > 64 {
+            return Err(format!("machine `{s}`: node count must be 1..=64"));
         }
         let per_node = parse_size(mem).map_err(|e| format!("machine `{s}`: {e}"))?;
         let mut cpus_total: Option<u32> = None;
@@ -215,6 +215,8 @@ mod tests {
         assert_eq!(m.swap[0].kind, SwapKind::Zram);
         assert!(MachineSpec::parse_shorthand("16M").unwrap_err().contains("too small"));
         assert!(MachineSpec::parse_shorthand("0x1G").is_err());
+        // found by the parse_workload fuzz target: a huge node count allocated before validation
+        assert!(MachineSpec::parse_shorthand("221111111X11").unwrap_err().contains("1..=64"));
         assert!(MachineSpec::parse_shorthand("4G,gpus=2").is_err());
         assert!(MachineSpec::parse_any(r#"{"nodes":[{"mem":"1G","cpus":2}],"bogus":1}"#).unwrap_err().contains("bogus"));
     }
