@@ -551,6 +551,9 @@ fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64) -> Result
     let (msg_r, msg_w) = pipe()?;
     let (ack_r, ack_w) = pipe()?;
     let ppid = unsafe { libc::getpid() };
+    // timestamp before fork: the child may record its first phase marker before the
+    // parent runs again, and the implicit main phase must not end before it starts
+    let forked_at = now_ns();
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(RunError::Failed(format!("fork: {}", errno_name(errno()))));
@@ -577,7 +580,7 @@ fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64) -> Result
         libc::close(msg_w);
         libc::close(ack_r);
     }
-    let now = now_ns();
+    let now = forked_at;
     ps.pid = pid;
     ps.msg = msg_r;
     ps.ack = ack_w;
