@@ -28,7 +28,7 @@ test-rust: setup
 
 test-py: build
 	bash tests/setup_chromium.sh
-	$(VPY) -m pytest -q tests
+	THPLAB_CHECK=1 $(VPY) -m pytest -q tests
 
 test: test-rust test-py
 

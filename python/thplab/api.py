@@ -239,7 +239,7 @@ def run(workload: Any, machine: Any = None, knobs: Any = None, costs: str | os.P
     costs:    cost profile, a TOML file path or TOML text (model backend).
     seed:     overrides the workload's seed.
     backend:  "model" (the Rust model) or "kernel" (the live kernel, thplab.live).
-    check:    run the model's invariant checker after every op.
+    check:    run the model's invariant checker during and after the run (also: THPLAB_CHECK=1).
     timeout:  seconds; raises TimeoutExpired when exceeded.
     Raises InputError for bad input, naming the field.
     """
@@ -273,6 +273,8 @@ def run(workload: Any, machine: Any = None, knobs: Any = None, costs: str | os.P
 
     wtext = json.dumps(wl)
     try:
+        # THPLAB_CHECK=1 (set by `make test`) turns the invariant checker on for every model run
+        check = check or os.environ.get("THPLAB_CHECK") == "1"
         out = _call(lambda: _native.run_model(wtext, mtext, knob_pairs, costs_toml, seed, check), timeout)
     except ValueError as e:
         raise InputError(str(e)) from None

@@ -838,3 +838,28 @@ mod tests {
         assert_eq!(crate::vmstat::extfrag_for_order(z, 0), 0);
     }
 }
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    /// Lines copied from this project's 24 GiB VM (kernel 6.18): the DMA zone's free blocks
+    /// at boot, and pagetypeinfo's headers. The model's layout (DMA present 3998 pages, the
+    /// 640K-1M hole, 158 reserved pages) reproduces the DMA line exactly.
+    #[test]
+    fn proc_text_matches_the_kernel() {
+        let m = MachineSpec::parse_shorthand("24G").unwrap();
+        let pm = PhysMem::new(&m).unwrap();
+        let b = pm.buddyinfo();
+        assert_eq!(b.lines().next().unwrap(), "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 ");
+        assert!(b.lines().nth(1).unwrap().starts_with("Node 0, zone    DMA32 "));
+        let p = pm.pagetypeinfo();
+        let lines: Vec<&str> = p.lines().collect();
+        assert_eq!(lines[0], "Page block order: 9");
+        assert_eq!(lines[1], "Pages per block:  512");
+        assert_eq!(lines[3], "Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10 ");
+        assert_eq!(lines[4], "Node    0, zone      DMA, type    Unmovable      0      0      0      0      0      0      0      0      0      0      0 ");
+        assert!(p.contains("\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n"));
+        assert!(p.contains("Node 0, zone      DMA            0            8            0            0            0 \n"));
+    }
+}
