@@ -438,7 +438,6 @@ impl Kernel {
         let mut progress = 1u64;
         // `vma_left`: the walk stopped inside the mm (the kernel's `vma != NULL`)
         let mut vma_left = false;
-        let mut dropped_lock = false;
         if !self.collapse_test_exit_or_disable(mm) {
             let vmas: Vec<Vma> = self.mms[mm].vmas.values().filter(|v| v.end > self.khugepaged.address).cloned().collect();
             'outer: for v in vmas {
@@ -486,7 +485,6 @@ impl Kernel {
                     if !locked {
                         // collapse_huge_page() dropped the mmap lock: back to the caller
                         vma_left = true;
-                        dropped_lock = true;
                         break 'outer;
                     }
                     if progress >= pages {
@@ -496,7 +494,6 @@ impl Kernel {
                 }
             }
         }
-        let _ = dropped_lock;
         let exit = self.collapse_test_exit(mm);
         let disabled_next = self.cfg.khugepaged_disabled_next && self.collapse_test_exit_or_disable(mm);
         if exit || !vma_left || disabled_next {
@@ -580,7 +577,7 @@ impl Kernel {
 
     /// The per-PTE checks shared by hpage_collapse_scan_pmd and
     /// __collapse_huge_page_isolate. Returns the verdict and what it counted.
-    fn collapse_check_ptes(&mut self, mm: usize, v: &Vma, sid: u32, cc: &mut CollapseControl) -> (ScanResult, ScanPmd) {
+    fn collapse_check_ptes(&mut self, _mm: usize, v: &Vma, sid: u32, cc: &mut CollapseControl) -> (ScanResult, ScanPmd) {
         let mut s = ScanPmd::default();
         let mut shared = 0u32;
         let khugepaged = cc.is_khugepaged;
@@ -589,7 +586,6 @@ impl Kernel {
             Pmd::Table(t) => **t,
             _ => return (ScanResult::PmdNull, s),
         };
-        let _ = mm;
         for &pte in table.iter() {
             self.charge(self.costs.pte_walk_ns);
             let kind = pte_kind(pte);
