@@ -77,7 +77,7 @@ impl Kernel {
     }
 
     /// map_anon_folio_pmd(): set up the THP's frames, map it by a huge PMD in slot `sid`.
-    fn map_anon_folio_pmd(&mut self, mm: usize, sid: u32, head: u64, vm_flags: u32, write: bool) {
+    pub(crate) fn map_anon_folio_pmd(&mut self, mm: usize, sid: u32, head: u64, vm_flags: u32, write: bool) {
         for i in 0..512u64 {
             let c = if i == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
             self.pm.frames[(head + i) as usize] = with_rmap(make_anon(c), Some((sid, i as u32)));

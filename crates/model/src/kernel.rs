@@ -210,6 +210,8 @@ pub struct Kernel {
     pub deferred: Vec<List>,
     /// the khugepaged mm_slot list (mm ids), in scan order
     pub khugepaged_list: std::collections::VecDeque<u32>,
+    /// khugepaged's cursor, counters and records (khugepaged.rs)
+    pub khugepaged: crate::khugepaged::KhugepagedState,
     pub nr_anon_thp: u64,
     pub nr_anon_pages: u64,
     pub nr_pgtable_pages: u64,
@@ -248,6 +250,7 @@ impl Kernel {
             thp_mapcount: BTreeMap::new(),
             deferred: vec![List::default(); nodes],
             khugepaged_list: Default::default(),
+            khugepaged: Default::default(),
             nr_anon_thp: 0,
             nr_anon_pages: 0,
             nr_pgtable_pages: 0,
@@ -477,6 +480,7 @@ impl Kernel {
         {
             self.setup_min_free();
         }
+        self.khugepaged_knob_changed(&canon, old_pmd);
         Ok(())
     }
 

@@ -36,6 +36,9 @@ impl Kernel {
                 for (s, e, _) in self.mms[mm].vmas_in(start, end) {
                     self.madvise_cold_or_pageout(mm, s, e, advice);
                 }
+                if advice != Advice::Pageout {
+                    self.khugepaged_cold_to_tail(mm); // seed 002 v1 (thplab.khugepaged_cold_to_tail)
+                }
             }
             Advice::Collapse => {
                 return self.madvise_collapse(mm, start, end);
@@ -53,8 +56,25 @@ impl Kernel {
     /// as a kernel without swap would for PAGEOUT of base pages: in place.
     pub fn madvise_cold_or_pageout(&mut self, _mm: usize, _s: u64, _e: u64, _advice: Advice) {}
 
-    /// MADV_COLLAPSE: the khugepaged issue models the synchronous collapse.
-    pub fn madvise_collapse(&mut self, _mm: usize, _s: u64, _e: u64) -> Result<(), &'static str> {
-        Err("EINVAL")
+    /// MADV_COLLAPSE (madvise_collapse(), v6.1+): each VMA piece in turn, the first
+    /// failing piece's errno; a hole in the range gives ENOMEM at the end (as
+    /// madvise_walk_vmas does). The mm does not join the khugepaged list.
+    pub fn madvise_collapse(&mut self, mm: usize, s: u64, e: u64) -> Result<(), &'static str> {
+        if e <= s {
+            return if e == s { Ok(()) } else { Err("EINVAL") };
+        }
+        let mapped_all = self.mms[mm].fully_mapped(s, e);
+        let pieces = self.mms[mm].vmas_in(s, e);
+        if pieces.is_empty() {
+            return Err("ENOMEM");
+        }
+        for (ps, pe, flags) in pieces {
+            self.madvise_collapse_vma(mm, ps, pe, flags)?;
+        }
+        if mapped_all {
+            Ok(())
+        } else {
+            Err("ENOMEM")
+        }
     }
 }

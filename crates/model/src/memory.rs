@@ -231,7 +231,7 @@ impl Kernel {
 
     /// Unmap one PTE-mapped page: base pages are freed, THP subpages lose their mapping
     /// (the folio is freed with its last mapping, else queued for deferred split).
-    fn zap_present_pte(&mut self, mm: usize, pfn: u64) {
+    pub(crate) fn zap_present_pte(&mut self, mm: usize, pfn: u64) {
         let f = self.pm.frames[pfn as usize];
         self.mms[mm].rss_anon -= 1;
         self.nr_anon_pages -= 1;
