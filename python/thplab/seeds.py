@@ -85,9 +85,16 @@ def direction(seed_delta: Any, ours: Any) -> str:
     return "OPPOSITE"
 
 
+ALIASES = {"seed before": "seed_before", "seed after": "seed_after", "seed delta %": "seed_delta",
+           "thplab before": "thplab_before", "thplab after": "thplab_after", "thplab delta %": "thplab_delta",
+           "same direction?": "same_direction"}
+
+
 def normalise(row: dict) -> dict:
-    """Fill in deltas/direction a module left out."""
-    r = dict(row)
+    """Fill in deltas/direction a module left out; accept the spaced key names too."""
+    r = {ALIASES.get(k, k): v for k, v in row.items()}
+    if isinstance(r.get("same_direction"), bool) or r.get("same_direction") is None:
+        r["same_direction"] = None
     if r.get("seed_delta") is None and isinstance(r.get("seed_before"), (int, float)):
         r["seed_delta"] = pct(r.get("seed_before"), r.get("seed_after"))
     if r.get("thplab_delta") is None and isinstance(r.get("thplab_before"), (int, float)):
@@ -279,7 +286,12 @@ def run_seeds(only: list[str], quick: bool, out: Path | None, console=None) -> l
             try:
                 mod = importlib.import_module(SEEDS[s])
                 sec["title"] = getattr(mod, "TITLE", s)
-                rows = [normalise(r) for r in mod.run(quick)]
+                out = mod.run(quick)
+                if isinstance(out, dict):
+                    # {experiment title: rows}
+                    rows = [normalise({"experiment": t, **r}) for t, rs in out.items() for r in rs]
+                else:
+                    rows = [normalise(r) for r in out]
                 results = dict(getattr(mod, "LAST_RESULTS", {}) or {})
                 sec["rows"] = rows
                 sec["results"] = results

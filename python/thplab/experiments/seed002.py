@@ -68,6 +68,12 @@ def _size(b: int) -> str:
 _CACHE: dict[tuple[str, bool, str], Any] = {}
 
 
+TITLE = "Vernon Yang 2025: khugepaged scan prioritisation"
+
+# full model results of the last run, by label (the seeds report plots and saves them)
+LAST_RESULTS: dict[str, dict] = {}
+
+
 def _run(kind: str, quick: bool, variant: str, timeout: float | None):
     """thplab.run of one experiment variant; deterministic, so each is run once."""
     import thplab
@@ -76,6 +82,7 @@ def _run(kind: str, quick: bool, variant: str, timeout: float | None):
     if key not in _CACHE:
         w = hot_cold_workload(quick) if kind == "hot_cold" else census_workload(quick)
         _CACHE[key] = thplab.run(w, knobs=VARIANTS[variant], timeout=timeout)
+    LAST_RESULTS[f"{kind} {variant}"] = _CACHE[key].raw
     return _CACHE[key]
 
 
