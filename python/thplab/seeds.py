@@ -286,12 +286,12 @@ def run_seeds(only: list[str], quick: bool, out: Path | None, console=None) -> l
             try:
                 mod = importlib.import_module(SEEDS[s])
                 sec["title"] = getattr(mod, "TITLE", s)
-                out = mod.run(quick)
-                if isinstance(out, dict):
+                produced = mod.run(quick)
+                if isinstance(produced, dict):
                     # {experiment title: rows}
-                    rows = [normalise({"experiment": t, **r}) for t, rs in out.items() for r in rs]
+                    rows = [normalise({"experiment": t, **r}) for t, rs in produced.items() for r in rs]
                 else:
-                    rows = [normalise(r) for r in out]
+                    rows = [normalise(r) for r in produced]
                 results = dict(getattr(mod, "LAST_RESULTS", {}) or {})
                 sec["rows"] = rows
                 sec["results"] = results
