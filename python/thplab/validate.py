@@ -224,7 +224,9 @@ def validate(scenarios: dict[str, dict], *, size: int | None = None, kernel_dir:
         else:
             while True:
                 attempts += 1
-                kernel = run_kernel(w, timeout=300)
+                # tracepoints are the model's extra; the live runner does not drive tracefs
+                w_live = dict(w, record={k: v for k, v in (w.get("record") or {}).items() if k != "trace"})
+                kernel = run_kernel(w_live, timeout=300)
                 kernel.setdefault("extra", {})["workload"] = w
                 model = run_model_fn(w, kernel, costs_text)
                 cmp = compare(kernel, model)

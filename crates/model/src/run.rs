@@ -334,7 +334,10 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     extra.insert("mthp_stats_2048kB".into(), serde_json::to_value(&k.mthp).unwrap());
     extra.insert("deferred_split_queue".into(), json!(k.deferred_split_len()));
     extra.insert("khugepaged_mm_slots".into(), json!(k.khugepaged_list.len()));
-    extra.insert("khugepaged".into(), k.khugepaged_report());
+    let kh = k.khugepaged_report();
+    // the same shape the live runner reports: deltas of the sysfs counters over the run
+    extra.insert("khugepaged_delta".into(), json!({"pages_collapsed": kh["pages_collapsed"], "full_scans": kh["full_scans"]}));
+    extra.insert("khugepaged".into(), kh);
     extra.insert("min_free_kbytes".into(), json!(k.effective_min_free_kbytes()));
     extra.insert(
         "kthreads".into(),
