@@ -29,30 +29,7 @@ pub struct RunOptions {
     pub check: bool,
 }
 
-/// A small deterministic PRNG (splitmix64): the same seed gives the same stream everywhere.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
-    }
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-    #[inline]
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+pub use thplab_workload::rng::{Rng, Zipf};
 
 struct Phase {
     name: String,
@@ -623,13 +600,20 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
             let mut cycles = 0.0f64;
             let lines = (len / 64).max(1);
             let pages = (len / 4096).max(1);
+            let zipf = (*pattern == AccessPattern::Zipf && theta > 0.0).then(|| Zipf::new(pages, theta));
             let budget_ns = task.access_left_ns;
             let mut n = 0;
             while n < batch {
                 let o = match pattern {
                     AccessPattern::Seq => (task.cursor.wrapping_add(n)).wrapping_mul(stride) % len.max(1),
                     AccessPattern::Random => task.rng.below(lines) * 64,
-                    AccessPattern::Zipf => zipf(&mut task.rng, pages, theta) * 4096 + task.rng.below(64) * 64,
+                    AccessPattern::Zipf => {
+                        let page = match &zipf {
+                            Some(z) => z.sample(&mut task.rng),
+                            None => task.rng.below(pages),
+                        };
+                        page * 4096 + task.rng.below(64) * 64
+                    }
                 };
                 let a = addr + off + o;
                 let is_write = wfrac > 0.0 && task.rng.unit() < wfrac;
@@ -849,20 +833,4 @@ fn access_one(k: &mut Kernel, task: &mut Task, a: u64, write: bool) -> Option<f6
     }
     let c = &k.costs;
     Some(k.mms[pid].tlb.access(a, huge, write, c))
-}
-
-/// Zipf-like page index in [0, n): inverse CDF of the continuous power law (theta != 1).
-fn zipf(rng: &mut Rng, n: u64, theta: f64) -> u64 {
-    let u = rng.unit();
-    if n <= 1 {
-        return 0;
-    }
-    let nf = n as f64;
-    let x = if (theta - 1.0).abs() < 1e-9 {
-        nf.powf(u)
-    } else {
-        let a = 1.0 - theta;
-        ((nf.powf(a) - 1.0) * u + 1.0).powf(1.0 / a)
-    };
-    ((x - 1.0).max(0.0) as u64).min(n - 1)
 }

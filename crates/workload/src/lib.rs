@@ -6,6 +6,7 @@ pub mod costs;
 pub mod knobs;
 pub mod machine;
 pub mod result;
+pub mod rng;
 pub mod units;
 pub mod workload;
 
