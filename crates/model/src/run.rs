@@ -320,6 +320,8 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
     if k.record_latency {
         let mut v = std::mem::take(&mut k.latency_thp_fault);
         latency.insert("thp_fault".to_string(), percentiles(&mut v));
+        let mut v = std::mem::take(&mut k.latency_thp_alloc);
+        latency.insert("thp_alloc".to_string(), percentiles(&mut v));
     }
     let mut extra = BTreeMap::new();
     extra.insert(
@@ -330,6 +332,7 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
     extra.insert("deferred_split_queue".into(), json!(k.deferred_split_len()));
     extra.insert("khugepaged_mm_slots".into(), json!(k.khugepaged_list.len()));
     extra.insert("min_free_kbytes".into(), json!(k.effective_min_free_kbytes()));
+    extra.insert("kcompactd".into(), k.kcompactd_summary());
     extra.insert(
         "kthreads".into(),
         Value::Array(kts.iter().map(|kt| json!({"name": kthread_name(kt.kind), "cpu_ns": kt.busy_ns, "runs": kt.runs})).collect()),
