@@ -1236,13 +1236,13 @@ impl Kernel {
             st.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS << COMPACT_MAX_DEFER_SHIFT;
             st.proactive_backoffs += 1;
         }
-        if self.trace_on("mm_compaction_proactive_round") {
+        if self.trace_on("thplab_proactive_round") {
             let mut m = Map::new();
             m.insert("nid".into(), json!(nid));
             m.insert("prev_score".into(), json!(prev_score));
             m.insert("score".into(), json!(score));
             m.insert("next_timeout_ns".into(), json!(self.kcompactd[nid].timeout_ns));
-            self.emit("mm_compaction_proactive_round", m);
+            self.emit("thplab_proactive_round", m);
         }
     }
 
