@@ -234,7 +234,8 @@ def rows(results: dict[str, dict], sz: dict[str, int]) -> list[dict[str, Any]]:
     a0, a1 = metrics_a(results["a_vanilla"], sz), metrics_a(results["a_proactive"], sz)
     for p, (sb, sa) in SEED["a_latency_us"].items():
         out.append(_row("a", f"alloc latency p{p} (us)", sb, sa, a0[f"p{p:02d}"], a1[f"p{p:02d}"]))
-    out.append(_row("a", "hugepages allocated", *SEED["a_hugepages"], a0["hugepages"], a1["hugepages"]))
+    h0, h1 = a0["hugepages"], a1["hugepages"]
+    out.append(_row("a", "hugepages allocated", *SEED["a_hugepages"], h0, h1, direction=abs(h1 - h0) <= 0.02 * max(h0, 1)))
     fa, fb = SEED["a_fraction"]
     out.append(_row("a", "% of free memory as hugepages", fa, fb, round(a0["fraction"], 1), round(a1["fraction"], 1),
                     direction=abs(a1["fraction"] - a0["fraction"]) < 2))
