@@ -61,7 +61,12 @@ impl Kernel {
     fn vma_alloc_anon_folio_pmd(&mut self, mm: usize, vm_flags: u32) -> Option<u64> {
         let gfp = self.vma_thp_gfp_mask(vm_flags);
         let nid = self.mms[mm].node;
-        match self.alloc_thp(gfp, nid) {
+        let t0 = self.cost;
+        let page = self.alloc_thp(gfp, nid);
+        if self.record_latency && page.is_some() {
+            self.latency_thp_alloc.push(self.cost - t0);
+        }
+        match page {
             None => {
                 self.vm.count(Ev::THP_FAULT_FALLBACK);
                 self.count_mthp("anon_fault_fallback", 1);

@@ -220,6 +220,8 @@ pub struct Kernel {
     /// per-size mTHP stats for hugepages-2048kB (stats/*)
     pub mthp: BTreeMap<&'static str, u64>,
     pub latency_thp_fault: Vec<u64>,
+    /// the page-allocation part of each successful THP fault (alloc_thp), ns
+    pub latency_thp_alloc: Vec<u64>,
     pub record_latency: bool,
     pub trace_enabled: Vec<String>,
     pub trace: Vec<Value>,
@@ -228,6 +230,8 @@ pub struct Kernel {
     pub killed: Vec<u32>,
     /// wake-up requests for kernel threads, (thread, at ns), drained by the engine
     pub wakeups: Vec<(Kthread, u64)>,
+    /// per-node kcompactd state (compaction.rs)
+    pub kcompactd: Vec<crate::compaction::Kcompactd>,
 }
 
 impl Kernel {
@@ -258,12 +262,14 @@ impl Kernel {
             oom_kills: vec![],
             mthp: BTreeMap::new(),
             latency_thp_fault: vec![],
+            latency_thp_alloc: vec![],
             record_latency: false,
             trace_enabled: vec![],
             trace: vec![],
             seed,
             killed: vec![],
             wakeups: vec![],
+            kcompactd: (0..nodes).map(|_| crate::compaction::Kcompactd::default()).collect(),
         };
         k.setup_min_free();
         Ok(k)
@@ -430,6 +436,7 @@ impl Kernel {
         let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
         let page = self.pm.get_page_from_freelist(gfp, order, alloc_flags, zonelist, ZONE_NORMAL, boost, dm, &mut self.vm);
         if let Some((pfn, zi)) = page {
+            self.compaction_defer_reset(zi, order as i32, true);
             self.vm.count(Ev::COMPACT_SUCCESS);
             self.after_alloc(zi);
             return (Some(pfn), result);
@@ -481,6 +488,9 @@ impl Kernel {
             self.setup_min_free();
         }
         self.khugepaged_knob_changed(&canon, old_pmd);
+        if canon == "vm.compaction_proactiveness" {
+            self.compaction_proactiveness_written();
+        }
         Ok(())
     }
 

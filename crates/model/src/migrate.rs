@@ -90,10 +90,12 @@ impl Kernel {
         let _ = partially;
         self.charge(if thp { self.costs.copy_2m_ns } else { self.costs.migrate_4k_ns });
         // flush the old translations of every mm that maps the folio
-        if let Some((sid, _)) = rmap(self.pm.frames[dst as usize]) {
+        if let Some((sid, i)) = rmap(self.pm.frames[dst as usize]) {
             let s = self.slots.get(sid);
             let (mm, ix) = (s.mm as usize, s.index);
-            self.mms[mm].tlb.flush_range(ix << 21, (ix + 1) << 21);
+            // a base page's migration flushes its one PTE (ptep_clear_flush), a THP its PMD range
+            let (a, e) = if thp { (ix << 21, (ix + 1) << 21) } else { ((ix << 21) + ((i as u64) << 12), (ix << 21) + ((i as u64 + 1) << 12)) };
+            self.mms[mm].tlb.flush_range(a, e);
         }
         self.pm.free_pages(src, if thp { 9 } else { 0 }, &mut self.vm);
     }

@@ -76,6 +76,11 @@ pub struct Zone {
     pub compact_considered: u32,
     pub compact_defer_shift: u32,
     pub compact_order_failed: i32,
+    /// compaction: the scanners met in a direct compaction; kswapd clears the skip bits
+    pub compact_blockskip_flush: bool,
+    /// where __reset_isolation_suitable() last found a migration source / free target
+    pub compact_init_migrate_pfn: u64,
+    pub compact_init_free_pfn: u64,
 }
 
 impl Zone {

@@ -133,6 +133,9 @@ impl PhysMem {
                 compact_considered: 0,
                 compact_defer_shift: 0,
                 compact_order_failed: 0,
+                compact_blockskip_flush: false,
+                compact_init_migrate_pfn: 0,
+                compact_init_free_pfn: 0,
             });
             let node = &mut pm.nodes[zl.node];
             node.zones.push(zi);
@@ -345,7 +348,7 @@ impl PhysMem {
     }
 
     /// find_suitable_fallback(): -2 = orders too low to claim, -1 = none.
-    fn find_suitable_fallback(&self, zi: usize, order: u32, mt: u8, claimable: bool) -> i32 {
+    pub(crate) fn find_suitable_fallback(&self, zi: usize, order: u32, mt: u8, claimable: bool) -> i32 {
         if claimable && !Self::should_try_claim_block(order, mt) {
             return -2;
         }
@@ -605,6 +608,34 @@ impl PhysMem {
             }
             return None;
         }
+    }
+
+    /// __isolate_free_page(): take the free block at `pfn` off the buddy lists for the
+    /// compaction free scanner, if the zone stays above its min watermark (+ the block).
+    /// Returns the block's order; its frames read as free tails until the caller uses or
+    /// returns them (`free_one_page`). Blocks of order >= pageblock_order - 1 make their
+    /// pageblocks MOVABLE.
+    pub fn isolate_free_page(&mut self, zi: usize, pfn: u64) -> Option<u32> {
+        let order = free_order(self.frames[pfn as usize]);
+        let mark = self.zones[zi].watermark[WMARK_MIN] + (1 << order);
+        if !self.zone_watermark_ok(zi, 0, mark, 0, 0) {
+            return None;
+        }
+        let on = self.free_list_of(zi, pfn, order);
+        self.del_from_free_list(zi, pfn, order, on);
+        self.zones[zi].free_pages -= 1 << order;
+        if order >= PAGEBLOCK_ORDER - 1 {
+            let end = pfn + (1 << order);
+            let mut pb = pfn;
+            while pb < end {
+                let mt = self.pb_mt(pb);
+                if mt != MIGRATE_ISOLATE && mt != MIGRATE_HIGHATOMIC {
+                    self.set_pb_mt(pb, MIGRATE_MOVABLE);
+                }
+                pb += PAGEBLOCK_NR_PAGES;
+            }
+        }
+        Some(order)
     }
 
     /// Return a block to the buddy allocator (__free_pages): frames must be owned by the caller.

@@ -302,6 +302,8 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     if k.record_latency {
         let mut v = std::mem::take(&mut k.latency_thp_fault);
         latency.insert("thp_fault".to_string(), percentiles(&mut v));
+        let mut v = std::mem::take(&mut k.latency_thp_alloc);
+        latency.insert("thp_alloc".to_string(), percentiles(&mut v));
     }
     let mut extra = BTreeMap::new();
     extra.insert(
@@ -316,6 +318,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     extra.insert("khugepaged_delta".into(), json!({"pages_collapsed": kh["pages_collapsed"], "full_scans": kh["full_scans"]}));
     extra.insert("khugepaged".into(), kh);
     extra.insert("min_free_kbytes".into(), json!(k.effective_min_free_kbytes()));
+    extra.insert("kcompactd".into(), k.kcompactd_summary());
     extra.insert(
         "kthreads".into(),
         Value::Array(kts.iter().map(|kt| json!({"name": kthread_name(kt.kind), "cpu_ns": kt.busy_ns, "runs": kt.runs})).collect()),

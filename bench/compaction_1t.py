@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Seed 004 at the seed's scale (1 TiB, 80 CPUs): each model run in its own process, with
+host wall time, CPU time and peak RSS (os.wait4), then the seed-vs-thplab table.
+
+    .venv/bin/python bench/compaction_1t.py            # 1 TiB (about 10 minutes of CPU)
+    .venv/bin/python bench/compaction_1t.py --quick    # 8 GiB
+    .venv/bin/python bench/compaction_1t.py --only a_vanilla,c_proactive
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from thplab.experiments import seed004
+
+CHILD = """
+import json, sys
+from thplab import run
+wl, machine, out = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+open(out, "w").write(run(wl, machine=machine).to_json())
+"""
+
+
+def run_child(wl: dict, machine: str, tmp: str, name: str) -> tuple[dict, dict]:
+    wpath, opath = os.path.join(tmp, f"{name}.wl.json"), os.path.join(tmp, f"{name}.out.json")
+    with open(wpath, "w") as fh:
+        json.dump(wl, fh)
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-c", CHILD, wpath, machine, opath])
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    if status != 0:
+        raise SystemExit(f"{name}: model run failed (status {status})")
+    with open(opath) as fh:
+        res = json.load(fh)
+    return res, {"run": name, "wall_s": round(wall, 1), "cpu_s": round(ru.ru_utime + ru.ru_stime, 1),
+                 "peak_rss_mib": ru.ru_maxrss // 1024, "sim_s": round(res["sim_time_ns"] / 1e9, 1)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", help="comma-separated run names (a_vanilla, a_proactive, b_vanilla, b_proactive, c_proactive)")
+    ap.add_argument("--out", help="write rows, bench figures and results here (JSON)")
+    a = ap.parse_args()
+    scale = "quick" if a.quick else "full"
+    s = seed004.SCALES[scale]
+    t0 = time.monotonic()
+    boot = seed004.boot_memory(s["machine"])
+    sz = seed004.sizes(s["machine"], s["java_heap"], boot)
+    wls = seed004.workloads(scale, boot)
+    names = a.only.split(",") if a.only else list(wls)
+    results, bench = {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in names:
+            print(f"running {n} on {s['machine']} ...", file=sys.stderr, flush=True)
+            results[n], b = run_child(wls[n], s["machine"], tmp, n)
+            bench.append(b)
+            print(f"  {b}", file=sys.stderr, flush=True)
+    print(f"machine {s['machine']}: boot MemFree {boot['free'] >> 20} MiB; fragmenter {sz['frag'] >> 20} MiB, "
+          f"free after fragmenting {sz['free_after_frag'] >> 20} MiB, hugepage benchmark {sz['hugepages'] >> 20} MiB, "
+          f"Java heap {sz['java'] >> 20} MiB")
+    print()
+    print(f"{'run':<12} {'wall s':>8} {'cpu s':>8} {'peak RSS MiB':>13} {'simulated s':>12}")
+    for b in bench:
+        print(f"{b['run']:<12} {b['wall_s']:>8} {b['cpu_s']:>8} {b['peak_rss_mib']:>13} {b['sim_s']:>12}")
+    print(f"total wall {time.monotonic() - t0:.0f} s")
+    rows = None
+    if set(results) >= set(wls):
+        rows = seed004.rows(results, sz)
+        print()
+        print(seed004.format_rows(rows))
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump({"bench": bench, "rows": rows, "sizes": sz,
+                       "results": {n: {k: r[k] for k in ("latency", "phases", "vmstat_delta", "extra", "fragmentation", "trace")}
+                                   for n, r in results.items()}}, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+//! Compaction: the fragmentation score and proactive watermarks, deferral counting,
+//! that compaction never moves unmovable, pinned (isolated) or mlocked memory, that page
+//! contents survive migration, direct compaction on THP faults, kcompactd (woken and
+//! proactive, with its 32 s back-off). The invariant checker runs in every test.
+
+use thplab_model::compaction::fragmentation_score_wmark;
+use thplab_model::kernel::{CompactPriority, CompactResult, Kernel, Kthread};
+use thplab_model::memory::Mapping;
+use thplab_model::mm_types::*;
+use thplab_model::mmap::{Mm, VM_LOCKED, VM_READ, VM_WRITE};
+use thplab_model::mmzone::*;
+use thplab_model::page_alloc::*;
+use thplab_model::tlb::Tlb;
+use thplab_model::vmstat::{self, Ev};
+use thplab_model::{check, run, RunOptions};
+use thplab_workload::costs::CostProfile;
+use thplab_workload::knobs;
+use thplab_workload::workload::WriteData;
+use thplab_workload::{parse_workload, MachineSpec, RunResult};
+
+fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
+    let m = MachineSpec::parse_shorthand(machine).unwrap();
+    let mut ks = knobs::defaults();
+    // a small min watermark, so that 97 % of a 1 GiB machine can be used by the tests
+    ks.insert("vm.min_free_kbytes".into(), "8192".into());
+    for (k, v) in kn {
+        let (c, v) = knobs::check_assignment(k, v).unwrap();
+        ks.insert(c, v);
+    }
+    let mut k = Kernel::new(&m, ks, CostProfile::default(), 1).unwrap();
+    k.mms.push(Mm::new(0, "p", 0, 0, Tlb::new(&m.tlb)));
+    k
+}
+
+/// Map `size` bytes with `flags`, write one byte at offset (page index % 4096) of every page
+/// (distinct contents), then unmap 3/4 of every 2 MiB (offset 512K..2M) as seed 004 does.
+/// Returns (address, pages kept as (addr, expected content)).
+fn fragment(k: &mut Kernel, size: u64, flags: u32) -> (u64, Vec<(u64, u16)>) {
+    let addr = k.mms[0].get_unmapped_area(size, Some(2 << 20)).unwrap();
+    k.mms[0].insert_vma(addr, addr + size, flags);
+    for i in 0..size / 4096 {
+        assert_eq!(k.write_page(0, addr + i * 4096, (i % 4096) as u32, 1, &WriteData::Byte(1)), thplab_model::kernel::Fault::Ok);
+    }
+    let mut kept = vec![];
+    let mut a = addr;
+    while a < addr + size {
+        k.mms[0].unmap_range(a + (512 << 10), a + (2 << 20));
+        k.zap_range(0, a + (512 << 10), a + (2 << 20), true);
+        for p in 0..128u64 {
+            let pa = a + p * 4096;
+            let Mapping::Page(pfn, _) = k.follow(0, pa) else { panic!("page kept") };
+            kept.push((pa, content(k.pm.frames[pfn as usize])));
+        }
+        a += 2 << 20;
+    }
+    (addr, kept)
+}
+
+/// 97 % of the free memory, in 2 MiB units.
+fn most(k: &Kernel) -> u64 {
+    k.nr_free_pages() * 4096 * 97 / 100 / (2 << 20) * (2 << 20)
+}
+
+fn pfn_of(k: &Kernel, a: u64) -> u64 {
+    match k.follow(0, a) {
+        Mapping::Page(pfn, _) => pfn,
+        m => panic!("{a:#x} not mapped: {m:?}"),
+    }
+}
+
+fn normal_or_dma32(k: &Kernel) -> usize {
+    k.pm.zones.iter().rposition(|z| z.populated()).unwrap()
+}
+
+#[test]
+fn watermark_arithmetic() {
+    for p in 0..=100u64 {
+        let (l, h) = (fragmentation_score_wmark(p, false, true), fragmentation_score_wmark(p, false, false));
+        assert_eq!(l, (100 - p).max(5));
+        assert_eq!(h, (l + 10).min(100));
+        let (l, h) = (fragmentation_score_wmark(p, true, true), fragmentation_score_wmark(p, true, false));
+        assert_eq!(l, 100 - p);
+        assert_eq!(h, (l + (l / 2).min(10)).min(100));
+        assert!(h >= l);
+    }
+    // the knob picks the formula
+    let k = kernel("1G", &[("vm.compaction_proactiveness", "95"), ("thplab.proactive_wmark", "plus10")]);
+    assert_eq!((k.fragmentation_score_wmark(true), k.fragmentation_score_wmark(false)), (5, 15));
+    let k = kernel("1G", &[("vm.compaction_proactiveness", "95"), ("thplab.proactive_wmark", "leeway")]);
+    assert_eq!((k.fragmentation_score_wmark(true), k.fragmentation_score_wmark(false)), (5, 7));
+}
+
+#[test]
+fn fragmentation_score_of_a_fragmented_node() {
+    let mut k = kernel("1G", &[("vm.compaction_proactiveness", "20")]);
+    let before = k.fragmentation_score_node(0);
+    assert!(before < 5, "a fresh machine is not fragmented: {before}");
+    assert!(!k.should_proactive_compact_node(0));
+    let size = most(&k);
+    fragment(&mut k, size, VM_READ | VM_WRITE);
+    // by hand: each zone's extfrag at order 9 weighted by present pages over node present + 1
+    let node_present = k.pm.nodes[0].present;
+    let mut expect = 0;
+    for z in k.pm.zones.iter().filter(|z| z.populated()) {
+        let (free, _, suitable) = vmstat::contig_page_info(z, 9);
+        let score = if free == 0 { 0 } else { (free - (suitable << 9)) * 100 / free };
+        assert_eq!(score, vmstat::fragmentation_score_zone(z));
+        expect += z.present * score / (node_present + 1);
+    }
+    assert_eq!(k.fragmentation_score_node(0), expect);
+    assert!(expect > 90, "3/4 freed in every 2 MiB: {expect}");
+    assert!(k.should_proactive_compact_node(0));
+    k.set_knob("vm.compaction_proactiveness", "0").unwrap();
+    assert!(!k.should_proactive_compact_node(0), "proactiveness 0 never compacts proactively");
+    check::check(&k).unwrap();
+}
+
+#[test]
+fn deferral_counting() {
+    let mut k = kernel("1G", &[]);
+    let zi = normal_or_dma32(&k);
+    assert_eq!(k.pm.zones[zi].compact_order_failed, 0, "as the kernel's zeroed zone");
+    // after k consecutive failures, min(2^k, 64) - 1 attempts are skipped
+    for failures in 1..=8u32 {
+        k.defer_compaction(zi, 9);
+        let mut skipped = 0;
+        while k.compaction_deferred(zi, 9) {
+            skipped += 1;
+        }
+        assert_eq!(skipped, (1u32 << failures.min(6)) - 1, "after {failures} failures");
+        assert_eq!(k.pm.zones[zi].compact_defer_shift, failures.min(6));
+    }
+    // success: counters reset, order_failed moves above the order
+    k.compaction_defer_reset(zi, 9, true);
+    assert_eq!((k.pm.zones[zi].compact_considered, k.pm.zones[zi].compact_defer_shift, k.pm.zones[zi].compact_order_failed), (0, 0, 10));
+    assert!(!k.compaction_deferred(zi, 9));
+    // a failure at order 9 lowers order_failed; smaller orders are then never deferred
+    k.defer_compaction(zi, 9);
+    assert_eq!(k.pm.zones[zi].compact_order_failed, 9);
+    assert!(!k.compaction_deferred(zi, 4));
+    assert!(k.compaction_deferred(zi, 9));
+    // success without an allocation (compaction thinks it will succeed) keeps the shift
+    k.compaction_defer_reset(zi, 9, false);
+    assert_eq!((k.pm.zones[zi].compact_defer_shift, k.pm.zones[zi].compact_order_failed), (1, 10));
+}
+
+/// Fill memory with unmovable order-7 blocks (below the watermarks too), free the first
+/// 3/4 of each 2 MiB.
+fn unmovable_fill(k: &mut Kernel) -> Vec<u64> {
+    let mut kept = vec![];
+    let mut all = vec![];
+    let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
+    while let Some((p, _)) = k.pm.get_page_from_freelist(GFP_KERNEL, 7, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm) {
+        all.push(p);
+    }
+    for p in all {
+        if p % 512 < 384 {
+            k.pm.free_pages(p, 7, &mut k.vm);
+        } else {
+            kept.push(p);
+            k.nr_kernel_pages += 128;
+        }
+    }
+    kept
+}
+
+#[test]
+fn sync_compaction_of_unmovable_memory_is_deferred() {
+    let mut k = kernel("1G", &[]);
+    unmovable_fill(&mut k);
+    let zi = normal_or_dma32(&k);
+    let mut ran = vec![];
+    for call in 0..260 {
+        let r = k.try_to_compact_pages(GFP_TRANSHUGE, 9, ALLOC_WMARK_MIN, &[zi], CompactPriority::SyncLight);
+        match r {
+            CompactResult::Deferred => {}
+            CompactResult::PartialSkipped | CompactResult::Complete => ran.push(call),
+            other => panic!("call {call}: {other:?}"),
+        }
+    }
+    assert_eq!(ran, vec![0, 2, 6, 14, 30, 62, 126, 190, 254], "2^k - 1 skips after k failures, at most 63");
+    assert_eq!(k.vm.get(Ev::PGMIGRATE_SUCCESS), 0, "nothing movable");
+    // the minimum priority (sync full) ignores deferral
+    let r = k.try_to_compact_pages(GFP_TRANSHUGE, 9, ALLOC_WMARK_MIN, &[zi], CompactPriority::SyncFull);
+    assert_ne!(r, CompactResult::Deferred);
+    check::check(&k).unwrap();
+}
+
+#[test]
+fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents() {
+    for unevictable_allowed in ["0", "1"] {
+        let mut k = kernel("512M", &[("vm.compact_unevictable_allowed", unevictable_allowed), ("vm.compaction_proactiveness", "0")]);
+        // interleave unmovable kernel pages with the anonymous memory
+        let mut kern = vec![];
+        for _ in 0..64 {
+            kern.push(k.alloc_pages(GFP_KERNEL, 0, 0).unwrap());
+            k.nr_kernel_pages += 1;
+        }
+        let (_, kept) = fragment(&mut k, 192 << 20, VM_READ | VM_WRITE);
+        let (_, locked) = fragment(&mut k, 32 << 20, VM_READ | VM_WRITE | VM_LOCKED);
+        let tables: Vec<u64> = (0..k.pm.frames.len() as u64).filter(|&p| tag(k.pm.frames[p as usize]) == TAG_PGTABLE).collect();
+        // a "pinned" page: isolated by someone else (the model's stand-in for an extra reference)
+        let pinned = pfn_of(&k, kept[1000].0);
+        k.pm.frames[pinned as usize] = set_isolated(k.pm.frames[pinned as usize], true);
+        let locked_pfns: Vec<u64> = locked.iter().map(|&(a, _)| pfn_of(&k, a)).collect();
+        let kept_pfns: Vec<u64> = kept.iter().map(|&(a, _)| pfn_of(&k, a)).collect();
+        let score0 = k.fragmentation_score_node(0);
+        check::check(&k).unwrap();
+
+        k.set_knob("vm.compact_memory", "1").unwrap();
+
+        check::check(&k).unwrap();
+        assert!(k.vm.get(Ev::PGMIGRATE_SUCCESS) > 5_000, "compaction migrated pages");
+        assert!(k.fragmentation_score_node(0) < score0, "and lowered the score");
+        for &p in &kern {
+            assert_eq!(tag(k.pm.frames[p as usize]), TAG_KERNEL, "kernel page {p} untouched");
+        }
+        for &p in &tables {
+            assert_eq!(tag(k.pm.frames[p as usize]), TAG_PGTABLE, "page table {p} untouched");
+        }
+        assert_eq!(pfn_of(&k, kept[1000].0), pinned, "the pinned page stays");
+        assert!(isolated(k.pm.frames[pinned as usize]));
+        let moved_locked = locked.iter().zip(&locked_pfns).filter(|(&(a, _), &p)| pfn_of(&k, a) != p).count();
+        if unevictable_allowed == "0" {
+            assert_eq!(moved_locked, 0, "mlocked pages stay when compact_unevictable_allowed=0");
+        } else {
+            assert!(moved_locked > 0, "mlocked pages may move when compact_unevictable_allowed=1");
+        }
+        let moved = kept.iter().zip(&kept_pfns).filter(|(&(a, _), &p)| pfn_of(&k, a) != p).count();
+        assert!(moved > 1000, "movable pages moved: {moved}");
+        // every page still holds what was written to it
+        for &(a, c) in kept.iter().chain(&locked) {
+            let pfn = pfn_of(&k, a);
+            let f = k.pm.frames[pfn as usize];
+            assert_eq!(content(f), c, "contents of {a:#x}");
+            assert_eq!(tag(f), TAG_ANON);
+        }
+        k.pm.frames[pinned as usize] = set_isolated(k.pm.frames[pinned as usize], false);
+        check::check(&k).unwrap();
+    }
+}
+
+#[test]
+fn compaction_skips_pmd_thps() {
+    let mut k = kernel("512M", &[("transparent_hugepage/enabled", "always"), ("vm.compaction_proactiveness", "0")]);
+    let addr = k.mms[0].get_unmapped_area(64 << 20, Some(2 << 20)).unwrap();
+    k.mms[0].insert_vma(addr, addr + (64 << 20), VM_READ | VM_WRITE);
+    for i in 0..32u64 {
+        k.write_page(0, addr + i * (2 << 20), 0, 1, &WriteData::Byte(7));
+    }
+    let thps: Vec<u64> = (0..32u64).map(|i| pfn_of(&k, addr + i * (2 << 20))).collect();
+    assert!(k.nr_anon_thp == 32);
+    fragment(&mut k, 128 << 20, VM_READ | VM_WRITE);
+    k.compact_all();
+    for (i, &p) in thps.iter().enumerate() {
+        assert_eq!(pfn_of(&k, addr + i as u64 * (2 << 20)), p, "THP {i} not migrated");
+    }
+    assert_eq!(k.vm.get(Ev::THP_MIGRATION_SUCCESS), 0);
+    check::check(&k).unwrap();
+}
+
+fn go(w: &str, machine: &str, kn: &[(&str, &str)]) -> RunResult {
+    let w = parse_workload(w).unwrap();
+    let o = RunOptions {
+        machine: Some(MachineSpec::parse_shorthand(machine).unwrap()),
+        knobs: kn.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+        check: true,
+        ..Default::default()
+    };
+    run(&w, &o).unwrap()
+}
+fn pd(r: &RunResult, phase: &str, c: &str) -> i64 {
+    r.phases.iter().find(|p| p.name.ends_with(phase)).unwrap().vmstat_delta.get(c).copied().unwrap_or(0)
+}
+
+fn frag_then_thp(proactive: u32, settle: &str) -> String {
+    format!(
+        r#"{{"knobs":{{"vm.min_free_kbytes":"8192","transparent_hugepage/enabled":"madvise","transparent_hugepage/defrag":"madvise","vm.compaction_proactiveness":"0"}},
+        "record":{{"fault_latency":true,"trace":["thplab_proactive_round","mm_compaction_end"]}},
+        "processes":[{{"name":"idle","ops":[{{"op":"sleep","duration":"0"}}]}},{{"name":"p","ops":[
+        {{"op":"mmap","name":"all","size":"940M"}},
+        {{"op":"write","region":"all"}},
+        {{"op":"munmap","region":"all","every":"2M","offset":"512K","length":"1536K"}},
+        {{"op":"set","knob":"vm.compaction_proactiveness","value":"{proactive}"}},
+        {{"op":"sleep","duration":"{settle}"}},
+        {{"op":"phase","name":"alloc"}},
+        {{"op":"mmap","name":"h","size":"600M"}},
+        {{"op":"madvise","region":"h","advice":"hugepage"}},
+        {{"op":"write","region":"h","every":"2M","length":"4K"}}]}}]}}"#
+    )
+}
+
+#[test]
+fn direct_compaction_serves_thp_faults_on_fragmented_memory() {
+    let r = go(&frag_then_thp(0, "0"), "1G,cpus=2", &[]);
+    let (alloc, fb) = (pd(&r, "alloc", "thp_fault_alloc"), pd(&r, "alloc", "thp_fault_fallback"));
+    assert_eq!(alloc + fb, 300);
+    assert!(alloc >= 290, "compaction makes 2 MiB blocks: {alloc} of 300");
+    let stall = pd(&r, "alloc", "compact_stall");
+    assert!(stall > 250, "nearly every fault compacts directly: {stall}");
+    assert_eq!(stall, pd(&r, "alloc", "compact_success") + pd(&r, "alloc", "compact_fail"));
+    assert!(pd(&r, "alloc", "pgmigrate_success") > 100 * 250);
+    assert!(pd(&r, "alloc", "compact_migrate_scanned") > 0 && pd(&r, "alloc", "compact_free_scanned") > 0);
+    assert!(pd(&r, "alloc", "compact_isolated") >= pd(&r, "alloc", "pgmigrate_success"));
+    assert_eq!(pd(&r, "alloc", "compact_daemon_wake"), 0);
+    let lat = &r.latency["thp_alloc"];
+    assert_eq!(lat.count as i64, alloc);
+    // a direct compaction migrates ~128 pages: far above the fast path's page_alloc_ns
+    assert!(lat.ns["p50"] > 100 * CostProfile::default().migrate_4k_ns, "{:?}", lat.ns);
+}
+
+#[test]
+fn proactive_compaction_lowers_the_score_to_the_low_watermark() {
+    let r = go(&frag_then_thp(20, "30s"), "1G,cpus=2", &[]);
+    // kcompactd compacted before the faults started: no direct compaction is needed for most
+    let rounds: Vec<_> = r.trace.iter().filter(|e| e["event"] == "thplab_proactive_round").collect();
+    assert!(!rounds.is_empty());
+    assert!(rounds[0]["prev_score"].as_u64().unwrap() > 90);
+    assert!(rounds[0]["score"].as_u64().unwrap() < rounds[0]["prev_score"].as_u64().unwrap());
+    // every proactive compact_zone of the fragmented zone stopped at the low watermark (80)
+    let ends: Vec<_> = r.trace.iter().filter(|e| e["event"] == "mm_compaction_end" && e["order"] == -1 && e["zone"] == "DMA32").collect();
+    assert!(!ends.is_empty());
+    assert!(ends.iter().all(|e| e["status"] == "success" || e["status"] == "complete"));
+    let stall = pd(&r, "alloc", "compact_stall");
+    let alloc = pd(&r, "alloc", "thp_fault_alloc");
+    // ~20 % of the free memory was made into 2 MiB blocks (score 80) before the faults;
+    // the 300 faults run in one engine step, so kcompactd cannot refill in between
+    assert!(stall <= alloc - 60, "kcompactd prepared blocks: {stall} stalls for {alloc} THPs");
+    let kc = r.extra["kthreads"].as_array().unwrap().iter().find(|k| k["name"] == "kcompactd0").unwrap().clone();
+    assert!(kc["cpu_ns"].as_u64().unwrap() > 0);
+    let main: i64 = r.vmstat_delta.get("compact_daemon_migrate_scanned").copied().unwrap_or(0);
+    assert!(main > 0);
+    let lat = &r.latency["thp_alloc"];
+    assert!(lat.ns["p10"] < 1000, "the prepared blocks are taken on the fast path: {:?}", lat.ns);
+}
+
+#[test]
+fn proactive_compaction_backs_off_32s_on_unmovable_memory() {
+    let w = r#"{"knobs":{"vm.min_free_kbytes":"8192","vm.compaction_proactiveness":"0"},"record":{"trace":["thplab_proactive_round"]},
+      "processes":[{"name":"idle","ops":[{"op":"sleep","duration":"0"}]},{"name":"drv","ops":[
+      {"op":"kalloc","name":"k","size":"940M","order":7},
+      {"op":"kfree","region":"k","every":"2M","offset":"0","length":"1536K"},
+      {"op":"set","knob":"vm.compaction_proactiveness","value":"40"},
+      {"op":"sleep","duration":"100s"}]}]}"#;
+    let r = go(w, "1G,cpus=2", &[]);
+    let rounds: Vec<f64> = r.trace.iter().filter(|e| e["event"] == "thplab_proactive_round").map(|e| e["t_ns"].as_u64().unwrap() as f64 / 1e9).collect();
+    assert!(rounds.len() >= 3 && rounds.len() <= 4, "{rounds:?}");
+    for w in rounds.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((32.0..33.0).contains(&gap), "32 s back-off between rounds: {rounds:?}");
+    }
+    let kc = &r.extra["kcompactd"][0];
+    assert_eq!(kc["proactive_backoffs"], kc["proactive_rounds"]);
+    assert_eq!(r.vmstat_delta.get("pgmigrate_success"), None);
+    assert!(r.vmstat_delta["compact_daemon_migrate_scanned"] > 0);
+}
+
+#[test]
+fn kswapd_can_wake_kcompactd() {
+    let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
+    // nothing to do on a fresh machine: an order-9 page is free
+    k.wakeup_kcompactd(0, 9);
+    assert!(k.wakeups.is_empty());
+    k.wakeup_kcompactd(0, 0);
+    assert!(k.wakeups.is_empty());
+    let size = most(&k);
+    fragment(&mut k, size, VM_READ | VM_WRITE);
+    // take what is left in 2 MiB blocks, so that an order-9 allocation needs compaction
+    let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
+    while let Some((_, _)) = k.pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm) {
+        k.nr_kernel_pages += 512;
+    }
+    k.wakeup_kcompactd(0, 9);
+    assert_eq!(k.wakeups.iter().map(|w| w.0).collect::<Vec<_>>(), vec![Kthread::Kcompactd(0)]);
+    k.wakeups.clear();
+    let next = k.kthread_step(Kthread::Kcompactd(0));
+    assert_eq!(k.vm.get(Ev::COMPACT_DAEMON_WAKE), 1);
+    assert!(k.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED) > 0);
+    assert_eq!(k.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED), k.vm.get(Ev::COMPACT_MIGRATE_SCANNED));
+    assert!(k.vm.get(Ev::PGMIGRATE_SUCCESS) > 0);
+    // kcompactd compacts for GFP_KERNEL order 9 until a block could be claimed
+    let zi = normal_or_dma32(&k);
+    assert!((9..=10).any(|o| k.pm.zones[zi].nr_free_order(o) > 0));
+    assert_eq!(next, thplab_model::kernel::KthreadNext::Wait, "proactiveness 0: wait without timeout");
+    assert_eq!(k.kcompactd[0].max_order, 0);
+    check::check(&k).unwrap();
+}
+
+#[test]
+fn writing_proactiveness_wakes_kcompactd() {
+    let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
+    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), thplab_model::kernel::KthreadNext::Wait);
+    k.set_knob("vm.compaction_proactiveness", "20").unwrap();
+    assert_eq!(k.wakeups.len(), 1);
+    assert!(k.kcompactd[0].proactive_trigger);
+    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), thplab_model::kernel::KthreadNext::Sleep(500_000_000));
+    let next = k.kthread_step(Kthread::Kcompactd(0));
+    assert_eq!(next, thplab_model::kernel::KthreadNext::Sleep(500_000_000), "nothing to compact: the 500 ms timer");
+    assert!(!k.kcompactd[0].proactive_trigger);
+    let _ = ZONE_NORMAL;
+}
