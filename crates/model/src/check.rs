@@ -44,7 +44,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
     let mut mapped = 0u64;
     for (mi, mm) in k.mms.iter().enumerate() {
         let mut rss = 0;
-        for (&idx, &sid) in &mm.pmds {
+        for (&idx, &sid) in mm.pmds.iter() {
             let s = k.slots.get(sid);
             if s.index != idx || s.mm as usize != mi {
                 return Err(format!("slot {sid} does not belong to mm {mi} index {idx}"));

@@ -549,7 +549,7 @@ impl Kernel {
 
     /// find_pmd_or_thp_or_none()
     fn find_pmd_or_thp_or_none(&self, mm: usize, addr: u64) -> (ScanResult, Option<u32>) {
-        match self.mms[mm].pmds.get(&(addr >> PMD_SHIFT)) {
+        match self.mms[mm].pmds.lookup(addr >> PMD_SHIFT).as_ref() {
             None => (ScanResult::PmdNone, None),
             Some(&sid) => match self.slots.get(sid).pmd {
                 Pmd::Huge(_) | Pmd::HugeZero => (ScanResult::PmdMapped, Some(sid)),

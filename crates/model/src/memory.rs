@@ -28,7 +28,7 @@ pub enum Mapping {
 impl Kernel {
     /// follow_page(): the current translation of `addr` in `mm`.
     pub fn follow(&self, mm: usize, addr: u64) -> Mapping {
-        let Some(&sid) = self.mms[mm].pmds.get(&(addr >> PMD_SHIFT)) else { return Mapping::None };
+        let Some(sid) = self.mms[mm].pmds.lookup(addr >> PMD_SHIFT) else { return Mapping::None };
         let idx = ((addr >> 12) & 511) as u32;
         match &self.slots.get(sid).pmd {
             Pmd::Huge(head) => Mapping::Page(*head as u64 + idx as u64, true),
@@ -70,7 +70,7 @@ impl Kernel {
 
     /// __pte_alloc(): make sure the PMD points to a PTE table; returns the slot.
     fn pte_table(&mut self, mm: usize, idx: u64) -> Option<u32> {
-        if let Some(&sid) = self.mms[mm].pmds.get(&idx) {
+        if let Some(sid) = self.mms[mm].pmds.lookup(idx) {
             return Some(sid);
         }
         let t = self.alloc_pgtable(mm)?;
@@ -89,7 +89,7 @@ impl Kernel {
         self.vm.count(Ev::PGFAULT);
         let idx = addr >> PMD_SHIFT;
         let haddr = idx << PMD_SHIFT;
-        match self.mms[mm].pmds.get(&idx).map(|&s| (s, matches!(self.slots.get(s).pmd, Pmd::HugeZero))) {
+        match self.mms[mm].pmds.lookup(idx).map(|s| (s, matches!(self.slots.get(s).pmd, Pmd::HugeZero))) {
             None => {
                 if self.thp_vma_allowable(mm, &vma, haddr) {
                     let t0 = self.cost;

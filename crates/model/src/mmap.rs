@@ -26,12 +26,53 @@ pub struct Vma {
 /// The TLB state of a process (its CPU's dTLB while it runs).
 pub use crate::tlb::Tlb;
 
+/// The mm's PMD-level page table: pmd index (vaddr >> 21) -> slot id, ordered, with a
+/// one-entry lookup cache (faults and writes walk addresses in order, so consecutive
+/// lookups hit the same 2 MiB slot). Reads go through Deref; every mutation goes through
+/// insert/remove, which keep the cache right.
+#[derive(Default)]
+pub struct PmdMap {
+    map: BTreeMap<u64, u32>,
+    last: std::cell::Cell<Option<(u64, u32)>>,
+}
+impl PmdMap {
+    #[inline]
+    pub fn lookup(&self, idx: u64) -> Option<u32> {
+        if let Some((i, s)) = self.last.get() {
+            if i == idx {
+                return Some(s);
+            }
+        }
+        let r = self.map.get(&idx).copied();
+        if let Some(s) = r {
+            self.last.set(Some((idx, s)));
+        }
+        r
+    }
+    pub fn insert(&mut self, idx: u64, sid: u32) -> Option<u32> {
+        self.last.set(Some((idx, sid)));
+        self.map.insert(idx, sid)
+    }
+    pub fn remove(&mut self, idx: &u64) -> Option<u32> {
+        if self.last.get().is_some_and(|(i, _)| i == *idx) {
+            self.last.set(None);
+        }
+        self.map.remove(idx)
+    }
+}
+impl std::ops::Deref for PmdMap {
+    type Target = BTreeMap<u64, u32>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
 pub struct Mm {
     pub id: u32,
     pub name: String,
     pub vmas: BTreeMap<u64, Vma>,
     /// pmd index (vaddr >> 21) -> slot id
-    pub pmds: BTreeMap<u64, u32>,
+    pub pmds: PmdMap,
     pub mmap_cursor: u64,
     /// prctl(PR_SET_THP_DISABLE): MMF_DISABLE_THP_COMPLETELY
     pub thp_disable: bool,
@@ -53,7 +94,7 @@ impl Mm {
             id,
             name: name.to_string(),
             vmas: BTreeMap::new(),
-            pmds: BTreeMap::new(),
+            pmds: PmdMap::default(),
             mmap_cursor: MMAP_BASE,
             thp_disable: false,
             on_khugepaged: false,

@@ -75,6 +75,8 @@ pub struct PhysMem {
     pub nr_cpus: u32,
     /// Pages in use by the kernel outside the buddy allocator's view (reserved at boot).
     pub reserved_pages: u64,
+    /// zonelists per node: [any node, this node only]
+    pub zonelists: Vec<[std::rc::Rc<[usize]>; 2]>,
 }
 
 impl PhysMem {
@@ -93,6 +95,7 @@ impl PhysMem {
             lru: vec![[List::default(); 4]; m.nodes.len()],
             nr_cpus: m.total_cpus(),
             reserved_pages: 0,
+            zonelists: vec![],
         };
         // every frame starts reserved; managed pages are handed to the buddy allocator below
         pm.frames.iter_mut().for_each(|f| *f = make_reserved());
@@ -184,6 +187,9 @@ impl PhysMem {
                 pm.free_range(zi, s, e);
             }
         }
+        pm.zonelists = (0..pm.nodes.len())
+            .map(|n| [pm.build_zonelist(n, ZONE_NORMAL, false).into(), pm.build_zonelist(n, ZONE_NORMAL, true).into()])
+            .collect();
         Ok(pm)
     }
 
@@ -530,7 +536,18 @@ impl PhysMem {
 
     /// The zonelist for an allocation on `nid`: the node's zones from `highest` down, then
     /// the other nodes' (by node distance: nearer ids first), unless THISNODE.
-    pub fn zonelist(&self, nid: usize, highest: usize, thisnode: bool) -> Vec<usize> {
+    /// The zonelist for ZONE_NORMAL-capped allocations, precomputed per node (built once:
+    /// zones never change after boot).
+    pub fn zonelist(&self, nid: usize, highest: usize, thisnode: bool) -> std::rc::Rc<[usize]> {
+        if highest == ZONE_NORMAL {
+            if let Some(z) = self.zonelists.get(nid) {
+                return z[thisnode as usize].clone();
+            }
+        }
+        self.build_zonelist(nid, highest, thisnode).into()
+    }
+
+    fn build_zonelist(&self, nid: usize, highest: usize, thisnode: bool) -> Vec<usize> {
         let mut out = vec![];
         let n = self.nodes.len();
         for k in 0..n {
