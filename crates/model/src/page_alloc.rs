@@ -77,6 +77,9 @@ pub struct PhysMem {
     pub reserved_pages: u64,
     /// zonelists per node: [any node, this node only]
     pub zonelists: Vec<[std::rc::Rc<[usize]>; 2]>,
+    /// alloc_flags_nofragment()'s zone test, precomputed: ZONE_NORMAL with a populated
+    /// ZONE_DMA32 beneath it (or any ZONE_NORMAL on a single-node machine)
+    pub nofragment_zone: Vec<bool>,
 }
 
 impl PhysMem {
@@ -96,6 +99,7 @@ impl PhysMem {
             nr_cpus: m.total_cpus(),
             reserved_pages: 0,
             zonelists: vec![],
+            nofragment_zone: vec![],
         };
         // every frame starts reserved; managed pages are handed to the buddy allocator below
         pm.frames.iter_mut().for_each(|f| *f = make_reserved());
@@ -187,6 +191,13 @@ impl PhysMem {
                 pm.free_range(zi, s, e);
             }
         }
+        pm.nofragment_zone = (0..pm.zones.len())
+            .map(|zi| {
+                let z = &pm.zones[zi];
+                let dma32 = pm.nodes[z.node].zones.iter().any(|&o| pm.zones[o].idx == ZONE_DMA32 && pm.zones[o].populated());
+                z.idx == ZONE_NORMAL && (pm.nodes.len() == 1 || dma32)
+            })
+            .collect();
         pm.zonelists = (0..pm.nodes.len())
             .map(|n| [pm.build_zonelist(n, ZONE_NORMAL, false).into(), pm.build_zonelist(n, ZONE_NORMAL, true).into()])
             .collect();
@@ -569,15 +580,9 @@ impl PhysMem {
         if defrag_mode {
             return f | ALLOC_NOFRAGMENT;
         }
-        let z = &self.zones[zi];
-        if z.idx != ZONE_NORMAL {
-            return f;
+        if self.nofragment_zone[zi] {
+            f |= ALLOC_NOFRAGMENT;
         }
-        let dma32_populated = self.nodes[z.node].zones.iter().any(|&o| self.zones[o].idx == ZONE_DMA32 && self.zones[o].populated());
-        if self.nodes.len() > 1 && !dma32_populated {
-            return f;
-        }
-        f |= ALLOC_NOFRAGMENT;
         f
     }
 

@@ -81,6 +81,8 @@ pub struct Tlb {
     last: u64,
     pub stats: TlbStats,
     pub flushes: u64,
+    /// entries were inserted since the last full flush (an empty TLB needs no clearing)
+    filled: bool,
 }
 
 #[inline]
@@ -101,6 +103,7 @@ impl Tlb {
             last: EMPTY,
             stats: TlbStats::default(),
             flushes: 0,
+            filled: false,
         }
     }
 
@@ -124,6 +127,7 @@ impl Tlb {
             return c.access_cycles + c.stlb_hit_cycles;
         }
         self.stats.page_walks += 1;
+        self.filled = true;
         if write {
             self.stats.dtlb_store_misses += 1;
         } else {
@@ -141,8 +145,12 @@ impl Tlb {
     pub fn flush_range(&mut self, start: u64, end: u64) {
         self.flushes += 1;
         self.last = EMPTY;
+        if !self.filled {
+            return;
+        }
         let pages = (end - start) / 4096;
         if pages > TLB_SINGLE_PAGE_FLUSH_CEILING {
+            self.filled = false;
             self.l1_4k.flush();
             self.l1_2m.flush();
             self.stlb.flush();
