@@ -23,4 +23,8 @@ impl Kernel {
     pub fn kcompactd_step(&mut self, _nid: usize) -> KthreadNext {
         KthreadNext::Wait
     }
+
+    /// STUB (added by the reclaim issue, which calls it from kswapd before sleeping):
+    /// wakeup_kcompactd(). The compaction issue replaces this with the real wake-up.
+    pub fn wakeup_kcompactd(&mut self, _nid: usize, _order: u32) {}
 }

@@ -77,7 +77,8 @@ impl Kernel {
             let node = self.pm.node_of(dst);
             let h = self.pm.frames[dst as usize];
             self.pm.frames[dst as usize] = with_lru(h, lru_list);
-            self.pm.lru[node][lru_list as usize].push_head(&mut self.pm.links, dst as u32, nr);
+            // lazy-free folios are on the file lists (lru_index)
+            self.pm.lru[node][lru_index(self.pm.frames[dst as usize])].push_head(&mut self.pm.links, dst as u32, nr);
             let _ = locked;
         }
         if queued {
@@ -94,6 +95,10 @@ impl Kernel {
             let s = self.slots.get(sid);
             let (mm, ix) = (s.mm as usize, s.index);
             self.mms[mm].tlb.flush_range(ix << 21, (ix + 1) << 21);
+        }
+        // a swap-cache folio: the cache now points at the new frames (swap_state.rs)
+        if swapcache(self.pm.frames[dst as usize]) {
+            self.swap_cache_move(src, dst);
         }
         self.pm.free_pages(src, if thp { 9 } else { 0 }, &mut self.vm);
     }
