@@ -36,7 +36,7 @@
 
 use crate::kernel::{Kernel, Kthread, KthreadNext};
 use crate::mm_types::*;
-use crate::mmzone::WMARK_HIGH;
+use crate::mmzone::{PAGE_ALLOC_COSTLY_ORDER, WMARK_HIGH};
 use crate::page_alloc::*;
 use crate::pgtable::*;
 use crate::vmstat::Ev;
@@ -629,9 +629,12 @@ impl Kernel {
     }
 
     /// try_to_free_pages(): direct reclaim; returns pages reclaimed.
-    pub fn try_to_free_pages(&mut self, gfp: Gfp, _order: u32, nid: usize) -> u64 {
+    /// For a costly order, reclaim goes on until compaction would have room to work
+    /// (should_continue_reclaim: compact_gap(order) = 2 << order pages).
+    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> u64 {
         self.vm.count(if gfp & __GFP_MOVABLE != 0 { Ev::ALLOCSTALL_MOVABLE } else { Ev::ALLOCSTALL_NORMAL });
-        let mut sc = ScanControl { nr_to_reclaim: SWAP_CLUSTER_MAX, nr_reclaimed: 0, nr_scanned: 0, priority: DEF_PRIORITY, may_swap: true, ignore_references: false, who: Reclaimer::Direct };
+        let target = if order > PAGE_ALLOC_COSTLY_ORDER { 2u64 << order } else { SWAP_CLUSTER_MAX };
+        let mut sc = ScanControl { nr_to_reclaim: target, nr_reclaimed: 0, nr_scanned: 0, priority: DEF_PRIORITY, may_swap: true, ignore_references: false, who: Reclaimer::Direct };
         let nodes = self.pm.nodes.len();
         loop {
             for k in 0..nodes {
