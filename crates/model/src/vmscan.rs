@@ -20,10 +20,15 @@
 //! Clean lazy-free folios are discarded without I/O (pglazyfreed; v6.12+ even a
 //! PMD-mapped THP whole), dirty ones become swap-backed again.
 //!
-//! Documented simplifications: writeback is synchronous (the folio is freed by the
-//! reclaimer after its I/O, so a written folio never lingers in the swap cache); a
-//! folio whose write fails (zram out of memory) is dropped from the swap cache and
-//! activated while still mapped; the shrinkers run once per shrink_node pass.
+//! Writeback: on synchronous devices (zram, pmem) the folio is freed right after its
+//! write, as the kernel does; on other devices an order-0 folio stays in the swap cache
+//! (writeback in flight), clean, at the tail of the inactive list, and a later pass
+//! frees it without I/O — a fault before that is a swap-cache hit. Documented
+//! simplifications: the caller waits for its own write; a THP written to a
+//! non-synchronous device is freed at once like on a synchronous one (it never lingers
+//! whole in the swap cache); a folio whose write fails (zram out of memory) is dropped
+//! from the swap cache and activated while still mapped; the shrinkers run once per
+//! shrink_node pass.
 //!
 //! Costs: each folio scanned costs reclaim_scan_page_ns (isolation and the rmap walk of
 //! folio_referenced), each PTE or PMD unmapped unmap_page_ns, each swap-cache and
@@ -75,6 +80,8 @@ enum Fate {
     Keep,
     /// split; its pieces were queued for processing
     Split,
+    /// written to a non-synchronous device: kept in the swap cache until a later pass
+    Written,
 }
 
 /// folio_check_references()
@@ -349,6 +356,7 @@ impl Kernel {
                     }
                 }
                 Fate::Keep => self.lru_putback(head, nr, LRU_INACTIVE_ANON),
+                Fate::Written => {}
                 Fate::Split => {
                     for p in pieces.into_iter().rev() {
                         work.push_front(p);
@@ -448,6 +456,22 @@ impl Kernel {
             return Fate::Activate;
         }
         self.try_to_unmap(head, Some(slot));
+        let di = self.swap.dev_of(slot);
+        if !thp && !self.swap.devs[di].sync_io {
+            // asynchronous writeback (PAGE_SUCCESS with the folio under writeback: keep);
+            // when it completes the clean folio is rotated to the inactive tail
+            // (folio_rotate_reclaimable) and a later pass frees it without I/O. A fault
+            // before that finds it in the swap cache.
+            let f = self.pm.frames[head as usize];
+            self.pm.frames[head as usize] = set_dirty(f, false);
+            self.lru_del(head, nr);
+            let f = self.pm.frames[head as usize];
+            self.pm.frames[head as usize] = with_lru(f, LRU_INACTIVE_ANON);
+            let node = self.pm.node_of(head);
+            let li = lru_index(self.pm.frames[head as usize]);
+            self.pm.lru[node][li].push_tail(&mut self.pm.links, head as u32, nr);
+            return Fate::Written;
+        }
         // __remove_mapping(): out of the swap cache (the PTEs keep the slots), freed
         self.lru_del(head, nr);
         self.delete_from_swap_cache(head);
