@@ -100,40 +100,41 @@ pub enum LockId {
     SwapCache,
 }
 
-/// A lock's busy intervals in simulated time (start -> end), non-overlapping.
+/// A lock's busy intervals in simulated time, sorted and non-overlapping (start, end).
+/// Acquisitions arrive nearly in time order (the engine runs steps by start time), so
+/// the intervals are a deque appended at the back, searched by binary search.
 #[derive(Default, Clone, Debug)]
 pub struct SimLock {
-    busy: BTreeMap<u64, u64>,
+    busy: std::collections::VecDeque<(u64, u64)>,
 }
 impl SimLock {
     /// Take the lock at `at` for `hold` ns; returns how long the CPU spun first.
+    /// Intervals ending before `prune_before` (the current step's start) can delay no
+    /// one any more and are dropped; at most 4096 are kept.
     fn acquire(&mut self, at: u64, hold: u64, prune_before: u64) -> u64 {
-        if self.busy.len() > 4096 {
-            let keep = self.busy.split_off(&prune_before.saturating_sub(1_000_000));
-            self.busy = keep;
+        while self.busy.front().is_some_and(|&(_, e)| e < prune_before) || self.busy.len() > 4096 {
+            self.busy.pop_front();
         }
         let mut t = at;
-        if let Some((_, &e)) = self.busy.range(..=t).next_back() {
-            if e > t {
-                t = e;
-            }
-        }
-        while let Some((&s, &e)) = self.busy.range(t + 1..).next() {
+        // the first interval that ends after t (ends are sorted like starts)
+        let mut i = match self.busy.back() {
+            // the common case: nothing is held at or after t
+            Some(&(_, e)) if e <= t => self.busy.len(),
+            None => 0,
+            _ => self.busy.partition_point(|&(_, e)| e <= t),
+        };
+        while let Some(&(s, e)) = self.busy.get(i) {
             if s < t + hold {
-                t = e;
+                t = t.max(e);
+                i += 1;
             } else {
                 break;
             }
         }
-        // coalesce with an interval ending exactly at t
-        let prev = self.busy.range(..=t).next_back().map(|(&s, &e)| (s, e));
-        match prev {
-            Some((s, e)) if e == t => {
-                self.busy.insert(s, t + hold);
-            }
-            _ => {
-                self.busy.insert(t, t + hold);
-            }
+        if i > 0 && self.busy[i - 1].1 == t {
+            self.busy[i - 1].1 = t + hold;
+        } else {
+            self.busy.insert(i, (t, t + hold));
         }
         t - at
     }
@@ -172,10 +173,10 @@ impl Kernel {
         self.charge(wait + hold);
     }
 
-    /// flush_tlb_mm_range() of one PMD range of `mm` from reclaim: an IPI when the mm
+    /// flush_tlb_mm_range() of [start, end) of `mm` from reclaim: an IPI when the mm
     /// runs on another CPU than the reclaimer.
-    pub fn reclaim_flush_tlb(&mut self, mm: usize, pmd_idx: u64) {
-        self.mms[mm].tlb.flush_range(pmd_idx << 21, (pmd_idx + 1) << 21);
+    pub fn reclaim_flush_tlb(&mut self, mm: usize, start: u64, end: u64) {
+        self.mms[mm].tlb.flush_range(start, end);
         self.reclaim.tlb_flushes += 1;
         self.charge(self.costs.tlb_flush_ns);
         if self.mms[mm].alive && self.mms[mm].cpu != self.cur_cpu {
@@ -254,7 +255,8 @@ impl Kernel {
     /// Flushes the TLB of each mm touched (batched: once per PMD range).
     fn try_to_unmap(&mut self, head: u64, slot: Option<u32>) {
         let f = self.pm.frames[head as usize];
-        let mut flush: Vec<(usize, u64)> = vec![];
+        // (mm, first, last) address of the PTEs cleared, per PMD range
+        let mut flush: Vec<(usize, u64, u64)> = vec![];
         if compound(f) == COMPOUND_HEAD {
             if let Some((sid, _)) = rmap(f) {
                 if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
@@ -274,7 +276,8 @@ impl Kernel {
                             self.mms[mm].swap_ents += 512;
                             self.nr_anon_pages -= 512;
                             self.nr_anon_thp -= 1;
-                            self.reclaim_flush_tlb(mm, idx);
+                            // one huge TLB entry
+                            self.reclaim_flush_tlb(mm, idx << 21, (idx << 21) + 4096);
                             return;
                         }
                         None => {
@@ -290,7 +293,7 @@ impl Kernel {
                             self.nr_anon_pages -= 512;
                             self.nr_anon_thp -= 1;
                             self.free_pgtable(slot_.table_pfn);
-                            self.reclaim_flush_tlb(mm, idx);
+                            self.reclaim_flush_tlb(mm, idx << 21, (idx << 21) + 4096);
                             return;
                         }
                         Some(_) => self.split_huge_pmd(mm, sid),
@@ -308,12 +311,12 @@ impl Kernel {
         } else if let Some((sid, pi)) = rmap(f) {
             self.unmap_pte(head, sid, pi, slot, &mut flush);
         }
-        for (mm, idx) in flush {
-            self.reclaim_flush_tlb(mm, idx);
+        for (mm, a, b) in flush {
+            self.reclaim_flush_tlb(mm, a, b + 4096);
         }
     }
 
-    fn unmap_pte(&mut self, p: u64, sid: u32, pi: u32, slot: Option<u32>, flush: &mut Vec<(usize, u64)>) {
+    fn unmap_pte(&mut self, p: u64, sid: u32, pi: u32, slot: Option<u32>, flush: &mut Vec<(usize, u64, u64)>) {
         let (mm, idx) = {
             let s = self.slots.get(sid);
             (s.mm as usize, s.index)
@@ -332,8 +335,13 @@ impl Kernel {
         self.mms[mm].rss_anon -= 1;
         self.nr_anon_pages -= 1;
         self.charge(self.costs.unmap_page_ns);
-        if !flush.contains(&(mm, idx)) {
-            flush.push((mm, idx));
+        let addr = (idx << 21) + ((pi as u64) << 12);
+        match flush.iter_mut().find(|(m, a, _)| *m == mm && *a >> 21 == idx) {
+            Some(e) => {
+                e.1 = e.1.min(addr);
+                e.2 = e.2.max(addr);
+            }
+            None => flush.push((mm, addr, addr)),
         }
     }
 
@@ -449,15 +457,29 @@ impl Kernel {
             }
             None => return Fate::Activate,
         };
-        self.add_to_swap_cache(head, slot, nr as u32);
+        let di = self.swap.dev_of(slot);
+        let keep_cached = !thp && !self.swap.devs[di].sync_io;
+        // add_to_swap_cache(): the slots are SWAP_HAS_CACHE from the allocation; the
+        // cache maps are only filled when the folio will outlive this call
+        if keep_cached {
+            self.add_to_swap_cache(head, slot, nr as u32);
+        } else {
+            self.charge(self.costs.page_alloc_ns);
+            self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
+        }
         // try_to_unmap_flush_dirty() then pageout(): write the folio
         if self.swap_writepage(head, nr as u32, slot).is_err() {
-            self.delete_from_swap_cache(head);
+            if keep_cached {
+                self.delete_from_swap_cache(head);
+            } else {
+                for s in slot..slot + nr as u32 {
+                    self.swapcache_clear(s);
+                }
+            }
             return Fate::Activate;
         }
         self.try_to_unmap(head, Some(slot));
-        let di = self.swap.dev_of(slot);
-        if !thp && !self.swap.devs[di].sync_io {
+        if keep_cached {
             // asynchronous writeback (PAGE_SUCCESS with the folio under writeback: keep);
             // when it completes the clean folio is rotated to the inactive tail
             // (folio_rotate_reclaimable) and a later pass frees it without I/O. A fault
@@ -474,7 +496,11 @@ impl Kernel {
         }
         // __remove_mapping(): out of the swap cache (the PTEs keep the slots), freed
         self.lru_del(head, nr);
-        self.delete_from_swap_cache(head);
+        for s in slot..slot + nr as u32 {
+            self.swapcache_clear(s);
+        }
+        self.charge(self.costs.page_free_ns);
+        self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
         self.free_folio(head);
         Fate::Freed(nr)
     }
