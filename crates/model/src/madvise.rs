@@ -1,6 +1,6 @@
 //! madvise(2) for anonymous memory (mm/madvise.c): MADV_HUGEPAGE / MADV_NOHUGEPAGE
 //! (hugepage_madvise: VMA flags, khugepaged entry), MADV_DONTNEED (zap), MADV_WILLNEED
-//! (no swap-in ahead modelled), MADV_COLD / MADV_PAGEOUT / MADV_FREE (reclaim issue,
+//! (swap-in ahead into the swap cache), MADV_COLD / MADV_PAGEOUT / MADV_FREE (reclaim issue,
 //! below) and MADV_COLLAPSE (khugepaged issue). Errors are the kernel's errno names.
 
 use crate::kernel::Kernel;
@@ -34,7 +34,11 @@ impl Kernel {
                     self.zap_range(mm, s, e, false);
                 }
             }
-            Advice::Willneed => {}
+            Advice::Willneed => {
+                for (s, e, _) in self.mms[mm].vmas_in(start, end) {
+                    self.madvise_willneed(mm, s, e);
+                }
+            }
             Advice::Cold | Advice::Pageout | Advice::Free => {
                 for (s, e, flags) in self.mms[mm].vmas_in(start, end) {
                     // can_madv_lru_vma(): not on VM_LOCKED mappings
@@ -157,6 +161,33 @@ impl Kernel {
             if advice == Advice::Pageout {
                 self.reclaim_pages(list);
             }
+        }
+    }
+
+    /// MADV_WILLNEED on anonymous memory (swapin_walk_pmd_entry → read_swap_cache_async):
+    /// every PTE swap entry in the range is read into the swap cache (unmapped, clean, on
+    /// the inactive list); the faults that follow are swap-cache hits. PMD swap entries
+    /// (seed 003) are left for the fault.
+    fn madvise_willneed(&mut self, mm: usize, s: u64, e: u64) {
+        let mut a = s & !4095;
+        while a < e {
+            self.charge(self.costs.pte_walk_ns);
+            if let crate::memory::Mapping::Swap(slot) = self.follow(mm, a) {
+                let is_pte = self.mms[mm].pmds.get(&(a >> 21)).is_some_and(|&sid| matches!(self.slots.get(sid).pmd, Pmd::Table(_)));
+                if is_pte && self.swap.map(slot) & crate::swapfile::SWAP_HAS_CACHE == 0 {
+                    let nid = self.mms[mm].node;
+                    let Some(pfn) = self.alloc_pages(crate::page_alloc::GFP_HIGHUSER_MOVABLE, 0, nid) else { return };
+                    if !self.mms[mm].alive || self.follow(mm, a) != crate::memory::Mapping::Swap(slot) {
+                        self.pm.free_pages(pfn, 0, &mut self.vm);
+                        return;
+                    }
+                    self.pm.frames[pfn as usize] = make_anon(COMPOUND_BASE);
+                    self.add_to_swap_cache(pfn, slot, 1);
+                    self.swap_read_folio(pfn, 1, slot);
+                    self.lru_add(pfn, 1, false);
+                }
+            }
+            a += 4096;
         }
     }
 

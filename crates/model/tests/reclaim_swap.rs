@@ -419,3 +419,18 @@ fn swap_priorities_and_devices() {
     assert_eq!(r.meminfo["SwapTotal"], 3 * ((64 << 10) - 4));
     assert_eq!(r.processes[0].smaps_rollup["Swap"], 32 << 10);
 }
+
+#[test]
+fn madv_willneed_reads_swap_into_the_swap_cache() {
+    let w = r#"{"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"b","size":"4M"},{"op":"madvise","region":"b","advice":"nohugepage"},{"op":"write","region":"b","bytes":1,"byte":5,"data":3},
+      {"op":"madvise","region":"b","advice":"pageout"},
+      {"op":"phase","name":"willneed"},{"op":"madvise","region":"b","advice":"willneed"},
+      {"op":"phase","name":"touch"},{"op":"read","region":"b"},{"op":"phase","name":"end"},{"op":"sleep","duration":"1ms"}]}]}"#;
+    let r = go(w, "1G,swap=zram:64M", &[]);
+    assert_eq!(pd(&r, "willneed", "pswpin"), 1024);
+    assert_eq!(pd(&r, "willneed", "nr_swapcached"), 1024);
+    assert_eq!(pd(&r, "touch", "pswpin"), 0, "the faults hit the swap cache");
+    assert_eq!(pd(&r, "touch", "pgmajfault"), 0);
+    assert_eq!(pd(&r, "touch", "nr_anon_pages"), 1024);
+}
