@@ -8,7 +8,8 @@ and then through the model with the knob values and machine the kernel run recor
 Tolerances (stated in the output):
 
 * **deterministic counters** (the workload alone decides them on an idle kernel: thp_fault_alloc,
-  thp_fault_fallback, thp_split_pmd, thp_swpout, pswpout, swpout_zero, zram same_pages,
+  thp_fault_fallback, thp_split_pmd, thp_swpout, pswpout, swpout_zero, zram same_pages, huge_pages
+  and orig_data_size in pages (each the largest seen at a phase end),
   thp_underused_split_page, khugepaged pages_collapsed, ...) must match exactly, up to
   ``max(2, 1 %)`` events for background activity on a shared machine. A kernel run that fails
   only by having *more* events than the model is repeated (up to twice): other processes can
@@ -36,10 +37,11 @@ DETERMINISTIC = [
     "thp_fault_alloc", "thp_fault_fallback", "thp_fault_fallback_charge", "thp_split_pmd", "thp_split_page",
     "thp_split_page_failed", "thp_deferred_split_page", "thp_underused_split_page", "thp_swpout",
     "thp_swpout_fallback", "pswpout", "swpout_zero", "thp_collapse_alloc", "thp_migration_success",
-    "zram.same_pages", "khugepaged.pages_collapsed",
+    "zram.same_pages", "zram.huge_pages", "zram.orig_data_pages", "khugepaged.pages_collapsed",
 ]
 ZERO_PAGE = ["thp_zero_page_alloc"]
-INFO = ["pgfault", "pswpin", "swpin_zero", "compact_stall", "compact_success", "compact_fail", "thp_scan_exceed_none_pte",
+INFO = ["pgfault", "pswpin", "swpin_zero", "swap_ra", "swap_ra_hit", "zram.compr_data_size", "zram.mem_used_total",
+        "compact_stall", "compact_success", "compact_fail", "thp_scan_exceed_none_pte",
         # compaction (issue 6): not deterministic live (kcompactd timing, the VM's lazily-populated
         # memory, other tenants), so printed only
         "compact_migrate_scanned", "compact_free_scanned", "compact_isolated", "compact_daemon_wake",
@@ -128,12 +130,18 @@ def counters(result: dict) -> dict[str, int]:
         if isinstance(ba, dict) and isinstance(ba.get("before"), dict) and isinstance(ba.get("after"), dict):
             for k in ("same_pages", "huge_pages"):
                 c[f"zram.{k}"] = c.get(f"zram.{k}", 0) + int(ba["after"].get(k, 0)) - int(ba["before"].get(k, 0))
-    # Prefer the maximum same_pages seen at a phase end (the pages are freed when the region goes).
+    # Prefer the maximum seen at a phase end (the pages are freed when the region goes):
+    # same_pages, huge_pages, orig_data_size (in pages), and informational byte counts.
+    fields = {"same_pages": ("zram.same_pages", 1), "huge_pages": ("zram.huge_pages", 1), "orig_data_size": ("zram.orig_data_pages", 4096),
+              "compr_data_size": ("zram.compr_data_size", 1), "mem_used_total": ("zram.mem_used_total", 1)}
     for ph in ex.get("zram_mm_stat_phase_end") or []:
-        sp = (ph.get("mm_stat") or {}).get("same_pages")
-        if sp is not None:
-            before = sum(int(ba["before"].get("same_pages", 0)) for ba in z.values()) if z else 0
-            c["zram.same_pages"] = max(c.get("zram.same_pages", 0), int(sp) - before)
+        st = ph.get("mm_stat") or {}
+        for f, (name, unit) in fields.items():
+            v = st.get(f)
+            if v is None:
+                continue
+            before = sum(int(ba["before"].get(f, 0)) for ba in z.values() if isinstance(ba.get("before"), dict)) if z else 0
+            c[name] = max(c.get(name, 0), (int(v) - before) // unit)
     for k, v in (ex.get("khugepaged_delta") or {}).items():
         c[f"khugepaged.{k}"] = v
     return c

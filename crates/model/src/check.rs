@@ -125,5 +125,121 @@ pub fn check(k: &Kernel) -> Result<(), String> {
     if listed != lru_pages {
         return Err(format!("LRU lists hold {listed} pages, frames say {lru_pages}"));
     }
+    // 4. per-list LRU membership (lazy-free folios on the file lists)
+    let mut per_list = vec![[0u64; NR_LRU_LISTS]; pm.lru.len()];
+    for (p, &f) in pm.frames.iter().enumerate() {
+        if tag(f) == TAG_ANON && compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
+            per_list[pm.node_of(p as u64)][lru_index(f)] += if compound(f) == COMPOUND_HEAD { 512 } else { 1 };
+        }
+    }
+    for (n, lists) in pm.lru.iter().enumerate() {
+        for (i, l) in lists.iter().enumerate() {
+            if i != 0 && l.pages != per_list[n][i] {
+                return Err(format!("node {n} LRU list {i} holds {} pages, frames say {}", l.pages, per_list[n][i]));
+            }
+        }
+    }
+    check_swap(k)
+}
+
+/// Swap: every slot's map count equals the swap PTEs (and PMD swap entries) referencing
+/// it, SWAP_HAS_CACHE equals membership in the swap cache, cluster and device counts
+/// agree with the map, each mm's swap counter with its page tables, zram with its slots.
+fn check_swap(k: &Kernel) -> Result<(), String> {
+    use crate::swapfile::*;
+    let mut refs: Vec<Vec<u8>> = k.swap.devs.iter().map(|d| vec![0u8; d.map.len()]).collect();
+    let mut bump = |slot: u32, n: u32| -> Result<(), String> {
+        for s in slot..slot + n {
+            let di = k.swap.dev_of(s);
+            let d = &k.swap.devs[di];
+            let off = s.checked_sub(d.base).filter(|&o| (o as usize) < d.map.len()).ok_or(format!("swap entry {s} is outside every device"))?;
+            refs[di][off as usize] += 1;
+        }
+        Ok(())
+    };
+    for (mi, mm) in k.mms.iter().enumerate() {
+        let mut ents = 0u64;
+        for &sid in mm.pmds.values() {
+            match &k.slots.get(sid).pmd {
+                Pmd::SwapPmd(first) => {
+                    bump(*first, 512)?;
+                    ents += 512;
+                }
+                Pmd::Table(t) => {
+                    for &pte in t.iter() {
+                        if pte_kind(pte) == K_SWAP {
+                            bump(pte_payload(pte), 1)?;
+                            ents += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if mm.alive && ents != mm.swap_ents {
+            return Err(format!("mm {mi}: page tables hold {ents} swap entries, counter says {}", mm.swap_ents));
+        }
+    }
+    for (di, d) in k.swap.devs.iter().enumerate() {
+        let mut inuse = 0u64;
+        let mut stored = 0u64;
+        for (ci, c) in d.clusters.iter().enumerate() {
+            let mut used = 0u16;
+            for off in ci * d.cl_nr as usize..(ci + 1) * d.cl_nr as usize {
+                let m = d.map[off];
+                let bad = m == SWAP_MAP_BAD;
+                if m != 0 {
+                    used += 1;
+                }
+                if bad {
+                    continue;
+                }
+                let slot = d.base + off as u32;
+                if (m & SWAP_COUNT_MASK) != refs[di][off] {
+                    return Err(format!("swap slot {slot} ({}+{off}): count {} but {} swap entries reference it", d.name, m & SWAP_COUNT_MASK, refs[di][off]));
+                }
+                let cached = k.swap.cache.get(&slot);
+                if (m & SWAP_HAS_CACHE != 0) != cached.is_some() {
+                    return Err(format!("swap slot {slot}: SWAP_HAS_CACHE {} but swap cache entry {:?}", m & SWAP_HAS_CACHE != 0, cached));
+                }
+                if let Some(&pfn) = cached {
+                    let f = k.pm.frames[pfn as usize];
+                    let head = if compound(f) == COMPOUND_TAIL { pfn & !511 } else { pfn };
+                    if tag(f) != TAG_ANON || !swapcache(k.pm.frames[head as usize]) {
+                        return Err(format!("swap slot {slot}: cached page {pfn} is not a swap-cache folio"));
+                    }
+                }
+                if m != 0 {
+                    inuse += 1;
+                    if m & SWAP_ZEROMAP == 0 {
+                        stored += 1;
+                    }
+                } else if m & SWAP_ZEROMAP != 0 {
+                    return Err(format!("free swap slot {slot} has its zeromap bit set"));
+                }
+            }
+            if used != c.count {
+                return Err(format!("{} cluster {ci}: {used} slots used, count says {}", d.name, c.count));
+            }
+        }
+        if inuse != d.inuse {
+            return Err(format!("{}: {inuse} slots in use, inuse_pages says {}", d.name, d.inuse));
+        }
+        if let Some(z) = &d.zram {
+            if z.pages_stored != stored {
+                return Err(format!("{}: zram stores {} pages, the swap map {stored}", d.name, z.pages_stored));
+            }
+            if z.frames.len() as u64 != z.pool_bytes.div_ceil(4096) {
+                return Err(format!("{}: zsmalloc pool has {} frames for {} bytes", d.name, z.frames.len(), z.pool_bytes));
+            }
+        }
+    }
+    for (&head, &(slot, nr)) in &k.swap.cache_of {
+        for i in 0..nr {
+            if k.swap.cache.get(&(slot + i)) != Some(&(head + i)) {
+                return Err(format!("swap cache: folio {head} slot {} does not map back", slot + i));
+            }
+        }
+    }
     Ok(())
 }

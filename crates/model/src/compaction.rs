@@ -385,8 +385,9 @@ impl Kernel {
 
     /// kswapd_is_running(): the reclaim model has no notion of kswapd being mid-run
     /// between its steps yet, so this is false (hook for the reclaim issue).
-    fn kswapd_is_running(&self, _nid: usize) -> bool {
-        false
+    /// pgdat_kswapd_lock / kswapd_is_running(): is the node's kswapd reclaiming now?
+    fn kswapd_is_running(&self, nid: usize) -> bool {
+        self.reclaim.kswapd.get(nid).is_some_and(|k| k.running)
     }
 
     /// should_proactive_compact_node()

@@ -365,7 +365,8 @@ impl Kernel {
                 let node = self.pm.node_of(p);
                 let l = if lru_list == LRU_NONE { crate::mm_types::LRU_INACTIVE_ANON } else { lru_list };
                 self.pm.frames[p as usize] = with_lru(self.pm.frames[p as usize], l);
-                self.pm.lru[node][l as usize].push_head(&mut self.pm.links, p as u32, 1);
+                // lazy-free pieces go back to the file list (lru_index)
+                self.pm.lru[node][lru_index(self.pm.frames[p as usize])].push_head(&mut self.pm.links, p as u32, 1);
             }
         }
         if let Some((mm, ix)) = flushed {

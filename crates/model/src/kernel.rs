@@ -2,10 +2,8 @@
 //! page allocator's slow path (mm/page_alloc.c: __alloc_pages, __alloc_pages_slowpath;
 //! mm/mempolicy.c: the THP node policy in alloc_pages_mpol).
 //!
-//! Later mechanisms hook in here: `wake_kswapd` (reclaim issue), `try_to_free_pages`
-//! (direct reclaim), `try_to_compact_pages` (compaction issue), `out_of_memory`.
-//! Until those land, the hooks do what a kernel with nothing to reclaim or compact
-//! does: reclaim frees nothing and compaction reports COMPACT_SKIPPED.
+//! Later mechanisms hook in here: `wakeup_kswapd` and `try_to_free_pages` (vmscan.rs),
+//! `try_to_compact_pages` (compaction issue), `out_of_memory`.
 
 use crate::mm_types::*;
 use crate::mmap::Mm;
@@ -232,6 +230,13 @@ pub struct Kernel {
     pub wakeups: Vec<(Kthread, u64)>,
     /// per-node kcompactd state (compaction.rs)
     pub kcompactd: Vec<crate::compaction::Kcompactd>,
+    // ---- reclaim and swap (vmscan.rs, swapfile.rs) ----
+    /// swap devices, slots, swap cache
+    pub swap: crate::swapfile::SwapState,
+    /// kswapd state, simulated locks, TLB shootdown counts
+    pub reclaim: crate::vmscan::ReclaimState,
+    /// the CPU the current step runs on (set by the engine)
+    pub cur_cpu: u32,
 }
 
 impl Kernel {
@@ -239,6 +244,7 @@ impl Kernel {
         let pm = PhysMem::new(m)?;
         let nodes = pm.nodes.len();
         let cfg = Config::from_knobs(&knobs);
+        let swap = crate::swapfile::SwapState::new(&m.swap, &costs, cfg.thp_swap, pm.nr_cpus)?;
         let mut k = Kernel {
             pm,
             vm: VmStat::default(),
@@ -270,6 +276,9 @@ impl Kernel {
             killed: vec![],
             wakeups: vec![],
             kcompactd: (0..nodes).map(|_| crate::compaction::Kcompactd::default()).collect(),
+            swap,
+            reclaim: crate::vmscan::ReclaimState { kswapd: vec![Default::default(); nodes], ..Default::default() },
+            cur_cpu: 0,
         };
         k.setup_min_free();
         Ok(k)
@@ -382,6 +391,9 @@ impl Kernel {
             }
         }
         let mut oom_tries = 0;
+        // reclaim that frees pages which others (zram's pool) take again could go on for
+        // ever; after this many rounds with progress and no page, treat it as no progress
+        let mut progress_loops = 0;
         loop {
             if alloc_flags & ALLOC_KSWAPD != 0 {
                 self.wakeup_kswapd(nid, order);
@@ -410,7 +422,8 @@ impl Kernel {
             if costly && gfp & __GFP_RETRY_MAYFAIL == 0 {
                 return None;
             }
-            if reclaimed > 0 {
+            if reclaimed > 0 && progress_loops < 64 {
+                progress_loops += 1;
                 continue;
             }
             // __alloc_pages_may_oom(): nothing could be reclaimed; kill and retry. The OOM
@@ -534,6 +547,10 @@ impl Kernel {
         m.insert("nr_unevictable".into(), lru(LRU_UNEVICTABLE));
         m.insert("nr_zone_inactive_anon".into(), lru(LRU_INACTIVE_ANON));
         m.insert("nr_zone_active_anon".into(), lru(LRU_ACTIVE_ANON));
+        // lazy-free folios are on the file lists
+        m.insert("nr_inactive_file".into(), lru(LRU_INACTIVE_FILE));
+        m.insert("nr_active_file".into(), lru(LRU_ACTIVE_FILE));
+        m.insert("nr_swapcached".into(), self.swap.cache.len() as i64);
         m
     }
 
@@ -555,8 +572,11 @@ impl Kernel {
         m.insert("AnonHugePages".into(), self.nr_anon_thp * 2048);
         m.insert("PageTables".into(), self.nr_pgtable_pages * 4);
         m.insert("KernelOther".into(), self.nr_kernel_pages * 4);
-        m.insert("SwapTotal".into(), 0);
-        m.insert("SwapFree".into(), 0);
+        m.insert("Active(file)".into(), lru(LRU_ACTIVE_FILE) * 4);
+        m.insert("Inactive(file)".into(), lru(LRU_INACTIVE_FILE) * 4);
+        m.insert("SwapTotal".into(), self.swap.total_pages() * 4);
+        m.insert("SwapFree".into(), self.swap.nr_free() * 4);
+        m.insert("SwapCached".into(), self.swap.cache.len() as u64 * 4);
         m
     }
 
@@ -595,7 +615,7 @@ impl Kernel {
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.pm.heap_bytes() + self.slots.heap_bytes()
+        self.pm.heap_bytes() + self.slots.heap_bytes() + self.swap.heap_bytes()
     }
 }
 

@@ -559,16 +559,6 @@ impl Kernel {
         }
     }
 
-    /// The folio head of a mapped anonymous page.
-    #[inline]
-    fn folio_head(&self, pfn: u64) -> u64 {
-        if compound(self.pm.frames[pfn as usize]) == COMPOUND_BASE {
-            pfn
-        } else {
-            pfn & !511
-        }
-    }
-
     /// folio_maybe_mapped_shared(): the model has no fork, so anonymous folios are
     /// mapped by one mm only.
     fn folio_maybe_mapped_shared(&self, _head: u64) -> bool {

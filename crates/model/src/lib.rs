@@ -15,10 +15,14 @@ pub mod mm_types;
 pub mod mmap;
 pub mod mmzone;
 pub mod page_alloc;
+pub mod page_io;
 pub mod pgtable;
 pub mod run;
+pub mod swap_state;
+pub mod swapfile;
 pub mod tlb;
 pub mod vmscan;
 pub mod vmstat;
+pub mod zram;
 
 pub use run::{run, run_keep, RunOptions};

@@ -1,11 +1,14 @@
 //! madvise(2) for anonymous memory (mm/madvise.c): MADV_HUGEPAGE / MADV_NOHUGEPAGE
 //! (hugepage_madvise: VMA flags, khugepaged entry), MADV_DONTNEED (zap), MADV_WILLNEED
-//! (nothing to read ahead for anonymous memory without swap), and the entry points
-//! MADV_COLD, MADV_PAGEOUT, MADV_FREE, MADV_COLLAPSE that the reclaim and khugepaged
-//! issues fill in. Errors are the kernel's errno names.
+//! (swap-in ahead into the swap cache), MADV_COLD / MADV_PAGEOUT / MADV_FREE (reclaim issue,
+//! below) and MADV_COLLAPSE (khugepaged issue). Errors are the kernel's errno names.
 
 use crate::kernel::Kernel;
-use crate::mmap::{VM_HUGEPAGE, VM_NOHUGEPAGE};
+use crate::migrate::SplitReason;
+use crate::mm_types::*;
+use crate::mmap::{VM_HUGEPAGE, VM_LOCKED, VM_NOHUGEPAGE};
+use crate::pgtable::*;
+use crate::vmstat::Ev;
 use thplab_workload::workload::Advice;
 
 impl Kernel {
@@ -31,9 +34,17 @@ impl Kernel {
                     self.zap_range(mm, s, e, false);
                 }
             }
-            Advice::Willneed => {}
-            Advice::Cold | Advice::Pageout | Advice::Free => {
+            Advice::Willneed => {
                 for (s, e, _) in self.mms[mm].vmas_in(start, end) {
+                    self.madvise_willneed(mm, s, e);
+                }
+            }
+            Advice::Cold | Advice::Pageout | Advice::Free => {
+                for (s, e, flags) in self.mms[mm].vmas_in(start, end) {
+                    // can_madv_lru_vma(): not on VM_LOCKED mappings
+                    if flags & VM_LOCKED != 0 {
+                        return Err("EINVAL");
+                    }
                     self.madvise_cold_or_pageout(mm, s, e, advice);
                 }
                 if advice != Advice::Pageout {
@@ -51,10 +62,183 @@ impl Kernel {
         }
     }
 
-    /// MADV_COLD / MADV_PAGEOUT / MADV_FREE over one VMA piece: the reclaim issue
-    /// models deactivation, reclaim_pages() and lazy-free. Until then they leave memory
-    /// as a kernel without swap would for PAGEOUT of base pages: in place.
-    pub fn madvise_cold_or_pageout(&mut self, _mm: usize, _s: u64, _e: u64, _advice: Advice) {}
+    /// MADV_COLD / MADV_PAGEOUT / MADV_FREE over one VMA piece
+    /// (madvise_cold_or_pageout_pte_range, madvise_free_pte_range), one PMD at a time:
+    ///  - a huge PMD wholly in the range is handled as one folio; partly in the range, the
+    ///    folio is split first (split_folio: the zero-subpage policy applies) and its
+    ///    pages in the range handled one by one; a PTE-mapped THP only partly in the
+    ///    range is split the same way;
+    ///  - COLD clears the accessed bits and deactivates; PAGEOUT clears them, isolates the
+    ///    folios and reclaims them at once, ignoring references (reclaim_pages);
+    ///  - FREE clears dirty and accessed bits and marks folios lazy-free
+    ///    (folio_mark_lazyfree: pglazyfree, onto the inactive file list); swap entries in
+    ///    the range are freed (the contents are discarded);
+    ///  - a PMD swap entry (seed 003) only partly in the range is split into PTE entries.
+    pub fn madvise_cold_or_pageout(&mut self, mm: usize, s: u64, e: u64, advice: Advice) {
+        if s >= e {
+            return;
+        }
+        let idxs: Vec<(u64, u32)> = self.mms[mm].pmds.range(s >> 21..=(e - 1) >> 21).map(|(k, v)| (*k, *v)).collect();
+        for (idx, sid) in idxs {
+            if !self.mms[mm].alive || self.mms[mm].pmds.get(&idx) != Some(&sid) {
+                continue;
+            }
+            let ps = (idx << 21).max(s);
+            let pe = ((idx + 1) << 21).min(e);
+            let whole = pe - ps == 1 << 21;
+            self.charge(self.costs.pmd_walk_ns);
+            let mut list = vec![];
+            match self.slots.get(sid).pmd {
+                Pmd::HugeZero => continue,
+                Pmd::SwapPmd(first) => {
+                    if !whole {
+                        self.split_swap_pmd(mm, sid);
+                    } else {
+                        if advice == Advice::Free {
+                            // the seed's madvise_free_huge_pmd(): the whole entry's slots go
+                            self.slots.get_mut(sid).pmd = Pmd::Table(Box::new([PTE_NONE; 512]));
+                            for k in 0..512 {
+                                self.free_swap_entry(mm, first + k);
+                            }
+                        }
+                        continue;
+                    }
+                }
+                Pmd::Huge(head) => {
+                    let head = head as u64;
+                    if whole {
+                        self.madvise_folio(head, 512, advice, &mut list);
+                        self.mms[mm].tlb.flush_range(idx << 21, (idx + 1) << 21);
+                        self.charge(self.costs.tlb_flush_ns);
+                        if advice == Advice::Pageout {
+                            self.reclaim_pages(list);
+                        }
+                        continue;
+                    }
+                    if self.split_folio(head, SplitReason::Other).is_err() {
+                        continue;
+                    }
+                }
+                Pmd::Table(_) => {}
+            }
+            // the PTE walk
+            let (i0, i1) = (((ps >> 12) & 511) as usize, (((pe - 1) >> 12) & 511) as usize);
+            let mut i = i0;
+            while i <= i1 {
+                let pte = match &self.slots.get(sid).pmd {
+                    Pmd::Table(t) => t[i],
+                    _ => break,
+                };
+                self.charge(self.costs.pte_walk_ns);
+                match pte_kind(pte) {
+                    K_SWAP if advice == Advice::Free => {
+                        self.set_pte(sid, i, PTE_NONE);
+                        self.free_swap_entry(mm, pte_payload(pte));
+                    }
+                    K_PRESENT => {
+                        let pfn = pte_payload(pte) as u64;
+                        let f = self.pm.frames[pfn as usize];
+                        if compound(f) != COMPOUND_BASE {
+                            let head = pfn & !511;
+                            // madvise_folio_pte_batch(): is the whole folio mapped here, in order?
+                            let covered = i == 0 && i1 == 511 && head == pfn && self.thp_mapcount.get(&(head as u32)) == Some(&512);
+                            if covered {
+                                self.madvise_folio(head, 512, advice, &mut list);
+                                i = 512;
+                                continue;
+                            }
+                            if self.split_folio(head, SplitReason::Other).is_err() {
+                                i += 1;
+                            }
+                            // re-read this PTE: the page is order 0 now (or the zero page)
+                            continue;
+                        }
+                        self.madvise_folio(pfn, 1, advice, &mut list);
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            self.mms[mm].tlb.flush_range(ps, pe);
+            self.charge(self.costs.tlb_flush_ns);
+            if advice == Advice::Pageout {
+                self.reclaim_pages(list);
+            }
+        }
+    }
+
+    /// MADV_WILLNEED on anonymous memory (swapin_walk_pmd_entry → read_swap_cache_async):
+    /// every PTE swap entry in the range is read into the swap cache (unmapped, clean, on
+    /// the inactive list); the faults that follow are swap-cache hits. PMD swap entries
+    /// (seed 003) are left for the fault.
+    fn madvise_willneed(&mut self, mm: usize, s: u64, e: u64) {
+        let mut a = s & !4095;
+        while a < e {
+            self.charge(self.costs.pte_walk_ns);
+            if let crate::memory::Mapping::Swap(slot) = self.follow(mm, a) {
+                let is_pte = self.mms[mm].pmds.get(&(a >> 21)).is_some_and(|&sid| matches!(self.slots.get(sid).pmd, Pmd::Table(_)));
+                if is_pte && self.swap.map(slot) & crate::swapfile::SWAP_HAS_CACHE == 0 {
+                    let nid = self.mms[mm].node;
+                    let Some(pfn) = self.alloc_pages(crate::page_alloc::GFP_HIGHUSER_MOVABLE, 0, nid) else { return };
+                    if !self.mms[mm].alive || self.follow(mm, a) != crate::memory::Mapping::Swap(slot) {
+                        self.pm.free_pages(pfn, 0, &mut self.vm);
+                        return;
+                    }
+                    self.pm.frames[pfn as usize] = make_anon(COMPOUND_BASE);
+                    self.add_to_swap_cache(pfn, slot, 1);
+                    self.swap_read_folio(pfn, 1, slot);
+                    self.lru_add(pfn, 1, false);
+                }
+            }
+            a += 4096;
+        }
+    }
+
+    /// One folio (head, nr pages) under MADV_COLD / MADV_PAGEOUT / MADV_FREE.
+    fn madvise_folio(&mut self, head: u64, nr: u64, advice: Advice, list: &mut Vec<u64>) {
+        let f = self.pm.frames[head as usize];
+        if lru(f) == LRU_UNEVICTABLE {
+            return;
+        }
+        match advice {
+            Advice::Cold => self.deactivate_folio(head, nr),
+            Advice::Pageout => {
+                self.pm.frames[head as usize] = set_referenced(set_young(f, false), false);
+                // folio_isolate_lru()
+                if lru(f) != LRU_NONE {
+                    self.lru_del(head, nr);
+                    list.push(head);
+                }
+            }
+            Advice::Free => {
+                if swapcache(f) && !self.folio_free_swap(head) {
+                    return;
+                }
+                for k in 0..nr {
+                    let pf = self.pm.frames[(head + k) as usize];
+                    self.pm.frames[(head + k) as usize] = set_dirty(pf, false);
+                }
+                let f = self.pm.frames[head as usize];
+                self.pm.frames[head as usize] = set_young(f, false);
+                // folio_mark_lazyfree() -> lru_lazyfree(): swap-backed folios only
+                if lazyfree(f) || lru(f) == LRU_NONE {
+                    return;
+                }
+                self.lru_del(head, nr);
+                for k in 0..nr {
+                    let pf = self.pm.frames[(head + k) as usize];
+                    self.pm.frames[(head + k) as usize] = set_referenced(set_lazyfree(pf, true), false);
+                }
+                let f = self.pm.frames[head as usize];
+                self.pm.frames[head as usize] = with_lru(f, LRU_INACTIVE_ANON);
+                let node = self.pm.node_of(head);
+                let li = lru_index(self.pm.frames[head as usize]);
+                self.pm.lru[node][li].push_head(&mut self.pm.links, head as u32, nr);
+                self.vm.add(Ev::PGLAZYFREE, nr);
+            }
+            _ => {}
+        }
+    }
 
     /// MADV_COLLAPSE (madvise_collapse(), v6.1+): each VMA piece in turn, the first
     /// failing piece's errno; a hole in the range gives ENOMEM at the end (as

@@ -89,6 +89,12 @@ impl Kernel {
         self.vm.count(Ev::PGFAULT);
         let idx = addr >> PMD_SHIFT;
         let haddr = idx << PMD_SHIFT;
+        if let Some(sid) = self.mms[mm].pmds.lookup(idx) {
+            if let Pmd::SwapPmd(first) = self.slots.get(sid).pmd {
+                // seed 003: a PMD swap entry (do_huge_pmd_swap_page)
+                return self.do_huge_pmd_swap_page(mm, &vma, sid, first, addr, write);
+            }
+        }
         match self.mms[mm].pmds.lookup(idx).map(|s| (s, matches!(self.slots.get(s).pmd, Pmd::HugeZero))) {
             None => {
                 if self.thp_vma_allowable(mm, &vma, haddr) {
@@ -171,9 +177,140 @@ impl Kernel {
         Fault::Oom
     }
 
-    /// do_swap_page(): filled in by the reclaim/swap issue.
-    pub fn do_swap_page(&mut self, _mm: usize, _addr: u64, _write: bool) -> Fault {
-        Fault::Oom
+    /// do_swap_page(): a fault on a PTE swap entry. The page comes from the swap cache
+    /// when it is there (a minor fault; swap_ra_hit for a readahead page); on a
+    /// SWP_SYNCHRONOUS_IO device with one reference it is read straight into a new
+    /// order-0 folio that skips the swap cache (alloc_swap_folio: mTHP orders below PMD
+    /// are per-size knobs the model keeps at their default 'never', and PMD order is
+    /// excluded, so the folio is order 0); otherwise through swap readahead into the
+    /// swap cache. The slot is freed with its last reference; a write fault (or a swap
+    /// more than half full, vm_swap_full) also drops the swap-cache copy.
+    pub fn do_swap_page(&mut self, mm: usize, addr: u64, write: bool) -> Fault {
+        let idx = addr >> PMD_SHIFT;
+        let i = ((addr >> 12) & 511) as usize;
+        let Some(&sid) = self.mms[mm].pmds.get(&idx) else { return Fault::Ok };
+        let pte = match &self.slots.get(sid).pmd {
+            Pmd::Table(t) => t[i],
+            _ => return Fault::Ok,
+        };
+        if pte_kind(pte) != K_SWAP {
+            return Fault::Ok;
+        }
+        let slot = pte_payload(pte);
+        let vm_flags = self.mms[mm].find_vma(addr).map_or(0, |v| v.flags);
+        self.charge(self.costs.fault_4k_ns);
+        let di = self.swap.dev_of(slot);
+        let (pfn, cached) = if let Some(p) = self.swap_cache_lookup(slot) {
+            (p, true)
+        } else if self.swap.devs[di].sync_io && self.swap.map(slot) & crate::swapfile::SWAP_COUNT_MASK == 1 {
+            let nid = self.mms[mm].node;
+            let Some(p) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
+            if !self.swap_pte_same(mm, idx, sid, i, pte) {
+                self.pm.free_pages(p, 0, &mut self.vm);
+                return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
+            }
+            self.pm.frames[p as usize] = make_anon(COMPOUND_BASE);
+            if self.swap_read_folio(p, 1, slot) {
+                self.vm.count(Ev::PGMAJFAULT);
+            }
+            (p, false)
+        } else {
+            let Some(p) = self.swap_vma_readahead(mm, addr, slot) else { return self.fault_oom(mm) };
+            self.vm.count(Ev::PGMAJFAULT);
+            if !self.swap_pte_same(mm, idx, sid, i, pte) {
+                if lru(self.pm.frames[p as usize]) == LRU_NONE && tag(self.pm.frames[p as usize]) == TAG_ANON {
+                    self.lru_add(p, 1, false);
+                }
+                return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
+            }
+            (p, true)
+        };
+        debug_assert_eq!(compound(self.pm.frames[pfn as usize]), COMPOUND_BASE);
+        let f = with_rmap(self.pm.frames[pfn as usize], Some((sid, i as u32)));
+        self.pm.frames[pfn as usize] = set_dirty(set_young(f, true), write || !cached);
+        self.set_pte(sid, i, mk_pte(K_PRESENT, pfn as u32));
+        self.mms[mm].rss_anon += 1;
+        self.mms[mm].swap_ents -= 1;
+        self.nr_anon_pages += 1;
+        self.swap_free(slot);
+        if cached && (write || self.swap.vm_swap_full()) {
+            self.folio_free_swap(pfn);
+        }
+        if lru(self.pm.frames[pfn as usize]) == LRU_NONE {
+            self.lru_add(pfn, 1, vm_flags & VM_LOCKED != 0);
+        }
+        Fault::Ok
+    }
+
+    /// pte_same() after an allocation that may have reclaimed or killed: is the swap
+    /// PTE still there?
+    fn swap_pte_same(&self, mm: usize, idx: u64, sid: u32, i: usize, pte: u32) -> bool {
+        self.mms[mm].alive
+            && self.mms[mm].pmds.get(&idx) == Some(&sid)
+            && matches!(&self.slots.get(sid).pmd, Pmd::Table(t) if t[i] == pte)
+    }
+
+    /// Seed 003 (Huang Ying 2018): do_huge_pmd_swap_page(). When swapin_enabled allows it
+    /// (always; madvise: VM_HUGEPAGE only; never VM_NOHUGEPAGE or a THP-disabled mm) the
+    /// 2 MiB comes back whole — one THP, one sequential read of its 512 slots
+    /// (thp_swpin) — else, or when no THP can be allocated (thp_swpin_fallback), the PMD
+    /// swap entry is split into 512 PTE swap entries and the page is swapped in alone.
+    /// The model frees the slots at once (the THP does not stay in the swap cache).
+    pub fn do_huge_pmd_swap_page(&mut self, mm: usize, vma: &crate::mmap::Vma, sid: u32, first: u32, addr: u64, write: bool) -> Fault {
+        use crate::kernel::ThpMode;
+        let allowed = !self.mms[mm].thp_disable
+            && vma.flags & crate::mmap::VM_NOHUGEPAGE == 0
+            && match self.cfg.swapin_enabled {
+                ThpMode::Always => true,
+                ThpMode::Madvise => vma.flags & crate::mmap::VM_HUGEPAGE != 0,
+                _ => false,
+            };
+        let idx = addr >> PMD_SHIFT;
+        if allowed {
+            let gfp = self.vma_thp_gfp_mask(vma.flags);
+            let nid = self.mms[mm].node;
+            match self.alloc_thp(gfp, nid) {
+                Some(head) => {
+                    if !(self.mms[mm].alive && self.mms[mm].pmds.get(&idx) == Some(&sid) && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(s) if s == first)) {
+                        self.pm.free_pages(head, 9, &mut self.vm);
+                        return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
+                    }
+                    self.charge(self.costs.fault_2m_ns);
+                    for k in 0..512u64 {
+                        let c = if k == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
+                        self.pm.frames[(head + k) as usize] = with_rmap(make_anon(c), Some((sid, k as u32)));
+                    }
+                    if self.swap_read_folio(head, 512, first) {
+                        self.vm.count(Ev::PGMAJFAULT);
+                    }
+                    let h = self.pm.frames[head as usize];
+                    // not in the swap cache any more: the folio is the only copy (dirty)
+                    self.pm.frames[head as usize] = set_dirty(set_young(h, true), true);
+                    self.slots.get_mut(sid).pmd = Pmd::Huge(head as u32);
+                    self.mms[mm].rss_anon += 512;
+                    self.mms[mm].swap_ents -= 512;
+                    self.nr_anon_pages += 512;
+                    self.nr_anon_thp += 1;
+                    for k in 0..512 {
+                        self.swap_free(first + k);
+                    }
+                    self.lru_add(head, 512, vma.flags & VM_LOCKED != 0);
+                    self.deferred_split_folio(head, false);
+                    self.vm.count(Ev::THP_SWPIN);
+                    return Fault::Ok;
+                }
+                None => {
+                    if !self.mms[mm].alive {
+                        return Fault::Oom;
+                    }
+                    self.vm.count(Ev::THP_SWPIN_FALLBACK);
+                }
+            }
+        }
+        if self.mms[mm].pmds.get(&idx) == Some(&sid) && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_)) {
+            self.split_swap_pmd(mm, sid);
+        }
+        self.do_swap_page(mm, addr, write)
     }
 
     #[inline]
@@ -200,7 +337,8 @@ impl Kernel {
         let l = if locked { LRU_UNEVICTABLE } else { LRU_INACTIVE_ANON };
         let f = self.pm.frames[pfn as usize];
         self.pm.frames[pfn as usize] = set_mlocked(with_lru(f, l), locked);
-        self.pm.lru[node][l as usize].push_head(&mut self.pm.links, pfn as u32, nr);
+        let li = lru_index(self.pm.frames[pfn as usize]);
+        self.pm.lru[node][li].push_head(&mut self.pm.links, pfn as u32, nr);
     }
     pub fn lru_del(&mut self, pfn: u64, nr: u64) {
         let f = self.pm.frames[pfn as usize];
@@ -209,7 +347,7 @@ impl Kernel {
             return;
         }
         let node = self.pm.node_of(pfn);
-        self.pm.lru[node][l as usize].remove(&mut self.pm.links, pfn as u32, nr);
+        self.pm.lru[node][lru_index(f)].remove(&mut self.pm.links, pfn as u32, nr);
         self.pm.frames[pfn as usize] = with_lru(f, LRU_NONE);
     }
 
@@ -219,6 +357,9 @@ impl Kernel {
         let f = self.pm.frames[head as usize];
         debug_assert_eq!(tag(f), TAG_ANON);
         let order = if compound(f) == COMPOUND_HEAD { 9 } else { 0 };
+        if swapcache(f) {
+            self.delete_from_swap_cache(head);
+        }
         self.lru_del(head, 1 << order);
         if order == 9 {
             self.deferred_split_remove(head);
@@ -266,11 +407,11 @@ impl Kernel {
             let e = ((idx + 1) << PMD_SHIFT).min(end);
             let whole = e - s == 1 << PMD_SHIFT;
             self.charge(self.costs.pmd_walk_ns);
-            let is_huge = matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero);
+            let is_huge = matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero) || (whole && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_)));
             if is_huge && whole {
                 self.zap_huge_pmd(mm, sid);
             } else {
-                if is_huge {
+                if matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero) {
                     // __split_huge_pmd(): partial unmap of a huge mapping
                     self.split_huge_pmd(mm, sid);
                 }
@@ -327,11 +468,15 @@ impl Kernel {
         self.free_pgtable(slot.table_pfn);
     }
 
-    /// swap_free for a swap PTE being zapped: filled in by the swap issue.
-    pub fn free_swap_entry(&mut self, mm: usize, _entry: u32) {
-        self.mms[mm].swap_ents = self.mms[mm].swap_ents.saturating_sub(1);
+    /// free_swap_and_cache() for a swap PTE (or one of a PMD swap entry's 512) being zapped.
+    pub fn free_swap_entry(&mut self, mm: usize, entry: u32) {
+        self.mms[mm].swap_ents -= 1;
+        self.free_swap_and_cache(entry);
     }
-    /// Split a PMD swap entry into 512 PTE swap entries (seed 003): swap issue.
+
+    /// Seed 003: __split_huge_swap_pmd(): a PMD swap entry becomes 512 PTE swap entries in
+    /// the slot's deposited table (partial munmap/mprotect/madvise, a fault that swaps
+    /// in 4 KiB). Non-present entries: no TLB flush.
     pub fn split_swap_pmd(&mut self, _mm: usize, sid: u32) {
         if let Pmd::SwapPmd(s) = self.slots.get(sid).pmd {
             let mut t = Box::new([PTE_NONE; 512]);
@@ -339,6 +484,27 @@ impl Kernel {
                 *e = mk_pte(K_SWAP, s + k as u32);
             }
             self.slots.get_mut(sid).pmd = Pmd::Table(t);
+            self.charge(self.costs.split_pmd_ns);
+        }
+    }
+
+    /// change_pmd_range() for mprotect over [start, end): a huge PMD (or, seed 003, a PMD
+    /// swap entry) only partly covered is split first.
+    pub fn mprotect_split_pmds(&mut self, mm: usize, start: u64, end: u64) {
+        if start >= end {
+            return;
+        }
+        let idxs: Vec<(u64, u32)> = self.mms[mm].pmds.range(start >> PMD_SHIFT..=(end - 1) >> PMD_SHIFT).map(|(k, v)| (*k, *v)).collect();
+        for (idx, sid) in idxs {
+            let whole = start <= idx << PMD_SHIFT && end >= (idx + 1) << PMD_SHIFT;
+            if whole {
+                continue;
+            }
+            match self.slots.get(sid).pmd {
+                Pmd::Huge(_) | Pmd::HugeZero => self.split_huge_pmd(mm, sid),
+                Pmd::SwapPmd(_) => self.split_swap_pmd(mm, sid),
+                _ => {}
+            }
         }
     }
 
@@ -410,6 +576,10 @@ impl Kernel {
         self.pm.frames[head as usize] = set_dirty(set_young(h, true), write || dirty(h));
         if write && head != pfn {
             self.pm.frames[pfn as usize] = set_dirty(f, true);
+        }
+        if write && swapcache(h) {
+            // do_wp_page() reusing an exclusive swap-cache folio: folio_free_swap()
+            self.folio_free_swap(head);
         }
     }
 }

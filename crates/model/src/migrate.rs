@@ -77,7 +77,8 @@ impl Kernel {
             let node = self.pm.node_of(dst);
             let h = self.pm.frames[dst as usize];
             self.pm.frames[dst as usize] = with_lru(h, lru_list);
-            self.pm.lru[node][lru_list as usize].push_head(&mut self.pm.links, dst as u32, nr);
+            // lazy-free folios are on the file lists (lru_index)
+            self.pm.lru[node][lru_index(self.pm.frames[dst as usize])].push_head(&mut self.pm.links, dst as u32, nr);
             let _ = locked;
         }
         if queued {
@@ -96,6 +97,10 @@ impl Kernel {
             // a base page's migration flushes its one PTE (ptep_clear_flush), a THP its PMD range
             let (a, e) = if thp { (ix << 21, (ix + 1) << 21) } else { ((ix << 21) + ((i as u64) << 12), (ix << 21) + ((i as u64 + 1) << 12)) };
             self.mms[mm].tlb.flush_range(a, e);
+        }
+        // a swap-cache folio: the cache now points at the new frames (swap_state.rs)
+        if swapcache(self.pm.frames[dst as usize]) {
+            self.swap_cache_move(src, dst);
         }
         self.pm.free_pages(src, if thp { 9 } else { 0 }, &mut self.vm);
     }

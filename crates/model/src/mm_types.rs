@@ -9,8 +9,10 @@
 //!           bit 18 young (accessed)   bit 19 dirty   bits 20..21 LRU list (head only)
 //!           bit 22 mlocked            bit 23 lazyfree (MADV_FREE: !swapbacked)
 //!           bit 24 isolated (off the LRU for reclaim/migration)
-//!           bits 25..60 rmap: slot id (27 bits) << 9 | index in the 2 MiB slot (9 bits);
+//!           bits 25..58 rmap: slot id (25 bits) << 9 | index in the 2 MiB slot (9 bits);
 //!                        all ones = not mapped
+//!           bit 59 PG_referenced (head; the reclaim scan's second-chance bit)
+//!           bit 60 PG_swapcache (head; the folio is in the swap cache, see swap_state.rs)
 //! ```
 //! A zeroed frame is a free tail, so a fresh frame array is calloc'd memory the host
 //! hands out lazily. Anonymous pages are mapped exactly once (no fork), so the reverse
@@ -43,9 +45,11 @@ const MLOCK_BIT: u64 = 1 << 22;
 const LAZYFREE_BIT: u64 = 1 << 23;
 const ISOLATED_BIT: u64 = 1 << 24;
 const RMAP_SHIFT: u32 = 25;
-const RMAP_BITS: u32 = 36;
+const RMAP_BITS: u32 = 34;
 pub const RMAP_NONE: u64 = (1 << RMAP_BITS) - 1;
-pub const MAX_SLOTS: u32 = (1 << 27) - 1;
+pub const MAX_SLOTS: u32 = (1 << 25) - 1;
+const REFERENCED_BIT: u64 = 1 << 59;
+const SWAPCACHE_BIT: u64 = 1 << 60;
 
 #[inline]
 pub fn tag(f: u64) -> u64 {
@@ -169,6 +173,49 @@ pub fn set_isolated(f: u64, m: bool) -> u64 {
         f & !ISOLATED_BIT
     }
 }
+/// PG_referenced (folio_test_referenced): set by a reclaim scan that found the folio young.
+#[inline]
+pub fn referenced(f: u64) -> bool {
+    f & REFERENCED_BIT != 0
+}
+#[inline]
+pub fn set_referenced(f: u64, r: bool) -> u64 {
+    if r {
+        f | REFERENCED_BIT
+    } else {
+        f & !REFERENCED_BIT
+    }
+}
+/// PG_swapcache (folio_test_swapcache): the folio's slots are recorded in swap_state.rs.
+#[inline]
+pub fn swapcache(f: u64) -> bool {
+    f & SWAPCACHE_BIT != 0
+}
+#[inline]
+pub fn set_swapcache(f: u64, s: bool) -> u64 {
+    if s {
+        f | SWAPCACHE_BIT
+    } else {
+        f & !SWAPCACHE_BIT
+    }
+}
+/// LRU_INACTIVE_FILE / LRU_ACTIVE_FILE: lazy-free (MADV_FREE, !swapbacked) anonymous
+/// folios live on the file lists, as lru_lazyfree() puts them there.
+pub const LRU_INACTIVE_FILE: u64 = 4;
+pub const LRU_ACTIVE_FILE: u64 = 5;
+pub const NR_LRU_LISTS: usize = 6;
+/// Which of the node's lists a folio with frame `f` is on: the 2-bit LRU field says
+/// inactive/active/unevictable, the lazyfree bit says anon or file.
+#[inline]
+pub fn lru_index(f: u64) -> usize {
+    let l = lru(f);
+    if lazyfree(f) && (l == LRU_INACTIVE_ANON || l == LRU_ACTIVE_ANON) {
+        (l + 3) as usize
+    } else {
+        l as usize
+    }
+}
+
 /// (slot id, index within the 2 MiB slot), or None when not mapped.
 #[inline]
 pub fn rmap(f: u64) -> Option<(u32, u32)> {
@@ -322,6 +369,12 @@ mod tests {
         assert_eq!(rmap(f), Some((MAX_SLOTS - 1, 511)));
         let f = with_lru(f, LRU_ACTIVE_ANON);
         assert_eq!(lru(f), LRU_ACTIVE_ANON);
+        let f = set_swapcache(set_referenced(f, true), true);
+        assert!(referenced(f) && swapcache(f));
+        assert_eq!(rmap(f), Some((MAX_SLOTS - 1, 511)));
+        assert_eq!(lru_index(set_lazyfree(f, true)), LRU_ACTIVE_FILE as usize);
+        let f = set_swapcache(set_referenced(f, false), false);
+        assert!(!referenced(f) && !swapcache(f));
         assert_eq!(tag(f), TAG_ANON);
         assert_eq!(tag(0), TAG_FREE_TAIL);
         assert_eq!(free_order(make_free(10)), 10);

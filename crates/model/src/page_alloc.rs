@@ -70,8 +70,8 @@ pub struct PhysMem {
     /// zone index for each pageblock (u8::MAX = none)
     pub pb_zone: Vec<u8>,
     pub links: Links,
-    /// per node LRU lists [none, inactive_anon, active_anon, unevictable]
-    pub lru: Vec<[List; 4]>,
+    /// per node LRU lists [none, inactive_anon, active_anon, unevictable, inactive_file, active_file]
+    pub lru: Vec<[List; NR_LRU_LISTS]>,
     pub nr_cpus: u32,
     /// Pages in use by the kernel outside the buddy allocator's view (reserved at boot).
     pub reserved_pages: u64,
@@ -95,7 +95,7 @@ impl PhysMem {
             nodes: vec![],
             pb_zone: vec![u8::MAX; npb],
             links: Links::new(max_pfn),
-            lru: vec![[List::default(); 4]; m.nodes.len()],
+            lru: vec![[List::default(); NR_LRU_LISTS]; m.nodes.len()],
             nr_cpus: m.total_cpus(),
             reserved_pages: 0,
             zonelists: vec![],

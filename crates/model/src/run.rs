@@ -105,6 +105,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     k.trace_enabled = w.record.trace.clone();
     let buddy_before = k.pm.buddyinfo();
     let boot_snap = k.vmstat_snapshot();
+    let zram_before = k.zram_mm_stats();
     let ncpus = k.pm.nr_cpus.max(1);
     let mut tasks: Vec<Task> = vec![];
     for (pid, p) in w.processes.iter().enumerate() {
@@ -186,6 +187,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
             }
             k.now = start;
             k.cost = 0;
+            k.cur_cpu = kt.cpu;
             let next = k.kthread_step(kt.kind);
             let end = start + k.cost;
             cpu_free[cpu] = end;
@@ -226,6 +228,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         }
         k.now = start;
         k.cost = 0;
+        k.cur_cpu = task.cpu;
         let ops = &w.processes[pid].ops;
         let outcome = if k.killed.contains(&(pid as u32)) || !k.mms[pid].alive {
             task.killed = task.killed.clone().or_else(|| Some("oom_kill".into()));
@@ -311,6 +314,18 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         Value::Array(k.oom_kills.iter().map(|o| json!({"t_ns": o.t_ns, "victim": o.victim, "rss_kb": o.rss_kb, "trigger": o.trigger})).collect()),
     );
     extra.insert("mthp_stats_2048kB".into(), serde_json::to_value(&k.mthp).unwrap());
+    // reclaim and swap (vmscan.rs, swapfile.rs, zram.rs)
+    if !zram_before.is_empty() {
+        let after = k.zram_mm_stats();
+        let zd: serde_json::Map<String, Value> = zram_before.iter().zip(after.iter()).map(|((d, b), (_, a))| (d.clone(), json!({"before": b, "after": a}))).collect();
+        extra.insert("zram_mm_stat".into(), Value::Object(zd));
+        extra.insert("zram_mm_stat_phase_end".into(), Value::Array(std::mem::take(&mut k.swap.phase_end_stats)));
+    }
+    extra.insert("swap_devices".into(), Value::Array(k.swap.devs.iter().map(|d| json!({"name": d.name, "type": format!("{:?}", d.kind).to_lowercase(), "priority": d.prio, "size_kb": d.usable() * 4, "used_kb": d.inuse * 4, "rotational": !d.nonrot, "synchronous": d.sync_io, "blkdev": d.blkdev})).collect()));
+    extra.insert("tlb_shootdown_ipis".into(), json!(k.reclaim.tlb_ipis));
+    extra.insert("reclaim_tlb_flushes".into(), json!(k.reclaim.tlb_flushes));
+    extra.insert("lock_wait_ns".into(), json!(k.reclaim.lock_wait_ns));
+    extra.insert("lock_acquisitions".into(), json!(k.reclaim.lock_acquisitions));
     extra.insert("deferred_split_queue".into(), json!(k.deferred_split_len()));
     extra.insert("khugepaged_mm_slots".into(), json!(k.khugepaged_list.len()));
     let kh = k.khugepaged_report();
@@ -425,7 +440,10 @@ fn drain_wakeups(k: &mut Kernel, kts: &mut [Kt], heap: &mut BinaryHeap<Reverse<(
 }
 
 fn series_columns() -> Vec<String> {
-    ["t_ns", "MemFree_kB", "AnonPages_kB", "AnonHugePages_kB", "nr_free_pages", "thp_fault_alloc", "thp_fault_fallback", "fragmentation_score_node0"].iter().map(|s| s.to_string()).collect()
+    ["t_ns", "MemFree_kB", "AnonPages_kB", "AnonHugePages_kB", "nr_free_pages", "thp_fault_alloc", "thp_fault_fallback", "fragmentation_score_node0", "SwapFree_kB", "pswpin", "pswpout", "tlb_shootdown_ipis"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 fn sample(k: &Kernel, t: u64) -> Vec<f64> {
@@ -441,11 +459,19 @@ fn sample(k: &Kernel, t: u64) -> Vec<f64> {
         k.vm.get(vmstat::Ev::THP_FAULT_ALLOC) as f64,
         k.vm.get(vmstat::Ev::THP_FAULT_FALLBACK) as f64,
         score as f64,
+        (k.swap.nr_free() * 4) as f64,
+        k.vm.get(vmstat::Ev::PSWPIN) as f64,
+        k.vm.get(vmstat::Ev::PSWPOUT) as f64,
+        k.reclaim.tlb_ipis as f64,
     ]
 }
 
-fn close_phase(k: &Kernel, task: &mut Task, end: u64, phases: &mut Vec<PhaseResult>, pname: &str) {
+fn close_phase(k: &mut Kernel, task: &mut Task, end: u64, phases: &mut Vec<PhaseResult>, pname: &str) {
     if let Some(p) = task.phase.take() {
+        // zram mm_stat at each phase end, as the live runner records it
+        for (dev, st) in k.zram_mm_stats() {
+            k.swap.phase_end_stats.push(json!({"phase_end": format!("{}:{}", pname, p.name), "device": dev, "mm_stat": st}));
+        }
         let now = k.vmstat_snapshot();
         let delta = now.iter().map(|(n, v)| (n.clone(), v - p.snap.get(n).copied().unwrap_or(0))).filter(|(_, d)| *d != 0).collect();
         phases.push(PhaseResult { name: format!("{}:{}", pname, p.name), process: pname.to_string(), start_ns: p.start, end_ns: end, sys_ns: p.sys, vmstat_delta: delta });
@@ -560,6 +586,8 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
                             Prot::R => VM_READ,
                             Prot::Rw => VM_READ | VM_WRITE,
                         };
+                        // change_pmd_range(): huge PMDs (and PMD swap entries) only partly in the range are split
+                        k.mprotect_split_pmds(pid, s, e);
                         if !k.mms[pid].modify_flags(s, e, |f| (f & !(VM_READ | VM_WRITE)) | flags) {
                             err(task, oi, op, "ENOMEM", format!("mprotect({:#x}, {}) on an unmapped range", s, len));
                         }

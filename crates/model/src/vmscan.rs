@@ -1,23 +1,841 @@
-//! Reclaim (mm/vmscan.c): kswapd, direct reclaim, the LRU scan. This slice has the
-//! hooks the allocator calls; the reclaim/swap issue fills them in. With no swap and no
-//! page cache a kernel can reclaim nothing, which is what these do today.
+//! Reclaim (mm/vmscan.c): the LRU scan (shrink_lruvec → shrink_active_list /
+//! shrink_inactive_list → shrink_folio_list), kswapd (balance_pgdat, kswapd_try_to_sleep),
+//! direct reclaim (try_to_free_pages), reclaim_pages() for MADV_PAGEOUT, and the rmap
+//! side of unmapping a folio (mm/rmap.c: folio_referenced, try_to_unmap_one).
+//!
+//! LRU lists per node: inactive/active anon, unevictable, and inactive/active "file",
+//! which here holds only lazy-free anonymous folios (MADV_FREE makes them !swapbacked;
+//! there is no page cache in the model). New anonymous folios start on the inactive
+//! list; a scan finding a folio young sets PG_referenced and keeps it, young again with
+//! PG_referenced set activates it (folio_check_references). Active anon folios are
+//! deactivated when the inactive list is low (inactive_is_low, int_sqrt(10 × GB) ratio).
+//!
+//! Swap-out (shrink_folio_list, folio_alloc_swap): a THP gets 512 contiguous slots in a
+//! free cluster and is written whole (thp_swpout); unmapping splits its PMD into 512
+//! PTE swap entries (thp_split_pmd) — or, with the seed-003 policy
+//! (thplab.pmd_swap_entries=1), leaves one PMD swap entry. When no cluster is free
+//! (or CONFIG_THP_SWAP=n, or the device cannot take large allocations) the folio is
+//! split first (split_folio with SplitReason::Reclaim: the zero-subpage policy applies)
+//! and counted in thp_swpout_fallback; pages that then get no slot are activated.
+//! Clean lazy-free folios are discarded without I/O (pglazyfreed; v6.12+ even a
+//! PMD-mapped THP whole), dirty ones become swap-backed again.
+//!
+//! Writeback: on synchronous devices (zram, pmem) the folio is freed right after its
+//! write, as the kernel does; on other devices an order-0 folio stays in the swap cache
+//! (writeback in flight), clean, at the tail of the inactive list, and a later pass
+//! frees it without I/O — a fault before that is a swap-cache hit. Documented
+//! simplifications: the caller waits for its own write; a THP written to a
+//! non-synchronous device is freed at once like on a synchronous one (it never lingers
+//! whole in the swap cache); a folio whose write fails (zram out of memory) is dropped
+//! from the swap cache and activated while still mapped; the shrinkers run once per
+//! shrink_node pass.
+//!
+//! Costs: each folio scanned costs reclaim_scan_page_ns (isolation and the rmap walk of
+//! folio_referenced), each PTE or PMD unmapped unmap_page_ns, each swap-cache and
+//! swap-slot operation a short critical section on a shared lock. Shared locks (the
+//! node's lru_lock, the swap device lock, the swap cache lock) are simulated: a CPU
+//! that finds a lock held in simulated time spins until it is free, and the spin time
+//! is counted (lock_wait_ns). TLB shootdowns: try_to_unmap_flush_dirty() before each
+//! dirty folio's writeback flushes the mm's TLB; when that mm runs on another CPU the
+//! flush is an IPI (tlb_ipi_ns, counted in tlb_ipis).
 
 use crate::kernel::{Kernel, Kthread, KthreadNext};
-use crate::page_alloc::Gfp;
+use crate::mm_types::*;
+use crate::mmzone::{PAGE_ALLOC_COSTLY_ORDER, WMARK_HIGH};
+use crate::page_alloc::*;
+use crate::pgtable::*;
+use crate::vmstat::Ev;
+use std::collections::BTreeMap;
+
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+pub const DEF_PRIORITY: u32 = 12;
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+
+/// Who reclaims (reclaimer_offset: pgscan_kswapd / pgscan_direct ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reclaimer {
+    Kswapd,
+    Direct,
+    /// reclaim_pages() for MADV_PAGEOUT: no pgscan/pgsteal counters
+    Madvise,
+}
+
+/// struct scan_control, the parts the model uses.
+#[derive(Clone, Debug)]
+pub struct ScanControl {
+    pub nr_to_reclaim: u64,
+    pub nr_reclaimed: u64,
+    pub nr_scanned: u64,
+    pub priority: u32,
+    pub may_swap: bool,
+    pub ignore_references: bool,
+    pub who: Reclaimer,
+}
+
+/// What shrink_folio_list decided for one folio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Freed(u64),
+    Activate,
+    Keep,
+    /// split; its pieces were queued for processing
+    Split,
+    /// written to a non-synchronous device: kept in the swap cache until a later pass
+    Written,
+}
+
+/// folio_check_references()
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refs {
+    Activate,
+    Keep,
+    Reclaim,
+}
+
+/// Shared locks the model simulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LockId {
+    Lru(usize),
+    Swap,
+    SwapCache,
+}
+
+/// A lock's busy intervals in simulated time, sorted and non-overlapping (start, end).
+/// Acquisitions arrive nearly in time order (the engine runs steps by start time), so
+/// the intervals are a deque appended at the back, searched by binary search.
+#[derive(Default, Clone, Debug)]
+pub struct SimLock {
+    busy: std::collections::VecDeque<(u64, u64)>,
+}
+impl SimLock {
+    /// Take the lock at `at` for `hold` ns; returns how long the CPU spun first.
+    /// Intervals ending before `prune_before` (the current step's start) can delay no
+    /// one any more and are dropped; at most 4096 are kept.
+    fn acquire(&mut self, at: u64, hold: u64, prune_before: u64) -> u64 {
+        while self.busy.front().is_some_and(|&(_, e)| e < prune_before) || self.busy.len() > 4096 {
+            self.busy.pop_front();
+        }
+        let mut t = at;
+        // the first interval that ends after t (ends are sorted like starts)
+        let mut i = match self.busy.back() {
+            // the common case: nothing is held at or after t
+            Some(&(_, e)) if e <= t => self.busy.len(),
+            None => 0,
+            _ => self.busy.partition_point(|&(_, e)| e <= t),
+        };
+        while let Some(&(s, e)) = self.busy.get(i) {
+            if s < t + hold {
+                t = t.max(e);
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if i > 0 && self.busy[i - 1].1 == t {
+            self.busy[i - 1].1 = t + hold;
+        } else {
+            self.busy.insert(i, (t, t + hold));
+        }
+        t - at
+    }
+}
+
+/// Per-node kswapd state (pgdat->kswapd_order, kswapd_failures, the balance_pgdat run).
+#[derive(Clone, Debug, Default)]
+pub struct KswapdState {
+    pub order: u32,
+    pub failures: u32,
+    pub running: bool,
+    pub priority: u32,
+    pub reclaimed: u64,
+}
+
+/// Reclaim bookkeeping the results report.
+#[derive(Default)]
+pub struct ReclaimState {
+    pub kswapd: Vec<KswapdState>,
+    pub locks: BTreeMap<LockId, SimLock>,
+    pub lock_wait_ns: u64,
+    pub lock_acquisitions: u64,
+    pub tlb_flushes: u64,
+    pub tlb_ipis: u64,
+}
 
 impl Kernel {
+    /// Take a simulated shared lock for `hold` ns at the current time; the spin before
+    /// it is charged and counted.
+    pub fn lock_acquire(&mut self, id: LockId, hold: u64) {
+        let at = self.now + self.cost;
+        let now = self.now;
+        let wait = self.reclaim.locks.entry(id).or_default().acquire(at, hold, now);
+        self.reclaim.lock_wait_ns += wait;
+        self.reclaim.lock_acquisitions += 1;
+        self.charge(wait + hold);
+    }
+
+    /// flush_tlb_mm_range() of [start, end) of `mm` from reclaim: an IPI when the mm
+    /// runs on another CPU than the reclaimer.
+    pub fn reclaim_flush_tlb(&mut self, mm: usize, start: u64, end: u64) {
+        self.mms[mm].tlb.flush_range(start, end);
+        self.reclaim.tlb_flushes += 1;
+        self.charge(self.costs.tlb_flush_ns);
+        if self.mms[mm].alive && self.mms[mm].cpu != self.cur_cpu {
+            self.reclaim.tlb_ipis += 1;
+            self.charge(self.costs.tlb_ipi_ns);
+        }
+    }
+
+    // ---------------- LRU moves ----------------
+
+    fn lru_putback(&mut self, head: u64, nr: u64, l: u64) {
+        let f = self.pm.frames[head as usize];
+        let l = if lru(f) == LRU_UNEVICTABLE || mlocked(f) { LRU_UNEVICTABLE } else { l };
+        self.lru_del(head, nr);
+        let f = self.pm.frames[head as usize];
+        self.pm.frames[head as usize] = with_lru(f, l);
+        let node = self.pm.node_of(head);
+        let idx = lru_index(self.pm.frames[head as usize]);
+        self.pm.lru[node][idx].push_head(&mut self.pm.links, head as u32, nr);
+    }
+
+    /// folio_activate(): onto the active list (pgactivate).
+    fn activate(&mut self, head: u64, nr: u64) {
+        self.lru_putback(head, nr, LRU_ACTIVE_ANON);
+        self.vm.add(Ev::PGACTIVATE, nr);
+    }
+
+    /// MADV_COLD's folio_deactivate() (lru_deactivate): an active folio moves to the
+    /// inactive list; accessed bit and PG_referenced are cleared either way.
+    pub fn deactivate_folio(&mut self, head: u64, nr: u64) {
+        let f = self.pm.frames[head as usize];
+        self.pm.frames[head as usize] = set_referenced(set_young(f, false), false);
+        if lru(f) != LRU_ACTIVE_ANON {
+            return;
+        }
+        self.lru_putback(head, nr, LRU_INACTIVE_ANON);
+        self.vm.add(Ev::PGDEACTIVATE, nr);
+    }
+
+    /// folio_check_references(): test-and-clear the accessed bit (the rmap walk).
+    fn folio_check_references(&mut self, head: u64) -> Refs {
+        let f = self.pm.frames[head as usize];
+        let young_ = young(f);
+        let referenced_folio = referenced(f);
+        let mut nf = set_young(set_referenced(f, false), false);
+        if let Some((sid, idx)) = rmap(f) {
+            let s = self.slots.get(sid);
+            let addr = (s.index << 21) + ((idx as u64) << 12);
+            let mm = s.mm as usize;
+            if self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
+                self.pm.frames[head as usize] = nf;
+                return Refs::Activate;
+            }
+        }
+        let r = if young_ && rmap(f).is_some() || young_ && self.folio_mapped(head) {
+            nf = set_referenced(nf, true);
+            if referenced_folio {
+                Refs::Activate
+            } else {
+                Refs::Keep
+            }
+        } else {
+            Refs::Reclaim
+        };
+        self.pm.frames[head as usize] = nf;
+        r
+    }
+
+    // ---------------- unmapping (mm/rmap.c) ----------------
+
+    /// try_to_unmap(folio, TTU_SPLIT_HUGE_PMD | TTU_BATCH_FLUSH): every mapping of the
+    /// folio becomes a swap entry for its slot (`slot` = the folio's first slot), or
+    /// none for a discarded lazy-free folio (`slot` = None). A huge PMD is split into
+    /// PTEs first (thp_split_pmd) unless the seed-003 policy leaves a PMD swap entry,
+    /// or the folio is lazy-free (discarded whole, v6.12+ unmap_huge_pmd_locked).
+    /// Flushes the TLB of each mm touched (batched: once per PMD range).
+    fn try_to_unmap(&mut self, head: u64, slot: Option<u32>) {
+        let f = self.pm.frames[head as usize];
+        // (mm, first, last) address of the PTEs cleared, per PMD range
+        let mut flush: Vec<(usize, u64, u64)> = vec![];
+        if compound(f) == COMPOUND_HEAD {
+            if let Some((sid, _)) = rmap(f) {
+                if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
+                    let mm = self.slots.get(sid).mm as usize;
+                    let idx = self.slots.get(sid).index;
+                    self.charge(self.costs.unmap_page_ns);
+                    match slot {
+                        Some(s) if self.cfg.pmd_swap_entries => {
+                            // seed 003: set_pmd_swap_entry()
+                            self.slots.get_mut(sid).pmd = Pmd::SwapPmd(s);
+                            for i in 0..512u64 {
+                                let pf = self.pm.frames[(head + i) as usize];
+                                self.pm.frames[(head + i) as usize] = with_rmap(pf, None);
+                                self.swap_duplicate(s + i as u32);
+                            }
+                            self.mms[mm].rss_anon -= 512;
+                            self.mms[mm].swap_ents += 512;
+                            self.nr_anon_pages -= 512;
+                            self.nr_anon_thp -= 1;
+                            // one huge TLB entry
+                            self.reclaim_flush_tlb(mm, idx << 21, (idx << 21) + 4096);
+                            return;
+                        }
+                        None => {
+                            // a clean lazy-free THP is discarded whole: the PMD goes
+                            // with its deposited table
+                            let slot_ = self.slots.remove(sid);
+                            self.mms[mm].pmds.remove(&slot_.index);
+                            for i in 0..512u64 {
+                                let pf = self.pm.frames[(head + i) as usize];
+                                self.pm.frames[(head + i) as usize] = with_rmap(pf, None);
+                            }
+                            self.mms[mm].rss_anon -= 512;
+                            self.nr_anon_pages -= 512;
+                            self.nr_anon_thp -= 1;
+                            self.free_pgtable(slot_.table_pfn);
+                            self.reclaim_flush_tlb(mm, idx << 21, (idx << 21) + 4096);
+                            return;
+                        }
+                        Some(_) => self.split_huge_pmd(mm, sid),
+                    }
+                }
+            }
+            for i in 0..512u64 {
+                let p = head + i;
+                let pf = self.pm.frames[p as usize];
+                if let Some((sid, pi)) = rmap(pf) {
+                    self.unmap_pte(p, sid, pi, slot.map(|s| s + i as u32), &mut flush);
+                }
+            }
+            self.thp_mapcount.remove(&(head as u32));
+        } else if let Some((sid, pi)) = rmap(f) {
+            self.unmap_pte(head, sid, pi, slot, &mut flush);
+        }
+        for (mm, a, b) in flush {
+            self.reclaim_flush_tlb(mm, a, b + 4096);
+        }
+    }
+
+    fn unmap_pte(&mut self, p: u64, sid: u32, pi: u32, slot: Option<u32>, flush: &mut Vec<(usize, u64, u64)>) {
+        let (mm, idx) = {
+            let s = self.slots.get(sid);
+            (s.mm as usize, s.index)
+        };
+        let pte = match slot {
+            Some(s) => {
+                self.swap_duplicate(s);
+                self.mms[mm].swap_ents += 1;
+                mk_pte(K_SWAP, s)
+            }
+            None => PTE_NONE,
+        };
+        self.set_pte(sid, pi as usize, pte);
+        let pf = self.pm.frames[p as usize];
+        self.pm.frames[p as usize] = with_rmap(pf, None);
+        self.mms[mm].rss_anon -= 1;
+        self.nr_anon_pages -= 1;
+        self.charge(self.costs.unmap_page_ns);
+        let addr = (idx << 21) + ((pi as u64) << 12);
+        match flush.iter_mut().find(|(m, a, _)| *m == mm && *a >> 21 == idx) {
+            Some(e) => {
+                e.1 = e.1.min(addr);
+                e.2 = e.2.max(addr);
+            }
+            None => flush.push((mm, addr, addr)),
+        }
+    }
+
+    // ---------------- shrink_folio_list ----------------
+
+    /// shrink_folio_list() over isolated folios (off the LRU). Returns pages freed.
+    /// Folios not freed go back to the LRU (activated or kept).
+    pub fn shrink_folio_list(&mut self, list: Vec<u64>, sc: &mut ScanControl) -> u64 {
+        let mut work: std::collections::VecDeque<u64> = list.into();
+        let mut freed = 0;
+        while let Some(head) = work.pop_front() {
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let mut pieces = vec![];
+            let fate = self.shrink_folio(head, sc, &mut pieces);
+            match fate {
+                Fate::Freed(n) => freed += n,
+                Fate::Activate => {
+                    if self.pm.frames[head as usize] >> TAG_SHIFT == TAG_ANON {
+                        self.activate(head, nr);
+                    }
+                }
+                Fate::Keep => self.lru_putback(head, nr, LRU_INACTIVE_ANON),
+                Fate::Written => {}
+                Fate::Split => {
+                    for p in pieces.into_iter().rev() {
+                        work.push_front(p);
+                    }
+                }
+            }
+        }
+        sc.nr_reclaimed += freed;
+        freed
+    }
+
+    fn shrink_folio(&mut self, head: u64, sc: &ScanControl, pieces: &mut Vec<u64>) -> Fate {
+        let f = self.pm.frames[head as usize];
+        let thp = compound(f) == COMPOUND_HEAD;
+        let nr: u64 = if thp { 512 } else { 1 };
+        self.charge(self.costs.reclaim_scan_page_ns);
+        if lru(f) == LRU_UNEVICTABLE || mlocked(f) {
+            return Fate::Keep;
+        }
+        if !sc.ignore_references {
+            match self.folio_check_references(head) {
+                Refs::Activate => return Fate::Activate,
+                Refs::Keep => return Fate::Keep,
+                Refs::Reclaim => {}
+            }
+        } else if let Some((sid, idx)) = rmap(f) {
+            let s = self.slots.get(sid);
+            let addr = (s.index << 21) + ((idx as u64) << 12);
+            if self.mms[s.mm as usize].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
+                return Fate::Activate;
+            }
+        }
+        let f = self.pm.frames[head as usize];
+        if lazyfree(f) {
+            if dirty(f) {
+                // written since MADV_FREE: swap-backed again (folio_set_swapbacked)
+                for i in 0..nr {
+                    let pf = self.pm.frames[(head + i) as usize];
+                    self.pm.frames[(head + i) as usize] = set_lazyfree(pf, false);
+                }
+                self.lru_del(head, nr);
+                return Fate::Activate;
+            }
+            self.try_to_unmap(head, None);
+            self.lru_del(head, nr);
+            if thp {
+                self.deferred_split_remove(head);
+            }
+            self.free_folio(head);
+            self.vm.add(Ev::PGLAZYFREED, nr);
+            return Fate::Freed(nr);
+        }
+        if swapcache(f) {
+            // already has slots: write again only when dirtied since
+            let (slot, n) = self.swap_slots_of(head).expect("swap-cache folio has slots");
+            if dirty(f) && self.swap_writepage(head, n, slot).is_err() {
+                return Fate::Activate;
+            }
+            self.try_to_unmap(head, Some(slot));
+            self.lru_del(head, nr);
+            self.delete_from_swap_cache(head);
+            self.free_folio(head);
+            return Fate::Freed(nr);
+        }
+        if thp && self.folio_partially_mapped(head) {
+            // split partially mapped folios right away: the unmapped pages go without I/O
+            self.lru_del(head, nr);
+            return match self.split_folio(head, crate::migrate::SplitReason::Reclaim) {
+                Ok(p) => {
+                    *pieces = p;
+                    Fate::Split
+                }
+                Err(_) => Fate::Activate,
+            };
+        }
+        let slot = match self.get_swap_pages(if thp { 9 } else { 0 }) {
+            Some(s) => s,
+            None if thp => {
+                // fall back to swapping base pages
+                self.lru_del(head, nr);
+                return match self.split_folio(head, crate::migrate::SplitReason::Reclaim) {
+                    Ok(p) => {
+                        self.vm.count(Ev::THP_SWPOUT_FALLBACK);
+                        self.count_mthp("swpout_fallback", 1);
+                        *pieces = p;
+                        Fate::Split
+                    }
+                    Err(_) => Fate::Activate,
+                };
+            }
+            None => return Fate::Activate,
+        };
+        let di = self.swap.dev_of(slot);
+        let keep_cached = !thp && !self.swap.devs[di].sync_io;
+        // add_to_swap_cache(): the slots are SWAP_HAS_CACHE from the allocation; the
+        // cache maps are only filled when the folio will outlive this call
+        if keep_cached {
+            self.add_to_swap_cache(head, slot, nr as u32);
+        } else {
+            self.charge(self.costs.page_alloc_ns);
+            self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
+        }
+        // try_to_unmap_flush_dirty() then pageout(): write the folio
+        if self.swap_writepage(head, nr as u32, slot).is_err() {
+            if keep_cached {
+                self.delete_from_swap_cache(head);
+            } else {
+                for s in slot..slot + nr as u32 {
+                    self.swapcache_clear(s);
+                }
+            }
+            return Fate::Activate;
+        }
+        self.try_to_unmap(head, Some(slot));
+        if keep_cached {
+            // asynchronous writeback (PAGE_SUCCESS with the folio under writeback: keep);
+            // when it completes the clean folio is rotated to the inactive tail
+            // (folio_rotate_reclaimable) and a later pass frees it without I/O. A fault
+            // before that finds it in the swap cache.
+            let f = self.pm.frames[head as usize];
+            self.pm.frames[head as usize] = set_dirty(f, false);
+            self.lru_del(head, nr);
+            let f = self.pm.frames[head as usize];
+            self.pm.frames[head as usize] = with_lru(f, LRU_INACTIVE_ANON);
+            let node = self.pm.node_of(head);
+            let li = lru_index(self.pm.frames[head as usize]);
+            self.pm.lru[node][li].push_tail(&mut self.pm.links, head as u32, nr);
+            return Fate::Written;
+        }
+        // __remove_mapping(): out of the swap cache (the PTEs keep the slots), freed
+        self.lru_del(head, nr);
+        for s in slot..slot + nr as u32 {
+            self.swapcache_clear(s);
+        }
+        self.charge(self.costs.page_free_ns);
+        self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
+        self.free_folio(head);
+        Fate::Freed(nr)
+    }
+
+    // ---------------- the LRU scan ----------------
+
+    /// isolate_lru_folios(): up to `nr_to_scan` pages from the tail of list `idx`.
+    fn isolate_lru_folios(&mut self, node: usize, idx: usize, nr_to_scan: u64) -> (Vec<u64>, u64) {
+        let mut out = vec![];
+        let mut scanned = 0;
+        self.lock_acquire(LockId::Lru(node), self.costs.page_alloc_ns);
+        while scanned < nr_to_scan {
+            let t = self.pm.lru[node][idx].tail;
+            if t == NIL {
+                break;
+            }
+            let head = t as u64;
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            self.lru_del(head, nr);
+            scanned += nr;
+            out.push(head);
+        }
+        (out, scanned)
+    }
+
+    /// shrink_inactive_list()
+    fn shrink_inactive_list(&mut self, node: usize, idx: usize, nr_to_scan: u64, sc: &mut ScanControl) -> u64 {
+        let (list, scanned) = self.isolate_lru_folios(node, idx, nr_to_scan);
+        if list.is_empty() {
+            return 0;
+        }
+        sc.nr_scanned += scanned;
+        let anon = idx == LRU_INACTIVE_ANON as usize;
+        match sc.who {
+            Reclaimer::Kswapd => self.vm.add(Ev::PGSCAN_KSWAPD, scanned),
+            Reclaimer::Direct => self.vm.add(Ev::PGSCAN_DIRECT, scanned),
+            Reclaimer::Madvise => {}
+        }
+        if anon {
+            self.vm.add(Ev::PGSCAN_ANON, scanned);
+        }
+        let freed = self.shrink_folio_list(list, sc);
+        match sc.who {
+            Reclaimer::Kswapd => self.vm.add(Ev::PGSTEAL_KSWAPD, freed),
+            Reclaimer::Direct => self.vm.add(Ev::PGSTEAL_DIRECT, freed),
+            Reclaimer::Madvise => {}
+        }
+        if anon {
+            self.vm.add(Ev::PGSTEAL_ANON, freed);
+        }
+        self.lock_acquire(LockId::Lru(node), self.costs.page_free_ns);
+        freed
+    }
+
+    /// shrink_active_list(): active folios go to the inactive list (anon folios whatever
+    /// their accessed bit, which folio_referenced clears).
+    fn shrink_active_list(&mut self, node: usize, idx: usize, nr_to_scan: u64) {
+        let (list, scanned) = self.isolate_lru_folios(node, idx, nr_to_scan);
+        self.vm.add(Ev::PGREFILL, scanned);
+        let mut moved = 0;
+        for head in list {
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            self.charge(self.costs.reclaim_scan_page_ns);
+            let f = self.pm.frames[head as usize];
+            self.pm.frames[head as usize] = set_young(f, false);
+            self.lru_putback(head, nr, LRU_INACTIVE_ANON);
+            moved += nr;
+        }
+        self.vm.add(Ev::PGDEACTIVATE, moved);
+    }
+
+    /// inactive_is_low()
+    fn inactive_is_low(&self, node: usize, inactive_idx: usize) -> bool {
+        let inactive = self.pm.lru[node][inactive_idx].pages;
+        let active = self.pm.lru[node][inactive_idx + 1].pages;
+        let gb = (inactive + active) >> (30 - 12);
+        let ratio = if gb > 0 { crate::mmzone::int_sqrt(10 * gb) } else { 1 };
+        inactive * ratio < active
+    }
+
+    /// can_reclaim_anon_pages(): swap space is left.
+    pub fn can_reclaim_anon(&self) -> bool {
+        self.swap.nr_free() > 0
+    }
+
+    /// shrink_lruvec() for one node at sc.priority (get_scan_count, then the lists).
+    fn shrink_lruvec(&mut self, node: usize, sc: &mut ScanControl) {
+        let anon_ok = sc.may_swap && self.can_reclaim_anon();
+        let ia = LRU_INACTIVE_ANON as usize;
+        let iff = LRU_INACTIVE_FILE as usize;
+        // get_scan_count(): lazy-free folios are the only file pages
+        let file_pages = self.pm.lru[node][iff].pages + self.pm.lru[node][iff + 1].pages;
+        let (mut scan_anon, mut scan_file) = (0u64, 0u64);
+        let anon_size = self.pm.lru[node][ia].pages + self.pm.lru[node][ia + 1].pages;
+        if anon_ok {
+            scan_anon = (anon_size >> sc.priority).max(if sc.priority == 0 { anon_size } else { 0 });
+            if scan_anon == 0 && anon_size > 0 {
+                scan_anon = anon_size.min(SWAP_CLUSTER_MAX);
+            }
+        }
+        if file_pages > 0 {
+            scan_file = (file_pages >> sc.priority).max(file_pages.min(SWAP_CLUSTER_MAX));
+            // swappiness weighs anon against file when both can be scanned
+            if anon_ok && self.cfg.swappiness < 200 && sc.priority > 0 {
+                let s = self.cfg.swappiness;
+                scan_anon = scan_anon * s / 200 * 2;
+                scan_file = scan_file * (200 - s) / 200 * 2;
+            }
+        }
+        // deactivate when the inactive list is low (prepare_scan_control)
+        if anon_ok && self.inactive_is_low(node, ia) {
+            self.shrink_active_list(node, ia + 1, scan_anon.max(SWAP_CLUSTER_MAX));
+        }
+        if file_pages > 0 && self.inactive_is_low(node, iff) {
+            self.shrink_active_list_file(node, scan_file.max(SWAP_CLUSTER_MAX));
+        }
+        let mut left_anon = scan_anon;
+        let mut left_file = scan_file;
+        while (left_anon > 0 || left_file > 0) && sc.nr_reclaimed < sc.nr_to_reclaim {
+            if left_file > 0 {
+                let n = left_file.min(SWAP_CLUSTER_MAX);
+                left_file -= n;
+                if self.pm.lru[node][iff].pages == 0 {
+                    left_file = 0;
+                } else {
+                    self.shrink_inactive_list(node, iff, n, sc);
+                }
+            }
+            if left_anon > 0 {
+                let n = left_anon.min(SWAP_CLUSTER_MAX);
+                left_anon = left_anon.saturating_sub(n);
+                if self.pm.lru[node][ia].pages == 0 {
+                    if self.pm.lru[node][ia + 1].pages > 0 {
+                        self.shrink_active_list(node, ia + 1, SWAP_CLUSTER_MAX);
+                    } else {
+                        left_anon = 0;
+                    }
+                } else {
+                    self.shrink_inactive_list(node, ia, n, sc);
+                }
+            }
+        }
+        if anon_ok && self.inactive_is_low(node, ia) {
+            self.shrink_active_list(node, ia + 1, SWAP_CLUSTER_MAX);
+        }
+    }
+
+    /// Lazy-free folios on the active file list go back to the inactive file list.
+    fn shrink_active_list_file(&mut self, node: usize, nr: u64) {
+        let idx = LRU_ACTIVE_FILE as usize;
+        let (list, scanned) = self.isolate_lru_folios(node, idx, nr);
+        self.vm.add(Ev::PGREFILL, scanned);
+        for head in list {
+            let n = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let f = self.pm.frames[head as usize];
+            self.pm.frames[head as usize] = set_young(f, false);
+            self.lru_putback(head, n, LRU_INACTIVE_ANON);
+            self.vm.add(Ev::PGDEACTIVATE, n);
+        }
+    }
+
+    /// shrink_node(): the LRU lists, then the shrinkers (shrink_slab: the deferred split
+    /// queue, scanned 2 × (len >> priority) per pass as do_shrink_slab does).
+    pub fn shrink_node(&mut self, node: usize, sc: &mut ScanControl) {
+        self.shrink_lruvec(node, sc);
+        let len = self.deferred[node].len;
+        if len > 0 {
+            let delta = 2 * (len >> sc.priority);
+            if delta >= 128 || delta >= len || sc.priority == 0 {
+                let before = self.nr_free_pages();
+                self.deferred_split_scan(node, delta.min(len).max(1));
+                // pages the shrinker freed count as reclaimed (reclaim_state)
+                sc.nr_reclaimed += self.nr_free_pages().saturating_sub(before);
+            }
+        }
+    }
+
     /// try_to_free_pages(): direct reclaim; returns pages reclaimed.
-    pub fn try_to_free_pages(&mut self, _gfp: Gfp, _order: u32, _nid: usize) -> u64 {
-        0
+    /// For a costly order, reclaim goes on until compaction would have room to work
+    /// (should_continue_reclaim: compact_gap(order) = 2 << order pages).
+    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> u64 {
+        self.vm.count(if gfp & __GFP_MOVABLE != 0 { Ev::ALLOCSTALL_MOVABLE } else { Ev::ALLOCSTALL_NORMAL });
+        let target = if order > PAGE_ALLOC_COSTLY_ORDER { 2u64 << order } else { SWAP_CLUSTER_MAX };
+        let mut sc = ScanControl { nr_to_reclaim: target, nr_reclaimed: 0, nr_scanned: 0, priority: DEF_PRIORITY, may_swap: true, ignore_references: false, who: Reclaimer::Direct };
+        let nodes = self.pm.nodes.len();
+        loop {
+            for k in 0..nodes {
+                let n = (nid + k) % nodes;
+                self.shrink_node(n, &mut sc);
+                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                    break;
+                }
+            }
+            if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                break;
+            }
+            sc.priority -= 1;
+        }
+        if sc.nr_reclaimed > 0 {
+            for s in &mut self.reclaim.kswapd {
+                s.failures = 0;
+            }
+        }
+        sc.nr_reclaimed
     }
 
-    /// wakeup_kswapd(): wake the node's kswapd when a zone is below its low watermark.
-    pub fn wakeup_kswapd(&mut self, nid: usize, _order: u32) {
-        let _ = Kthread::Kswapd(nid);
+    /// reclaim_pages(): MADV_PAGEOUT's isolated folios, references ignored.
+    pub fn reclaim_pages(&mut self, list: Vec<u64>) -> u64 {
+        if list.is_empty() {
+            return 0;
+        }
+        let mut sc = ScanControl { nr_to_reclaim: u64::MAX, nr_reclaimed: 0, nr_scanned: 0, priority: DEF_PRIORITY, may_swap: true, ignore_references: true, who: Reclaimer::Madvise };
+        self.shrink_folio_list(list, &mut sc)
     }
 
-    /// One pass of kswapd's balance_pgdat() loop.
-    pub fn kswapd_step(&mut self, _nid: usize) -> KthreadNext {
+    // ---------------- kswapd ----------------
+
+    fn kswapd_state(&mut self, nid: usize) -> &mut KswapdState {
+        if self.reclaim.kswapd.len() <= nid {
+            self.reclaim.kswapd.resize(self.pm.nodes.len().max(nid + 1), KswapdState::default());
+        }
+        &mut self.reclaim.kswapd[nid]
+    }
+
+    /// pgdat_balanced(): every populated zone of the node is above its high watermark
+    /// (plus the boost when `boost`) for `order`.
+    fn pgdat_balanced(&self, nid: usize, order: u32, boost: bool) -> bool {
+        let zones = self.pm.nodes[nid].zones.clone();
+        let mut any = false;
+        for zi in zones {
+            let z = &self.pm.zones[zi];
+            if z.managed == 0 {
+                continue;
+            }
+            any = true;
+            let mark = if boost { z.wmark(WMARK_HIGH) } else { z.watermark[WMARK_HIGH] };
+            if self.pm.zone_watermark_ok(zi, order, mark, crate::mmzone::ZONE_NORMAL, 0) {
+                return true;
+            }
+        }
+        !any
+    }
+
+    /// wakeup_kswapd(): wake the node's kswapd when a zone is below its low watermark
+    /// (or boosted). A hopeless node (kswapd_failures) is left to direct reclaim.
+    pub fn wakeup_kswapd(&mut self, nid: usize, order: u32) {
+        let st = self.kswapd_state(nid);
+        st.order = st.order.max(order);
+        if st.failures >= MAX_RECLAIM_RETRIES {
+            return;
+        }
+        let boosted = self.pm.nodes[nid].zones.iter().any(|&z| self.pm.zones[z].watermark_boost > 0);
+        // the caller is in the slow path (below the low watermark) or saw a boost
+        if self.pgdat_balanced(nid, order, false) && !boosted {
+            return;
+        }
+        if !self.reclaim.kswapd[nid].running {
+            self.wake(Kthread::Kswapd(nid));
+        }
+    }
+
+    /// One pass of kswapd's balance_pgdat() loop (one priority level), or going to sleep
+    /// (kswapd_try_to_sleep: wake kcompactd) when the node is balanced.
+    pub fn kswapd_step(&mut self, nid: usize) -> KthreadNext {
+        self.kswapd_state(nid);
+        let boosted = self.pm.nodes[nid].zones.iter().any(|&z| self.pm.zones[z].watermark_boost > 0);
+        let order = self.reclaim.kswapd[nid].order;
+        if !self.reclaim.kswapd[nid].running {
+            self.reclaim.kswapd[nid].running = true;
+            self.reclaim.kswapd[nid].priority = DEF_PRIORITY;
+            self.reclaim.kswapd[nid].reclaimed = 0;
+            self.vm.count(Ev::PAGEOUTRUN);
+        }
+        let balanced = self.pgdat_balanced(nid, order, false);
+        if balanced && (!boosted || self.pgdat_balanced(nid, order, true)) || self.reclaim.kswapd[nid].failures >= MAX_RECLAIM_RETRIES {
+            return self.kswapd_sleep(nid, order);
+        }
+        // boosted reclaim only (balanced without the boost): no swapping (may_swap = 0)
+        let boost_only = balanced;
+        // the deficit to the high watermark (kswapd_shrink_node's nr_to_reclaim is the
+        // high watermark itself; the model takes it in slices so processes interleave)
+        let mut deficit = 0u64;
+        for &zi in &self.pm.nodes[nid].zones {
+            let z = &self.pm.zones[zi];
+            if z.managed > 0 {
+                deficit += (z.wmark(WMARK_HIGH) + SWAP_CLUSTER_MAX).saturating_sub(z.free_pages);
+            }
+        }
+        let prio = self.reclaim.kswapd[nid].priority;
+        let mut sc = ScanControl {
+            nr_to_reclaim: deficit.clamp(SWAP_CLUSTER_MAX, 64 * SWAP_CLUSTER_MAX),
+            nr_reclaimed: 0,
+            nr_scanned: 0,
+            priority: prio,
+            may_swap: !boost_only,
+            ignore_references: false,
+            who: Reclaimer::Kswapd,
+        };
+        self.shrink_node(nid, &mut sc);
+        let st = &mut self.reclaim.kswapd[nid];
+        st.reclaimed += sc.nr_reclaimed;
+        // fragmentation: after reclaiming twice the order's size, balance at order 0
+        if st.order > 0 && st.reclaimed >= 2 << st.order {
+            st.order = 0;
+        }
+        if boost_only && sc.nr_reclaimed == 0 {
+            // boosting makes no progress: drop the boost
+            return self.kswapd_sleep(nid, order);
+        }
+        if sc.nr_reclaimed < sc.nr_to_reclaim {
+            if st.priority == 0 {
+                if st.reclaimed == 0 {
+                    st.failures += 1;
+                }
+                st.priority = DEF_PRIORITY;
+                st.reclaimed = 0;
+                if st.failures >= MAX_RECLAIM_RETRIES {
+                    return self.kswapd_sleep(nid, order);
+                }
+            } else {
+                st.priority -= 1;
+            }
+        }
+        KthreadNext::Again
+    }
+
+    fn kswapd_sleep(&mut self, nid: usize, order: u32) -> KthreadNext {
+        let zones = self.pm.nodes[nid].zones.clone();
+        for zi in zones {
+            self.pm.zones[zi].watermark_boost = 0;
+        }
+        let st = &mut self.reclaim.kswapd[nid];
+        st.running = false;
+        st.order = 0;
+        self.wakeup_kcompactd(nid, order);
         KthreadNext::Wait
     }
 }

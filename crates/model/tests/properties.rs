@@ -97,7 +97,7 @@ prop_compose! {
 }
 
 fn machine(i: u8) -> MachineSpec {
-    MachineSpec::parse_shorthand(["96M", "128M,cpus=1", "2x64M,cpus=2", "256M,cpus=3"][i as usize % 4]).unwrap()
+    MachineSpec::parse_shorthand(["96M,swap=zram:64M", "128M,cpus=1", "2x64M,cpus=2,swap=disk:32M", "256M,cpus=3"][i as usize % 4]).unwrap()
 }
 
 proptest! {

@@ -1,0 +1,176 @@
+//! zram (drivers/block/zram/zram_drv.c): a compressed RAM block device, page by page.
+//! zram_write_page(): a same-filled page (page_same_filled: one repeated word, zero or
+//! not) is stored as its value (ZRAM_SAME, same_pages, no zsmalloc object, no
+//! compression); other pages are compressed at the cost profile's per-class time and
+//! ratio, and a page that does not compress below huge_class_size is stored raw
+//! (ZRAM_HUGE, huge_pages). The zsmalloc pool is real memory: it holds
+//! ceil(object bytes / 4096) frames taken from the buddy allocator (objects rounded up
+//! to zsmalloc's 16-byte size classes, at least 32 bytes), so zram's memory counts
+//! against RAM; the frames are kernel pages (KernelOther) that compaction cannot move.
+//! mm_stat: orig_data_size compr_data_size mem_used_total mem_limit mem_used_max
+//! same_pages pages_compacted huge_pages huge_pages_since.
+
+use crate::content::{self, Content};
+use crate::kernel::Kernel;
+use crate::mm_types::*;
+use crate::page_alloc::*;
+use serde_json::{json, Value};
+use thplab_workload::costs::CompressorCosts;
+
+/// zsmalloc's huge class: objects at least this big are stored as whole pages.
+pub const HUGE_CLASS_SIZE: u64 = 3264;
+
+pub struct Zram {
+    pub alg: String,
+    pub c: CompressorCosts,
+    /// pages stored (same-filled included)
+    pub pages_stored: u64,
+    pub compr_bytes: u64,
+    /// zsmalloc object bytes (class-rounded)
+    pub pool_bytes: u64,
+    pub same_pages: u64,
+    pub huge_pages: u64,
+    pub huge_pages_since: u64,
+    pub mem_used_max: u64,
+    /// the pool's frames
+    pub frames: Vec<u32>,
+}
+
+impl Zram {
+    pub fn new(alg: String, c: CompressorCosts) -> Zram {
+        Zram { alg, c, pages_stored: 0, compr_bytes: 0, pool_bytes: 0, same_pages: 0, huge_pages: 0, huge_pages_since: 0, mem_used_max: 0, frames: vec![] }
+    }
+
+    /// Compressed length of a page (the compressor's per-class ratio).
+    pub fn comp_len(&self, c: Content) -> u64 {
+        match content::class(c) {
+            content::SPARSE => self.c.sparse_bytes,
+            content::TEXT => self.c.text_bytes,
+            _ => self.c.random_bytes,
+        }
+    }
+    /// (stored length, zsmalloc object bytes, huge)
+    fn object(&self, c: Content) -> (u64, u64, bool) {
+        let len = self.comp_len(c);
+        if len >= HUGE_CLASS_SIZE {
+            (4096, 4096, true)
+        } else {
+            (len, len.max(32).next_multiple_of(16), false)
+        }
+    }
+
+    /// zram_write_page(): store one page; returns the CPU time it took.
+    pub fn write(&mut self, c: Content) -> u64 {
+        self.pages_stored += 1;
+        if content::is_same_filled(c) {
+            self.same_pages += 1;
+            return self.c.same_ns;
+        }
+        let (len, obj, huge) = self.object(c);
+        self.compr_bytes += len;
+        self.pool_bytes += obj;
+        if huge {
+            self.huge_pages += 1;
+            self.huge_pages_since += 1;
+        }
+        // page_same_filled() reads the page first, then the compressor runs
+        self.c.same_ns
+            + match content::class(c) {
+                content::SPARSE => self.c.sparse_compress_ns,
+                content::TEXT => self.c.text_compress_ns,
+                _ => self.c.random_compress_ns,
+            }
+    }
+
+    /// Object bytes a write of `c` would add to the pool.
+    pub fn pool_bytes_for(&self, c: Content) -> u64 {
+        if content::is_same_filled(c) {
+            0
+        } else {
+            self.object(c).1
+        }
+    }
+
+    /// zram_read_page(): the CPU time to bring one page back.
+    pub fn read_ns(&self, c: Content) -> u64 {
+        if content::is_same_filled(c) {
+            return self.c.same_ns;
+        }
+        match content::class(c) {
+            content::SPARSE => self.c.sparse_decompress_ns,
+            content::TEXT => self.c.text_decompress_ns,
+            _ => self.c.random_decompress_ns,
+        }
+    }
+
+    /// zram_free_page() (swap slot free notify).
+    pub fn free(&mut self, c: Content) {
+        self.pages_stored -= 1;
+        if content::is_same_filled(c) {
+            self.same_pages -= 1;
+            return;
+        }
+        let (len, obj, huge) = self.object(c);
+        self.compr_bytes -= len;
+        self.pool_bytes -= obj;
+        if huge {
+            self.huge_pages -= 1;
+        }
+    }
+
+    pub fn mm_stat(&self) -> Value {
+        let used = self.frames.len() as u64 * 4096;
+        let v = [self.pages_stored * 4096, self.compr_bytes, used, 0, self.mem_used_max, self.same_pages, 0, self.huge_pages, self.huge_pages_since];
+        let raw = v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ");
+        json!({
+            "orig_data_size": v[0], "compr_data_size": v[1], "mem_used_total": v[2], "mem_limit": v[3], "mem_used_max": v[4],
+            "same_pages": v[5], "pages_compacted": v[6], "huge_pages": v[7], "huge_pages_since": v[8], "raw": raw,
+        })
+    }
+}
+
+impl Kernel {
+    /// Grow the zsmalloc pool of device `di` so it holds `extra` more object bytes.
+    /// zs_malloc allocates from reclaim context (PF_MEMALLOC): no watermarks, no reclaim.
+    /// Returns false when memory is exhausted (the write then fails).
+    pub fn zram_pool_reserve(&mut self, di: usize, extra: u64) -> bool {
+        let (need, have) = {
+            let z = self.swap.devs[di].zram.as_ref().expect("zram");
+            ((z.pool_bytes + extra).div_ceil(4096), z.frames.len() as u64)
+        };
+        for _ in have..need {
+            let zl = self.pm.zonelist(0, crate::mmzone::ZONE_NORMAL, false);
+            let gfp = __GFP_KSWAPD_RECLAIM | __GFP_NOWARN | __GFP_MOVABLE;
+            let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
+            let Some((pfn, _)) = self.pm.get_page_from_freelist(gfp, 0, ALLOC_NO_WATERMARKS, &zl, crate::mmzone::ZONE_NORMAL, boost, dm, &mut self.vm) else {
+                return false;
+            };
+            self.pm.frames[pfn as usize] = make_kernel(0, true);
+            self.nr_kernel_pages += 1;
+            self.charge(self.costs.page_alloc_ns);
+            let z = self.swap.devs[di].zram.as_mut().unwrap();
+            z.frames.push(pfn as u32);
+            z.mem_used_max = z.mem_used_max.max(z.frames.len() as u64 * 4096);
+        }
+        true
+    }
+
+    /// Free pool frames the objects no longer need (zsmalloc frees empty zspages; the
+    /// model's pool is always perfectly packed).
+    pub fn zram_pool_fit(&mut self, di: usize) {
+        loop {
+            let z = self.swap.devs[di].zram.as_mut().unwrap();
+            if (z.frames.len() as u64) <= z.pool_bytes.div_ceil(4096) {
+                break;
+            }
+            let pfn = z.frames.pop().unwrap();
+            self.nr_kernel_pages -= 1;
+            self.pm.free_pages(pfn as u64, 0, &mut self.vm);
+        }
+    }
+
+    /// mm_stat of every zram device: (device name, mm_stat object).
+    pub fn zram_mm_stats(&self) -> Vec<(String, Value)> {
+        self.swap.devs.iter().filter_map(|d| d.zram.as_ref().map(|z| (d.name.trim_start_matches("/dev/").to_string(), z.mm_stat()))).collect()
+    }
+}
