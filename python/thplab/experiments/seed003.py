@@ -63,7 +63,13 @@ def _size_bytes(s: str) -> int:
     return int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
 
 
-def measure(w: dict, knobs: dict) -> dict:
+TITLE = "Huang Ying 2018: THP swap-out and swap-in in one piece (swap-w-seq)"
+
+# full model results of the last run, by label (the seeds report plots and saves them)
+LAST_RESULTS: dict[str, dict] = {}
+
+
+def measure(w: dict, knobs: dict, label: str | None = None) -> dict:
     """Run the model and derive the seed's metrics."""
     from thplab.api import run as trun
 
@@ -71,6 +77,8 @@ def measure(w: dict, knobs: dict) -> dict:
     r = trun(w, knobs=knobs)
     host_s = time.perf_counter() - t0
     d = r.raw
+    if label:
+        LAST_RESULTS[label] = d
     sim_s = d["sim_time_ns"] / 1e9
     dv = d.get("vmstat_delta") or {}
     ex = d.get("extra") or {}
@@ -126,8 +134,8 @@ def run(quick: bool = False, _meta: dict | None = None) -> list[dict]:
     """The seed-003 table: one row per metric with the seed's published values (reference
     only) and the model's, before (mainline) and after (the seed's policy)."""
     w = workload(quick)
-    b = measure(w, BEFORE_KNOBS)
-    a = measure(w, AFTER_KNOBS)
+    b = measure(w, BEFORE_KNOBS, "mainline (before)")
+    a = measure(w, AFTER_KNOBS, "PMD swap entries (after)")
     if _meta is not None:
         _meta.update({"before": b, "after": a, "machine": w["machine"]})
     rows = []
