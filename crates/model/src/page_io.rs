@@ -39,9 +39,13 @@ impl Kernel {
     /// then kept, as when zs_malloc fails).
     pub fn swap_writepage(&mut self, head: u64, nr: u32, slot: u32) -> Result<(), ()> {
         let di = self.swap.dev_of(slot);
-        // is_folio_zero_filled(): the last word of each page, then the page (memchr_inv)
-        let mut zero = true;
+        // is_folio_zero_filled(): the last word of each page, then the page (memchr_inv);
+        // kernels before v6.12 had no zeromap (thplab.swap_zeromap=n)
+        let mut zero = self.cfg.swap_zeromap;
         for i in 0..nr as u64 {
+            if !zero {
+                break;
+            }
             let c = content(self.pm.frames[(head + i) as usize]);
             self.charge(self.costs.memchr_inv_4k_ns * content::memchr_inv_bytes(c) / 4096);
             if !content::is_zero(c) {

@@ -434,3 +434,19 @@ fn madv_willneed_reads_swap_into_the_swap_cache() {
     assert_eq!(pd(&r, "touch", "pgmajfault"), 0);
     assert_eq!(pd(&r, "touch", "nr_anon_pages"), 1024);
 }
+
+/// thplab.swap_zeromap=n models the kernels before v6.12: an all-zero folio is written to
+/// the device (zram stores it as same-filled) instead of going to the zeromap.
+#[test]
+fn swap_zeromap_switch() {
+    let w = r#"{"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"b","size":"4M"},{"op":"madvise","region":"b","advice":"hugepage"},
+      {"op":"write","region":"b","data":0},{"op":"madvise","region":"b","advice":"pageout"},
+      {"op":"phase","name":"end"}]}]}"#;
+    let on = go(w, "1G,swap=zram:64M", &[]);
+    let off = go(w, "1G,swap=zram:64M", &[("thplab.swap_zeromap", "n")]);
+    assert_eq!(d(&on, "swpout_zero"), 1024);
+    assert_eq!(d(&on, "pswpout"), 0);
+    assert_eq!(d(&off, "swpout_zero"), 0);
+    assert_eq!(d(&off, "pswpout"), 1024);
+}

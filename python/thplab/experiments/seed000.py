@@ -5,7 +5,9 @@ NUM_DIRTY 4 KiB pages of every 2 MiB, MADV_PAGEOUT, munmap. Best case: only the 
 of each THP's head is non-zero (OFFSET 0, NUM_DIRTY 1). Worst case: the last byte of every
 subpage is non-zero (OFFSET 4095, NUM_DIRTY 512). Swap on zram and on a disk, with
 CONFIG_THP_SWAP=n as in the seed, policy `none` (before) vs `seed` (after); and the same
-under mainline v6.18 defaults (CONFIG_THP_SWAP=y, zero subpages remapped to the zero page).
+under mainline v6.18 defaults (CONFIG_THP_SWAP=y, zero subpages remapped to the zero page,
+the swap zeromap). Before/after run on the seed's kernel generation: no swap zeromap
+(thplab.swap_zeromap=n), so zero pages are written to zram (same-filled) or the disk.
 """
 from __future__ import annotations
 
@@ -55,8 +57,11 @@ def run(quick: bool = False) -> list[dict]:
         for case, (offset, num_dirty) in CASES.items():
             w = workload(size, offset, num_dirty)
             out = {}
-            for label, knobs in (("none", {"thplab.split_zero_subpages": "none", "thplab.config_thp_swap": "n"}),
-                                 ("seed", {"thplab.split_zero_subpages": "seed", "thplab.config_thp_swap": "n"}),
+            # the seed's kernel (5.14-era): CONFIG_THP_SWAP=n as in its runs, and no swap zeromap
+            # (v6.12+), so zero pages went to the device; mainline: v6.18 defaults
+            era = {"thplab.config_thp_swap": "n", "thplab.swap_zeromap": "n"}
+            for label, knobs in (("none", {"thplab.split_zero_subpages": "none", **era}),
+                                 ("seed", {"thplab.split_zero_subpages": "seed", **era}),
                                  ("mainline", {})):
                 r = thplab.run(w, machine=machine, knobs=knobs)
                 out[label] = r.raw
