@@ -95,10 +95,12 @@ def normalise(row: dict) -> dict:
     r = {ALIASES.get(k, k): v for k, v in row.items()}
     if isinstance(r.get("same_direction"), bool) or r.get("same_direction") is None:
         r["same_direction"] = None
-    if r.get("seed_delta") is None and isinstance(r.get("seed_before"), (int, float)):
-        r["seed_delta"] = pct(r.get("seed_before"), r.get("seed_after"))
-    if r.get("thplab_delta") is None and isinstance(r.get("thplab_before"), (int, float)):
-        r["thplab_delta"] = pct(r.get("thplab_before"), r.get("thplab_after"))
+    # numeric deltas are always the percentage change from before to after (modules may
+    # have put absolute differences there); a string delta ("+92.1 pts") is kept as given
+    for side in ("seed", "thplab"):
+        b, a, d = r.get(f"{side}_before"), r.get(f"{side}_after"), r.get(f"{side}_delta")
+        if isinstance(b, (int, float)) and isinstance(a, (int, float)) and not isinstance(d, str):
+            r[f"{side}_delta"] = pct(b, a)
     if not r.get("same_direction") or isinstance(r.get("same_direction"), bool):
         r["same_direction"] = direction(r.get("seed_delta"), r.get("thplab_delta"))
     return r
