@@ -90,6 +90,10 @@ ALIASES = {"seed before": "seed_before", "seed after": "seed_after", "seed delta
            "same direction?": "same_direction"}
 
 
+def _num(*vs: Any) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vs)
+
+
 def normalise(row: dict) -> dict:
     """Fill in deltas/direction a module left out; accept the spaced key names too."""
     r = {ALIASES.get(k, k): v for k, v in row.items()}
@@ -101,7 +105,12 @@ def normalise(row: dict) -> dict:
         b, a, d = r.get(f"{side}_before"), r.get(f"{side}_after"), r.get(f"{side}_delta")
         if isinstance(b, (int, float)) and isinstance(a, (int, float)) and not isinstance(d, str):
             r[f"{side}_delta"] = pct(b, a)
-    if not r.get("same_direction") or isinstance(r.get("same_direction"), bool):
+    # the direction always comes from the values, whatever a module printed as its delta
+    sd = pct(r.get("seed_before"), r.get("seed_after")) if _num(r.get("seed_before"), r.get("seed_after")) else None
+    td = pct(r.get("thplab_before"), r.get("thplab_after")) if _num(r.get("thplab_before"), r.get("thplab_after")) else None
+    if sd is not None and td is not None:
+        r["same_direction"] = direction(sd, td)
+    elif not r.get("same_direction") or isinstance(r.get("same_direction"), bool):
         r["same_direction"] = direction(r.get("seed_delta"), r.get("thplab_delta"))
     return r
 
