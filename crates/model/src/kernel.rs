@@ -339,11 +339,21 @@ impl Kernel {
         self.charge(self.costs.page_alloc_ns);
         // fast path: low watermark, avoid fragmenting (alloc_flags_nofragment)
         let flags = ALLOC_WMARK_LOW | self.pm.alloc_flags_nofragment(zonelist[0], gfp, defrag_mode);
-        if let Some((pfn, zi)) = self.pm.get_page_from_freelist(gfp, order, flags, &zonelist, highest, boost, defrag_mode, &mut self.vm) {
-            self.after_alloc(zi);
-            return Some(pfn);
+        let page = match self.pm.get_page_from_freelist(gfp, order, flags, &zonelist, highest, boost, defrag_mode, &mut self.vm) {
+            Some((pfn, zi)) => {
+                self.after_alloc(zi);
+                Some(pfn)
+            }
+            None => self.alloc_pages_slowpath(gfp, order, nid, &zonelist),
+        };
+        if let Some(pfn) = page {
+            // free page reporting: the first touch of a block the host took back refaults it
+            let reported = self.pm.take_reported(pfn, order);
+            if self.cfg.free_page_reporting && reported > 0 {
+                self.charge(reported * self.costs.refault_reported_2m_ns);
+            }
         }
-        self.alloc_pages_slowpath(gfp, order, nid, &zonelist)
+        page
     }
 
     fn after_alloc(&mut self, zi: usize) {

@@ -77,6 +77,12 @@ pub struct PhysMem {
     pub reserved_pages: u64,
     /// zonelists per node: [any node, this node only]
     pub zonelists: Vec<[std::rc::Rc<[usize]>; 2]>,
+    /// Free page reporting (a VM guest, mm/page_reporting.c): per pageblock, the time (ms)
+    /// since which it has been wholly free, or BACKED while any of it is in use. At boot
+    /// every pageblock is unbacked (0: the host populates guest memory lazily).
+    pub pb_free_since_ms: Vec<u32>,
+    /// the current simulated time in ms (set by the engine before each step)
+    pub now_ms: u32,
     /// alloc_flags_nofragment()'s zone test, precomputed: ZONE_NORMAL with a populated
     /// ZONE_DMA32 beneath it (or any ZONE_NORMAL on a single-node machine)
     pub nofragment_zone: Vec<bool>,
@@ -100,6 +106,8 @@ impl PhysMem {
             reserved_pages: 0,
             zonelists: vec![],
             nofragment_zone: vec![],
+            pb_free_since_ms: vec![0; npb],
+            now_ms: 0,
         };
         // every frame starts reserved; managed pages are handed to the buddy allocator below
         pm.frames.iter_mut().for_each(|f| *f = make_reserved());
@@ -323,7 +331,34 @@ impl PhysMem {
             pfn &= buddy;
             order += 1;
         }
+        if order >= PAGEBLOCK_ORDER {
+            // a whole pageblock is free again: page reporting may hand it to the host
+            let first = (pfn >> PAGEBLOCK_ORDER) as usize;
+            for pb in first..first + (1usize << (order - PAGEBLOCK_ORDER)) {
+                self.pb_free_since_ms[pb] = self.now_ms;
+            }
+        }
         self.add_to_free_list(zi, pfn, order, mt);
+    }
+
+    /// Pageblocks of [pfn, pfn + 2^order) the host had taken back (free for at least
+    /// PAGE_REPORTING_DELAY, or never used since boot): count them and mark them backed.
+    pub fn take_reported(&mut self, pfn: u64, order: u32) -> u64 {
+        const BACKED: u32 = u32::MAX;
+        const PAGE_REPORTING_DELAY_MS: u32 = 2000;
+        let first = (pfn >> PAGEBLOCK_ORDER) as usize;
+        let last = ((pfn + (1 << order) - 1) >> PAGEBLOCK_ORDER) as usize;
+        let mut n = 0;
+        for pb in first..=last {
+            let since = self.pb_free_since_ms[pb];
+            if since != BACKED {
+                if since == 0 || self.now_ms.saturating_sub(since) >= PAGE_REPORTING_DELAY_MS {
+                    n += 1;
+                }
+                self.pb_free_since_ms[pb] = BACKED;
+            }
+        }
+        n
     }
 
     /// expand(): split a block of order `high` down to `low`, freeing the upper halves.

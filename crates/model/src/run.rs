@@ -186,6 +186,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
                 }
             }
             k.now = start;
+            k.pm.now_ms = (start / 1_000_000).min(u32::MAX as u64 - 1) as u32;
             k.cost = 0;
             k.cur_cpu = kt.cpu;
             let next = k.kthread_step(kt.kind);
@@ -227,6 +228,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
             task.phase = Some(Phase { name: "main".into(), start, sys: 0, snap: k.vmstat_snapshot() });
         }
         k.now = start;
+        k.pm.now_ms = (start / 1_000_000).min(u32::MAX as u64 - 1) as u32;
         k.cost = 0;
         k.cur_cpu = task.cpu;
         let ops = &w.processes[pid].ops;

@@ -170,3 +170,26 @@ fn oom_kill_when_nothing_can_be_reclaimed() {
     assert_eq!(r.processes[1].killed.as_deref(), Some("oom_kill"));
     assert_eq!(r.processes[0].killed, None);
 }
+
+/// thplab.free_page_reporting: the first touch of memory the host took back (never used
+/// since boot, or wholly free for at least PAGE_REPORTING_DELAY = 2 s) costs a refault
+/// of the 2 MiB block; memory freed and reused at once does not.
+#[test]
+fn free_page_reporting_charges_refaults_of_reported_blocks() {
+    let w = r#"{"processes":[{"ops":[
+      {"op":"mmap","name":"a","size":"64M"},{"op":"madvise","region":"a","advice":"hugepage"},
+      {"op":"phase","name":"cold"},{"op":"write","region":"a","every":"2M","length":"4K"},
+      {"op":"munmap","region":"a"},
+      {"op":"mmap","name":"b","size":"64M"},{"op":"madvise","region":"b","advice":"hugepage"},
+      {"op":"phase","name":"warm"},{"op":"write","region":"b","every":"2M","length":"4K"},
+      {"op":"munmap","region":"b"},{"op":"sleep","duration":"3s"},
+      {"op":"mmap","name":"c","size":"64M"},{"op":"madvise","region":"c","advice":"hugepage"},
+      {"op":"phase","name":"reported"},{"op":"write","region":"c","every":"2M","length":"4K"}]}]}"#;
+    let on = go(w, "4G", &[("thplab.free_page_reporting", "1")]);
+    let off = go(w, "4G", &[]);
+    let t = |r: &RunResult, n: &str| r.phases.iter().find(|p| p.name == n).map(|p| p.end_ns - p.start_ns).unwrap();
+    let refault = thplab_workload::costs::CostProfile::default().refault_reported_2m_ns;
+    assert!(t(&on, "p0:cold") >= t(&off, "p0:cold") + 32 * refault, "never-touched memory refaults");
+    assert!(t(&on, "p0:warm") < t(&off, "p0:warm") + refault, "memory reused at once is still backed");
+    assert!(t(&on, "p0:reported") >= t(&off, "p0:reported") + 32 * refault, "free for 3 s: reported, refaults");
+}
