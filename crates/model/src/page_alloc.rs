@@ -78,8 +78,8 @@ pub struct PhysMem {
     /// zonelists per node: [any node, this node only]
     pub zonelists: Vec<[std::rc::Rc<[usize]>; 2]>,
     /// Free page reporting (a VM guest, mm/page_reporting.c): per pageblock, the time (ms)
-    /// since which it has been wholly free, or BACKED while any of it is in use. At boot
-    /// every pageblock is unbacked (0: the host populates guest memory lazily).
+    /// since which it has been wholly free, or BACKED while any of it is in use. Boot
+    /// memory counts as freed at t=0: it is reported once it stays free past the delay.
     pub pb_free_since_ms: Vec<u32>,
     /// the current simulated time in ms (set by the engine before each step)
     pub now_ms: u32,
@@ -341,8 +341,8 @@ impl PhysMem {
         self.add_to_free_list(zi, pfn, order, mt);
     }
 
-    /// Pageblocks of [pfn, pfn + 2^order) the host had taken back (free for at least
-    /// PAGE_REPORTING_DELAY, or never used since boot): count them and mark them backed.
+    /// Pageblocks of [pfn, pfn + 2^order) the host had taken back (wholly free for at
+    /// least PAGE_REPORTING_DELAY): count them and mark them backed.
     pub fn take_reported(&mut self, pfn: u64, order: u32) -> u64 {
         const BACKED: u32 = u32::MAX;
         const PAGE_REPORTING_DELAY_MS: u32 = 2000;
@@ -352,7 +352,7 @@ impl PhysMem {
         for pb in first..=last {
             let since = self.pb_free_since_ms[pb];
             if since != BACKED {
-                if since == 0 || self.now_ms.saturating_sub(since) >= PAGE_REPORTING_DELAY_MS {
+                if self.now_ms.saturating_sub(since) >= PAGE_REPORTING_DELAY_MS {
                     n += 1;
                 }
                 self.pb_free_since_ms[pb] = BACKED;
