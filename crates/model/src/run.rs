@@ -511,6 +511,16 @@ fn finish_task(k: &mut Kernel, task: &mut Task, end: u64, phases: &mut Vec<Phase
     task.end_ns = end;
 }
 
+/// Record progress within an op: done when `end` reached `total`, else continue next step.
+fn advance(task: &mut Task, end: u64, total: u64) -> StepOutcome {
+    task.cursor = end;
+    if end >= total {
+        StepOutcome::OpDone { user_ns: 0, sleep: 0 }
+    } else {
+        StepOutcome::Continue { user_ns: 0 }
+    }
+}
+
 enum StepOutcome {
     Continue { user_ns: u64 },
     OpDone { user_ns: u64, sleep: u64 },
@@ -558,12 +568,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
                     }
                 }
             }
-            task.cursor = end;
-            if end >= pages {
-                done
-            } else {
-                StepOutcome::Continue { user_ns: 0 }
-            }
+            advance(task, end, pages)
         }
         Op::Munmap { range } | Op::Madvise { range, .. } | Op::Mprotect { range, .. } | Op::MovePages { range, .. } => {
             let Some((addr, size)) = region(task, &range.region) else { return done };
@@ -603,12 +608,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
                     _ => unreachable!(),
                 }
             }
-            task.cursor = end;
-            if end >= pieces.len() as u64 {
-                done
-            } else {
-                StepOutcome::Continue { user_ns: 0 }
-            }
+            advance(task, end, pieces.len() as u64)
         }
         Op::Write { range, byte, bytes, data } => page_op(k, task, op, range, |k, pid, a| {
             let b = byte.unwrap_or(0);
@@ -720,12 +720,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
                     return StepOutcome::Exit;
                 }
             }
-            task.cursor = end;
-            if end >= nblocks {
-                done
-            } else {
-                StepOutcome::Continue { user_ns: 0 }
-            }
+            advance(task, end, nblocks)
         }
         Op::Kfree { range } => {
             let Some((size, blocks)) = task.kallocs.get_mut(&range.region) else { return done };

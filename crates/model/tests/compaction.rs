@@ -12,11 +12,11 @@ use thplab_model::mmzone::*;
 use thplab_model::page_alloc::*;
 use thplab_model::tlb::Tlb;
 use thplab_model::vmstat::{self, Ev};
-use thplab_model::{check, run, RunOptions};
+use thplab_model::check;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs;
 use thplab_workload::workload::WriteData;
-use thplab_workload::{parse_workload, MachineSpec, RunResult};
+use thplab_workload::{MachineSpec, RunResult};
 
 fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
     let m = MachineSpec::parse_shorthand(machine).unwrap();
@@ -259,16 +259,9 @@ fn compaction_skips_pmd_thps() {
     check::check(&k).unwrap();
 }
 
-fn go(w: &str, machine: &str, kn: &[(&str, &str)]) -> RunResult {
-    let w = parse_workload(w).unwrap();
-    let o = RunOptions {
-        machine: Some(MachineSpec::parse_shorthand(machine).unwrap()),
-        knobs: kn.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
-        check: true,
-        ..Default::default()
-    };
-    run(&w, &o).unwrap()
-}
+mod common;
+use common::go;
+
 fn pd(r: &RunResult, phase: &str, c: &str) -> i64 {
     r.phases.iter().find(|p| p.name.ends_with(phase)).unwrap().vmstat_delta.get(c).copied().unwrap_or(0)
 }

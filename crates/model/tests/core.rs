@@ -2,18 +2,11 @@
 //! checker on. Expected counters are worked out from the kernel's behaviour, not tuned.
 
 use thplab_model::{run, RunOptions};
-use thplab_workload::{parse_workload, MachineSpec, RunResult};
+use thplab_workload::{parse_workload, RunResult};
 
-fn go(w: &str, machine: &str, knobs: &[(&str, &str)]) -> RunResult {
-    let w = parse_workload(w).unwrap();
-    let o = RunOptions {
-        machine: Some(MachineSpec::parse_shorthand(machine).unwrap()),
-        knobs: knobs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
-        check: true,
-        ..Default::default()
-    };
-    run(&w, &o).unwrap()
-}
+mod common;
+use common::go;
+
 fn d(r: &RunResult, c: &str) -> i64 {
     r.vmstat_delta.get(c).copied().unwrap_or(0)
 }

@@ -9,21 +9,14 @@ use thplab_model::memory::Mapping;
 use thplab_model::mm_types::{content, TAG_ANON};
 use thplab_model::mmap::{Mm, VM_READ, VM_WRITE};
 use thplab_model::tlb::Tlb;
-use thplab_model::{check, run, RunOptions};
+use thplab_model::check;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::workload::{Advice, DataKind, WriteData};
-use thplab_workload::{parse_workload, MachineSpec, RunResult};
+use thplab_workload::{MachineSpec, RunResult};
 
-fn go(w: &str, machine: &str, knobs: &[(&str, &str)]) -> RunResult {
-    let w = parse_workload(w).unwrap();
-    let o = RunOptions {
-        machine: Some(MachineSpec::parse_any(machine).unwrap()),
-        knobs: knobs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
-        check: true,
-        ..Default::default()
-    };
-    run(&w, &o).unwrap()
-}
+mod common;
+use common::go;
+
 fn pd(r: &RunResult, phase: &str, c: &str) -> i64 {
     r.phases.iter().find(|p| p.name.ends_with(&format!(":{phase}"))).unwrap_or_else(|| panic!("no phase {phase}")).vmstat_delta.get(c).copied().unwrap_or(0)
 }

@@ -2,19 +2,11 @@
 //! with the max_ptes_none threshold (and the 511 quirk), the zero-subpage policies, and
 //! migration between nodes. Every test checks that no non-zero page is lost.
 
-use thplab_model::{run, RunOptions};
-use thplab_workload::{parse_workload, MachineSpec, RunResult};
+use thplab_workload::RunResult;
 
-fn go(w: &str, machine: &str, knobs: &[(&str, &str)]) -> RunResult {
-    let w = parse_workload(w).unwrap();
-    let o = RunOptions {
-        machine: Some(MachineSpec::parse_shorthand(machine).unwrap()),
-        knobs: knobs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
-        check: true,
-        ..Default::default()
-    };
-    run(&w, &o).unwrap()
-}
+mod common;
+use common::go;
+
 fn pd(r: &RunResult, phase: usize, c: &str) -> i64 {
     r.phases[phase].vmstat_delta.get(c).copied().unwrap_or(0)
 }
