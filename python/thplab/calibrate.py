@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 
 from thplab.errors import InputError
-from thplab.live import LiveError, _invoke, _message, find_binary
+from thplab.live import LiveError, find_binary, invoke_json
 
 CLASSES = ("same", "sparse", "text", "random")
 
@@ -175,12 +175,7 @@ def run_native(quick: bool, reps: int | None, timeout: float = 300.0) -> dict:
             args.append("--quick")
         if reps is not None:
             args += ["--reps", str(reps)]
-        r = _invoke(args, timeout)
-        if r.returncode == 2:
-            raise InputError(_message(r.stderr))
-        if r.returncode != 0:
-            raise LiveError(f"calibration failed (exit {r.returncode}): {_message(r.stderr)}")
-        return json.loads(out.read_text())
+        return invoke_json(args, timeout, out, "calibration")
 
 
 def _print_rows(rows, cal, path):

@@ -84,6 +84,17 @@ def _invoke(args: list[str], timeout: float | None) -> subprocess.CompletedProce
     return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
+def invoke_json(args: list[str], timeout: float | None, out: Path, what: str) -> dict:
+    """Run thplab-live and read the JSON it wrote to `out`. Exit status 2 is bad input or
+    a refusal (InputError); any other failure is a LiveError naming `what`."""
+    r = _invoke(args, timeout)
+    if r.returncode == 2:
+        raise InputError(_message(r.stderr))
+    if r.returncode != 0:
+        raise LiveError(f"{what} failed (exit {r.returncode}): {_message(r.stderr)}")
+    return json.loads(out.read_text())
+
+
 def _message(err: str) -> str:
     lines = [l.removeprefix("thplab-live: ") for l in err.strip().splitlines() if l.strip()]
     return "; ".join(lines) or "thplab-live failed without a message"
@@ -117,12 +128,7 @@ def run_kernel(workload, machine=None, knobs=(), timeout: float | None = None, *
             args += ["--max-mem-share", str(max_mem_share)]
         if dry_run:
             args.append("--dry-run")
-        r = _invoke(args, t)
-        if r.returncode == 2:
-            raise InputError(_message(r.stderr))
-        if r.returncode != 0:
-            raise LiveError(f"live run failed (exit {r.returncode}): {_message(r.stderr)}")
-        return json.loads(out.read_text())
+        return invoke_json(args, t, out, "live run")
 
 
 def state() -> dict:

@@ -156,9 +156,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         }
     }
     let mut phases: Vec<PhaseResult> = vec![];
-    let interval = w.record.series_interval.0;
-    let mut series = Series { columns: series_columns(), rows: vec![] };
-    let mut next_sample = 0u64;
+    let mut sampler = Sampler { interval: w.record.series_interval.0, next: 0, series: Series { columns: series_columns(), rows: vec![] } };
     let mut now = 0u64;
     let mut steps = 0u64;
     let mut live = tasks.len();
@@ -179,15 +177,8 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
                 continue;
             }
             now = now.max(start);
-            if interval > 0 {
-                while next_sample <= now && series.rows.len() < 200_000 {
-                    series.rows.push(sample(&k, next_sample));
-                    next_sample += interval;
-                }
-            }
-            k.now = start;
-            k.pm.now_ms = (start / 1_000_000).min(u32::MAX as u64 - 1) as u32;
-            k.cost = 0;
+            sampler.catch_up(&k, now);
+            enter_step(&mut k, start);
             k.cur_cpu = kt.cpu;
             let next = k.kthread_step(kt.kind);
             let end = start + k.cost;
@@ -218,18 +209,11 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
             continue;
         }
         now = now.max(start);
-        if interval > 0 {
-            while next_sample <= now && series.rows.len() < 200_000 {
-                series.rows.push(sample(&k, next_sample));
-                next_sample += interval;
-            }
-        }
+        sampler.catch_up(&k, now);
         if task.phase.is_none() {
             task.phase = Some(Phase { name: "main".into(), start, sys: 0, snap: k.vmstat_snapshot() });
         }
-        k.now = start;
-        k.pm.now_ms = (start / 1_000_000).min(u32::MAX as u64 - 1) as u32;
-        k.cost = 0;
+        enter_step(&mut k, start);
         k.cur_cpu = task.cpu;
         let ops = &w.processes[pid].ops;
         let outcome = if k.killed.contains(&(pid as u32)) || !k.mms[pid].alive {
@@ -296,9 +280,8 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     for t in &tasks {
         now = now.max(t.end_ns);
     }
-    if interval > 0 && series.rows.len() < 200_000 {
-        series.rows.push(sample(&k, now));
-    }
+    sampler.finish(&k, now);
+    let series = sampler.series;
     if o.check {
         crate::check::check(&k)?;
     }
@@ -403,6 +386,38 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         extra,
     };
     Ok((result, k))
+}
+
+/// Samples the state every `interval` ns of simulated time (record.series_interval).
+struct Sampler {
+    interval: u64,
+    next: u64,
+    series: Series,
+}
+const MAX_SAMPLES: usize = 200_000;
+impl Sampler {
+    /// Emit the samples due up to `now` (the state as the next event finds it).
+    fn catch_up(&mut self, k: &Kernel, now: u64) {
+        if self.interval == 0 {
+            return;
+        }
+        while self.next <= now && self.series.rows.len() < MAX_SAMPLES {
+            self.series.rows.push(sample(k, self.next));
+            self.next += self.interval;
+        }
+    }
+    fn finish(&mut self, k: &Kernel, now: u64) {
+        if self.interval > 0 && self.series.rows.len() < MAX_SAMPLES {
+            self.series.rows.push(sample(k, now));
+        }
+    }
+}
+
+/// Start a step at `start`: the kernel's clock, and nothing charged yet.
+fn enter_step(k: &mut Kernel, start: u64) {
+    k.now = start;
+    k.pm.now_ms = (start / 1_000_000).min(u32::MAX as u64 - 1) as u32;
+    k.cost = 0;
 }
 
 struct Kt {
