@@ -364,7 +364,6 @@ impl Kernel {
         if order == 9 {
             self.deferred_split_remove(head);
             self.thp_mapcount.remove(&(head as u32));
-            self.count_mthp("nr_anon", 0);
         }
         self.charge(self.costs.page_free_ns);
         self.pm.free_pages(head, order, &mut self.vm);

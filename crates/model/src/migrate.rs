@@ -39,10 +39,8 @@ impl Kernel {
         let thp = compound(f) == COMPOUND_HEAD;
         let nr: u64 = if thp { 512 } else { 1 };
         let lru_list = lru(f);
-        let locked = lru_list == LRU_UNEVICTABLE;
         let on_lru = lru_list != LRU_NONE;
         let queued = thp && lru(self.pm.frames[src as usize + 1]) == 1;
-        let partially = thp && self.folio_partially_mapped(src);
         if on_lru {
             self.lru_del(src, nr);
         }
@@ -79,7 +77,6 @@ impl Kernel {
             self.pm.frames[dst as usize] = with_lru(h, lru_list);
             // lazy-free folios are on the file lists (lru_index)
             self.pm.lru[node][lru_index(self.pm.frames[dst as usize])].push_head(&mut self.pm.links, dst as u32, nr);
-            let _ = locked;
         }
         if queued {
             // the copy carried PG_partially_mapped; put the new folio on the queue
@@ -88,7 +85,6 @@ impl Kernel {
             let node = self.pm.node_of(dst);
             self.deferred[node].push_tail(&mut self.pm.links, t as u32, 512);
         }
-        let _ = partially;
         self.charge(if thp { self.costs.copy_2m_ns } else { self.costs.migrate_4k_ns });
         // flush the old translations of every mm that maps the folio
         if let Some((sid, i)) = rmap(self.pm.frames[dst as usize]) {

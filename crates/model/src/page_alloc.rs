@@ -502,8 +502,7 @@ impl PhysMem {
     }
 
     /// __rmqueue_claim(): from the largest fallback block down.
-    fn rmqueue_claim(&mut self, zi: usize, order: u32, start_mt: u8, alloc_flags: AllocFlags, boost_factor: u64, vm: &mut VmStat) -> Option<u64> {
-        let _ = vm;
+    fn rmqueue_claim(&mut self, zi: usize, order: u32, start_mt: u8, alloc_flags: AllocFlags, boost_factor: u64) -> Option<u64> {
         let min_order = if order < PAGEBLOCK_ORDER && alloc_flags & ALLOC_NOFRAGMENT != 0 { PAGEBLOCK_ORDER } else { order };
         let mut cur = MAX_PAGE_ORDER as i32;
         while cur >= min_order as i32 {
@@ -537,11 +536,11 @@ impl PhysMem {
     }
 
     /// __rmqueue(): requested type, then claim, then (unless ALLOC_NOFRAGMENT) steal.
-    pub fn rmqueue(&mut self, zi: usize, order: u32, mt: u8, alloc_flags: AllocFlags, boost_factor: u64, vm: &mut VmStat) -> Option<u64> {
+    pub fn rmqueue(&mut self, zi: usize, order: u32, mt: u8, alloc_flags: AllocFlags, boost_factor: u64) -> Option<u64> {
         if let Some(p) = self.rmqueue_smallest(zi, order, mt) {
             return Some(p);
         }
-        if let Some(p) = self.rmqueue_claim(zi, order, mt, alloc_flags, boost_factor, vm) {
+        if let Some(p) = self.rmqueue_claim(zi, order, mt, alloc_flags, boost_factor) {
             return Some(p);
         }
         if alloc_flags & ALLOC_NOFRAGMENT == 0 {
@@ -641,7 +640,7 @@ impl PhysMem {
                 if !self.zone_watermark_ok(zi, order, mark, highest, flags) {
                     continue;
                 }
-                if let Some(pfn) = self.rmqueue(zi, order, mt, flags, boost_factor, vm) {
+                if let Some(pfn) = self.rmqueue(zi, order, mt, flags, boost_factor) {
                     let z = &self.zones[zi];
                     let ev = match z.idx {
                         ZONE_DMA => Ev::PGALLOC_DMA,
