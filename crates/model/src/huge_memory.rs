@@ -294,7 +294,8 @@ impl Kernel {
         let lru_list = lru(f);
         let young_ = young(f);
         let dirty_ = dirty(f);
-        let mlocked_ = lru_list == LRU_UNEVICTABLE;
+        // an isolated folio is off its list: PG_mlocked tells
+        let mlocked_ = lru_list == LRU_UNEVICTABLE || mlocked(f);
         if lru_list != LRU_NONE {
             self.lru_del(head, 512);
         }
@@ -359,8 +360,9 @@ impl Kernel {
         for p in freed {
             self.pm.free_pages(p, 0, &mut self.vm);
         }
-        if reason != SplitReason::Reclaim {
-            // lru_add_split_folio() (or putback after migration): the pieces go back on the list
+        if !isolated {
+            // lru_add_split_folio(): the pieces of a folio that was on the LRU go back on it;
+            // an isolated folio's pieces stay on the caller's list (reclaim, migration)
             for &p in &left {
                 let node = self.pm.node_of(p);
                 let l = if lru_list == LRU_NONE { crate::mm_types::LRU_INACTIVE_ANON } else { lru_list };

@@ -102,52 +102,66 @@ impl Kernel {
     }
 
     /// migrate_pages() of one folio to `node` (MR_SYSCALL/MR_NUMA_MISPLACED style):
-    /// allocate on the node, move; a THP whose destination cannot be allocated is split
-    /// (thp_migration_split) and its pieces migrated one by one. Returns pages moved.
+    /// isolate it from its LRU first (isolate_folio_to_list), so that the reclaim and
+    /// compaction the destination allocation may run cannot free or move it, then
+    /// allocate on the node and move. A THP whose destination cannot be allocated is split
+    /// (thp_migration_split); its pieces stay isolated on the migration list, as
+    /// split_folio_to_list() keeps them, and are migrated one by one. Whatever cannot be
+    /// moved is put back on its LRU (putback_movable_pages). Returns pages moved.
     pub fn migrate_folio_to_node(&mut self, head: u64, node: usize) -> u64 {
         let f = self.pm.frames[head as usize];
-        if compound(f) == COMPOUND_HEAD {
+        let list = lru(f);
+        if tag(f) != TAG_ANON || list == LRU_NONE {
+            // not on an LRU: someone else holds it isolated (-EBUSY)
+            return 0;
+        }
+        let nr = if compound(f) == COMPOUND_HEAD { 512 } else { 1 };
+        self.lru_del(head, nr);
+        self.migrate_isolated_folio(head, list, node)
+    }
+
+    /// The body of migrate_pages() for one isolated folio (off the LRU; it belonged to
+    /// list `list`).
+    fn migrate_isolated_folio(&mut self, head: u64, list: u64, node: usize) -> u64 {
+        if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD {
             if let Some(dst) = self.alloc_pages(GFP_TRANSHUGE_LIGHT | __GFP_THISNODE, 9, node) {
-                if self.pm.frames[head as usize] != f {
-                    self.pm.free_pages(dst, 9, &mut self.vm);
-                    return 0;
-                }
                 self.move_folio(head, dst);
+                self.putback_folio(dst, 512, list);
                 self.vm.count(Ev::THP_MIGRATION_SUCCESS);
                 self.vm.add(Ev::PGMIGRATE_SUCCESS, 512);
                 return 512;
             }
             self.vm.count(Ev::THP_MIGRATION_SPLIT);
-            let pieces = match self.split_folio(head, crate::migrate::SplitReason::Migration) {
-                Ok(p) => p,
-                Err(_) => {
-                    self.vm.count(Ev::THP_MIGRATION_FAIL);
-                    self.vm.add(Ev::PGMIGRATE_FAIL, 512);
-                    return 0;
-                }
+            let Ok(pieces) = self.split_folio(head, SplitReason::Migration) else {
+                self.putback_folio(head, 512, list);
+                self.vm.count(Ev::THP_MIGRATION_FAIL);
+                self.vm.add(Ev::PGMIGRATE_FAIL, 512);
+                return 0;
             };
-            let mut moved = 0;
-            for p in pieces {
-                moved += self.migrate_folio_to_node(p, node);
-            }
-            return moved;
+            return pieces.into_iter().map(|p| self.migrate_isolated_folio(p, list, node)).sum();
         }
         match self.alloc_pages(GFP_HIGHUSER_MOVABLE | __GFP_THISNODE, 0, node) {
-            Some(dst) if self.pm.frames[head as usize] != f => {
-                // the source went away while we allocated (its owner exited)
-                self.pm.free_pages(dst, 0, &mut self.vm);
-                0
-            }
             Some(dst) => {
                 self.move_folio(head, dst);
+                self.putback_folio(dst, 1, list);
                 self.vm.count(Ev::PGMIGRATE_SUCCESS);
                 1
             }
             None => {
+                self.putback_folio(head, 1, list);
                 self.vm.count(Ev::PGMIGRATE_FAIL);
                 0
             }
         }
+    }
+
+    /// folio_putback_lru(): an isolated folio goes back on list `list` of its node (a
+    /// lazy-free folio on the file list, see lru_index).
+    fn putback_folio(&mut self, head: u64, nr: u64, list: u64) {
+        let node = self.pm.node_of(head);
+        let f = set_mlocked(with_lru(self.pm.frames[head as usize], list), list == LRU_UNEVICTABLE);
+        self.pm.frames[head as usize] = f;
+        self.pm.lru[node][lru_index(f)].push_head(&mut self.pm.links, head as u32, nr);
     }
 
     /// move_pages(2) for [start, end) of `mm` to `node`: each mapped folio not already on
