@@ -20,7 +20,11 @@ fuzz_target!(|data: &[u8]| {
     let mut procs = vec![];
     for p in 0..nproc {
         let sizes: Vec<u64> = (0..1 + next() % 3).map(|_| 1 + next() * 16 + next()).collect();
-        let mut ops: Vec<Value> = sizes.iter().enumerate().map(|(i, s)| json!({"op":"mmap","name":format!("r{i}"),"size":format!("{}K", s * 4)})).collect();
+        let mut ops: Vec<Value> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"op":"mmap","name":format!("r{i}"),"size":format!("{}K", s * 4)}))
+            .collect();
         for _ in 0..next() % 32 {
             let r = (next() as usize) % sizes.len();
             let pages = sizes[r];

@@ -24,7 +24,16 @@ struct Map_ {
 }
 impl Map_ {
     fn new(len: usize, huge: Option<bool>) -> Result<Map_, CalError> {
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len + HPAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len + HPAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
             return Err(CalError::Failed(format!("mmap {len}: {}", errno_name(errno())), 1));
         }
@@ -67,7 +76,10 @@ impl Drop for Map_ {
 fn check_sig() -> Result<(), CalError> {
     let s = safety::signalled();
     if s != 0 {
-        return Err(CalError::Failed(format!("interrupted by {}; the machine was restored", safety::signal_name(s)), 128 + s));
+        return Err(CalError::Failed(
+            format!("interrupted by {}; the machine was restored", safety::signal_name(s)),
+            128 + s,
+        ));
     }
     Ok(())
 }
@@ -153,28 +165,65 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     for r in 0..=reps {
         let warm = r == 0; // the first round warms caches and TLBs and is discarded
         let v = timed(np, || (0..np).for_each(|i| unsafe { std::ptr::write_bytes(a.page(i), 0, PAGE) }));
-        if !warm { s.add("clear_4k", v) }
+        if !warm {
+            s.add("clear_4k", v)
+        }
         let v = timed(nh, || (0..nh).for_each(|i| unsafe { std::ptr::write_bytes(a.page(i * 512), 0, HPAGE) }));
-        if !warm { s.add("clear_2m", v) }
-        let v = timed(np, || (0..np).for_each(|i| unsafe { std::ptr::copy_nonoverlapping(b.page(i), a.page(i), PAGE) }));
-        if !warm { s.add("copy_4k", v) }
-        let v = timed(nh, || (0..nh).for_each(|i| unsafe { std::ptr::copy_nonoverlapping(b.page(i * 512), a.page(i * 512), HPAGE) }));
-        if !warm { s.add("copy_2m", v) }
+        if !warm {
+            s.add("clear_2m", v)
+        }
+        let v =
+            timed(np, || (0..np).for_each(|i| unsafe { std::ptr::copy_nonoverlapping(b.page(i), a.page(i), PAGE) }));
+        if !warm {
+            s.add("copy_4k", v)
+        }
+        let v = timed(nh, || {
+            (0..nh).for_each(|i| unsafe { std::ptr::copy_nonoverlapping(b.page(i * 512), a.page(i * 512), HPAGE) })
+        });
+        if !warm {
+            s.add("copy_2m", v)
+        }
         // memchr_inv: worst case (a zero page: the whole page is scanned) and best case (first byte set).
         a.touch(0);
-        let v = timed(np, || (0..np).for_each(|i| { std::hint::black_box(memchr_inv(a.page(i), PAGE)); }));
-        if !warm { s.add("memchr_inv_4k_worst", v) }
+        let v = timed(np, || {
+            (0..np).for_each(|i| {
+                std::hint::black_box(memchr_inv(a.page(i), PAGE));
+            })
+        });
+        if !warm {
+            s.add("memchr_inv_4k_worst", v)
+        }
         (0..np).for_each(|i| unsafe { *a.page(i) = 1 });
-        let v = timed(np, || (0..np).for_each(|i| { std::hint::black_box(memchr_inv(a.page(i), PAGE)); }));
-        if !warm { s.add("memchr_inv_4k_best", v) }
+        let v = timed(np, || {
+            (0..np).for_each(|i| {
+                std::hint::black_box(memchr_inv(a.page(i), PAGE));
+            })
+        });
+        if !warm {
+            s.add("memchr_inv_4k_best", v)
+        }
         a.touch(0x5a);
-        let v = timed(np, || (0..np).for_each(|i| { std::hint::black_box(same_filled(a.page(i))); }));
-        if !warm { s.add("same_filled_4k", v) }
+        let v = timed(np, || {
+            (0..np).for_each(|i| {
+                std::hint::black_box(same_filled(a.page(i)));
+            })
+        });
+        if !warm {
+            s.add("same_filled_4k", v)
+        }
         let v = timed(np, || (0..np).for_each(|i| unsafe { std::ptr::write_volatile(b.page(i), r as u8) }));
-        if !warm { s.add("touch_page", v) }
+        if !warm {
+            s.add("touch_page", v)
+        }
         let n = 200_000;
-        let v = timed(n, || (0..n).for_each(|_| unsafe { std::hint::black_box(libc::syscall(libc::SYS_getppid)); }));
-        if !warm { s.add("syscall", v) }
+        let v = timed(n, || {
+            (0..n).for_each(|_| unsafe {
+                std::hint::black_box(libc::syscall(libc::SYS_getppid));
+            })
+        });
+        if !warm {
+            s.add("syscall", v)
+        }
         check_sig()?;
     }
     drop(a);
@@ -190,11 +239,19 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         let m = Map_::new(fsz, Some(false))?;
         let n = fsz / PAGE;
         let v = timed(n, || (0..n).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i), 1) }));
-        if r > 0 { s.add("fault_4k_total", v) }
+        if r > 0 {
+            s.add("fault_4k_total", v)
+        }
         drop(m);
         let m = Map_::new(fsz, Some(false))?;
-        let v = timed(n, || (0..n).for_each(|i| unsafe { std::hint::black_box(std::ptr::read_volatile(m.page(i))); }));
-        if r > 0 { s.add("fault_zero", v) }
+        let v = timed(n, || {
+            (0..n).for_each(|i| unsafe {
+                std::hint::black_box(std::ptr::read_volatile(m.page(i)));
+            })
+        });
+        if r > 0 {
+            s.add("fault_zero", v)
+        }
         drop(m);
         let warmup = Map_::new(fsz * 2, Some(true))?;
         warmup.touch(1);
@@ -204,18 +261,26 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         let before = vm("thp_fault_alloc");
         let v = timed(nh, || (0..nh).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) }));
         thp_seen += vm("thp_fault_alloc") - before;
-        if r > 0 { s.add("fault_2m_total", v) }
+        if r > 0 {
+            s.add("fault_2m_total", v)
+        }
         drop(m);
         check_sig()?;
     }
     if thp_seen == 0 {
-        notes.push("no THP faults happened (is transparent_hugepage/enabled `never`?): fault_2m is a 4K-fault figure".into());
+        notes.push(
+            "no THP faults happened (is transparent_hugepage/enabled `never`?): fault_2m is a 4K-fault figure".into(),
+        );
     }
 
     // ---- the first touch of 2 MiB blocks left free for several seconds (free page reporting) ----
     // Warm 64 blocks, free them, leave them idle, then touch 64 blocks again: the allocator hands
     // back the blocks just freed, which the guest has meanwhile reported to the host.
-    let idle: u64 = std::env::var("THPLAB_CAL_IDLE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(if quick { 5000 } else { 8000 });
+    let idle: u64 = std::env::var("THPLAB_CAL_IDLE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(if quick {
+        5000
+    } else {
+        8000
+    });
     for _ in 0..(if quick { 1 } else { 2 }) {
         let nb = 64;
         let w = Map_::new(nb * HPAGE, Some(true))?;
@@ -241,12 +306,18 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     if (zram || swapfile) && !is_root() {
         notes.push("not root: zram and swap-file costs were not measured".into());
     } else if (zram || swapfile) && other_swap {
-        notes.push("another swap device is active: zram and swap-file costs were not measured (they would be mixed up)".into());
+        notes.push(
+            "another swap device is active: zram and swap-file costs were not measured (they would be mixed up)".into(),
+        );
     } else {
         if zram {
-            if std::path::Path::new("/sys/block/zram0").exists() && read_trim("/sys/block/zram0/disksize").as_deref() == Some("0") {
+            if std::path::Path::new("/sys/block/zram0").exists()
+                && read_trim("/sys/block/zram0/disksize").as_deref() == Some("0")
+            {
                 let avail: Vec<String> = read_trim("/sys/block/zram0/comp_algorithm")
-                    .map(|t| t.split_whitespace().map(|x| x.trim_matches(|c| c == '[' || c == ']').to_string()).collect())
+                    .map(|t| {
+                        t.split_whitespace().map(|x| x.trim_matches(|c| c == '[' || c == ']').to_string()).collect()
+                    })
                     .unwrap_or_default();
                 for alg in ["lzo-rle", "lzo", "lz4"] {
                     if avail.iter().any(|a| a == alg) {
@@ -286,12 +357,18 @@ impl JGuard {
         let p = self.j.restore();
         let _ = std::fs::remove_file(safety::journal_path());
         self.j = Journal::new();
-        if p.is_empty() { Ok(()) } else { Err(CalError::Failed(format!("restore failed: {}", p.join("; ")), 1)) }
+        if p.is_empty() {
+            Ok(())
+        } else {
+            Err(CalError::Failed(format!("restore failed: {}", p.join("; ")), 1))
+        }
     }
 }
 impl Drop for JGuard {
     fn drop(&mut self) {
-        if std::process::id() == self.owner && (!self.j.swapon.is_empty() || !self.j.zram.is_empty() || !self.j.swapfiles.is_empty()) {
+        if std::process::id() == self.owner
+            && (!self.j.swapon.is_empty() || !self.j.zram.is_empty() || !self.j.swapfiles.is_empty())
+        {
             for e in self.j.restore() {
                 eprintln!("thplab-live: RESTORE FAILED: {e}");
             }
@@ -301,7 +378,10 @@ impl Drop for JGuard {
 }
 
 fn run_swapon(path: &str) -> Result<(), CalError> {
-    let o = std::process::Command::new("mkswap").arg(path).output().map_err(|e| CalError::Failed(format!("mkswap: {e}"), 1))?;
+    let o = std::process::Command::new("mkswap")
+        .arg(path)
+        .output()
+        .map_err(|e| CalError::Failed(format!("mkswap: {e}"), 1))?;
     if !o.status.success() {
         return Err(CalError::Failed(format!("mkswap {path}: {}", String::from_utf8_lossy(&o.stderr)), 1));
     }
@@ -344,15 +424,26 @@ fn wait_writeback() {
     }
 }
 
-fn calibrate_zram(alg: &str, quick: bool, reps: usize, s: &mut Samples, values: &mut Map<String, Value>, g: &mut JGuard) -> Result<(), CalError> {
+fn calibrate_zram(
+    alg: &str,
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+    g: &mut JGuard,
+) -> Result<(), CalError> {
     let dev = "zram0";
-    let before = read_trim("/sys/block/zram0/comp_algorithm").and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t)).unwrap_or_default();
+    let before = read_trim("/sys/block/zram0/comp_algorithm")
+        .and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t))
+        .unwrap_or_default();
     g.j.zram.push((dev.into(), before));
     g.j.swapon.push("/dev/zram0".into());
     g.j.save().map_err(|e| CalError::Failed(e, 1))?;
     let n = if quick { 1024 } else { 4096 };
-    write_file("/sys/block/zram0/comp_algorithm", alg).map_err(|e| CalError::Failed(format!("zram0 comp_algorithm {alg}: {e}"), 1))?;
-    write_file("/sys/block/zram0/disksize", &format!("{}", (n * PAGE * 4) as u64 + (16 << 20))).map_err(|e| CalError::Failed(format!("zram0 disksize: {e}"), 1))?;
+    write_file("/sys/block/zram0/comp_algorithm", alg)
+        .map_err(|e| CalError::Failed(format!("zram0 comp_algorithm {alg}: {e}"), 1))?;
+    write_file("/sys/block/zram0/disksize", &format!("{}", (n * PAGE * 4) as u64 + (16 << 20)))
+        .map_err(|e| CalError::Failed(format!("zram0 disksize: {e}"), 1))?;
     run_swapon("/dev/zram0")?;
     let corpus = text_corpus();
     let mm = |k: &str| crate::host::zram_mm_stat(dev).and_then(|v| v[k].as_i64()).unwrap_or(0);
@@ -362,16 +453,29 @@ fn calibrate_zram(alg: &str, quick: bool, reps: usize, s: &mut Samples, values: 
             let m = Map_::new(n * PAGE, Some(false))?;
             fill_class(&m, class, &corpus);
             let (c0, sp0, o0) = (mm("compr_data_size"), mm("same_pages"), vm("pswpout"));
-            let v = timed(n, || unsafe { libc::madvise(m.p as *mut _, m.len, libc::MADV_PAGEOUT); });
+            let v = timed(n, || unsafe {
+                libc::madvise(m.p as *mut _, m.len, libc::MADV_PAGEOUT);
+            });
             let out = vm("pswpout") - o0;
             if out < (n as i64) * 9 / 10 {
-                return Err(CalError::Failed(format!("zram {alg} {class}: only {out} of {n} pages were swapped out"), 1));
+                return Err(CalError::Failed(
+                    format!("zram {alg} {class}: only {out} of {n} pages were swapped out"),
+                    1,
+                ));
             }
             if r > 0 {
                 s.add(&format!("zram.{alg}.{class}.out"), v);
-                bytes.push(if class == "same" { (mm("same_pages") - sp0) as f64 / out as f64 } else { (mm("compr_data_size") - c0) as f64 / out as f64 });
+                bytes.push(if class == "same" {
+                    (mm("same_pages") - sp0) as f64 / out as f64
+                } else {
+                    (mm("compr_data_size") - c0) as f64 / out as f64
+                });
             }
-            let v = timed(n, || (0..n).for_each(|i| unsafe { std::hint::black_box(std::ptr::read_volatile(m.page(i))); }));
+            let v = timed(n, || {
+                (0..n).for_each(|i| unsafe {
+                    std::hint::black_box(std::ptr::read_volatile(m.page(i)));
+                })
+            });
             if r > 0 {
                 s.add(&format!("zram.{alg}.{class}.in"), v);
             }
@@ -384,7 +488,14 @@ fn calibrate_zram(alg: &str, quick: bool, reps: usize, s: &mut Samples, values: 
     g.undo()
 }
 
-fn calibrate_swapfile(quick: bool, reps: usize, s: &mut Samples, values: &mut Map<String, Value>, g: &mut JGuard, notes: &mut Vec<String>) -> Result<(), CalError> {
+fn calibrate_swapfile(
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+    g: &mut JGuard,
+    notes: &mut Vec<String>,
+) -> Result<(), CalError> {
     let n = if quick { 4096 } else { 8192 };
     let path = format!("/var/tmp/thplab-calibrate-swap-{}", std::process::id());
     g.j.swapfiles.push(path.clone());
@@ -409,7 +520,11 @@ fn calibrate_swapfile(quick: bool, reps: usize, s: &mut Samples, values: &mut Ma
         if r > 0 {
             s.add("file.write_page", v);
         }
-        let v = timed(n, || (0..n).for_each(|i| unsafe { std::hint::black_box(std::ptr::read_volatile(m.page(i))); }));
+        let v = timed(n, || {
+            (0..n).for_each(|i| unsafe {
+                std::hint::black_box(std::ptr::read_volatile(m.page(i)));
+            })
+        });
         if r > 0 {
             s.add("file.read_seq_page", v);
         }
@@ -426,7 +541,9 @@ fn calibrate_swapfile(quick: bool, reps: usize, s: &mut Samples, values: &mut Ma
         }
         for k in 0..16 {
             let p = m.page(k * (n / 16));
-            let v = timed(1, || unsafe { std::hint::black_box(std::ptr::read_volatile(p)); });
+            let v = timed(1, || unsafe {
+                std::hint::black_box(std::ptr::read_volatile(p));
+            });
             if r > 0 {
                 s.add("file.read_single", v);
             }

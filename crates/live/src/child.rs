@@ -82,10 +82,70 @@ fn wait_ack(fd: RawFd) {
 /// A fixed, compressible English-like corpus (~3:1 with LZO/LZ4).
 pub fn text_corpus() -> Vec<u8> {
     const WORDS: &[&str] = &[
-        "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he", "this", "are", "or",
-        "his", "from", "at", "which", "but", "have", "an", "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has",
-        "there", "been", "if", "more", "when", "will", "would", "who", "so", "no", "memory", "page", "kernel", "huge", "split", "fault",
-        "swap", "zero", "compaction", "reclaim", "process", "mapping", "allocation", "transparent", "counter", "folio",
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "that",
+        "for",
+        "it",
+        "as",
+        "was",
+        "with",
+        "be",
+        "by",
+        "on",
+        "not",
+        "he",
+        "this",
+        "are",
+        "or",
+        "his",
+        "from",
+        "at",
+        "which",
+        "but",
+        "have",
+        "an",
+        "had",
+        "they",
+        "you",
+        "were",
+        "their",
+        "one",
+        "all",
+        "we",
+        "can",
+        "her",
+        "has",
+        "there",
+        "been",
+        "if",
+        "more",
+        "when",
+        "will",
+        "would",
+        "who",
+        "so",
+        "no",
+        "memory",
+        "page",
+        "kernel",
+        "huge",
+        "split",
+        "fault",
+        "swap",
+        "zero",
+        "compaction",
+        "reclaim",
+        "process",
+        "mapping",
+        "allocation",
+        "transparent",
+        "counter",
+        "folio",
     ];
     let mut r = Rng::new(0x7e47);
     let mut v = Vec::with_capacity(1 << 16);
@@ -132,7 +192,11 @@ fn hash_str(s: &str) -> u64 {
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Pages per pipe for a kalloc set: the largest unit every kfree of the set is aligned to (<= 256).
@@ -179,7 +243,15 @@ impl<'a> Child<'a> {
     }
 
     pub fn run(&self) -> ! {
-        let mut st = State { regions: HashMap::new(), ksets: HashMap::new(), thp_lat: vec![], fault_lat: vec![], access_ns: 0, sink: 0, corpus: text_corpus() };
+        let mut st = State {
+            regions: HashMap::new(),
+            ksets: HashMap::new(),
+            thp_lat: vec![],
+            fault_lat: vec![],
+            access_ns: 0,
+            sink: 0,
+            corpus: text_corpus(),
+        };
         for (i, op) in self.process.ops.iter().enumerate() {
             if let Err((e, m)) = self.op(i, op, &mut st) {
                 self.err(i, op, &e, m);
@@ -195,7 +267,9 @@ impl<'a> Child<'a> {
     }
 
     fn region<'s>(&self, st: &'s mut State, r: &RangeSpec) -> Result<&'s mut Region, (String, String)> {
-        st.regions.get_mut(&r.region).ok_or_else(|| ("EFAULT".to_string(), format!("region `{}` is not mapped (its mmap failed)", r.region)))
+        st.regions
+            .get_mut(&r.region)
+            .ok_or_else(|| ("EFAULT".to_string(), format!("region `{}` is not mapped (its mmap failed)", r.region)))
     }
 
     fn op(&self, i: usize, op: &Op, st: &mut State) -> Result<(), (String, String)> {
@@ -205,7 +279,10 @@ impl<'a> Child<'a> {
         };
         match op {
             Op::Phase { name } => {
-                send(self.to_parent, json!({"t": "phase", "name": name, "i": i, "ns": now_ns(), "stime": self_stime_ns()}));
+                send(
+                    self.to_parent,
+                    json!({"t": "phase", "name": name, "i": i, "ns": now_ns(), "stime": self_stime_ns()}),
+                );
                 wait_ack(self.from_parent);
             }
             Op::Mmap { name, size, populate, align } => {
@@ -215,7 +292,16 @@ impl<'a> Child<'a> {
                 if *populate {
                     flags |= libc::MAP_POPULATE;
                 }
-                let raw = unsafe { libc::mmap(std::ptr::null_mut(), (size + extra) as usize, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+                let raw = unsafe {
+                    libc::mmap(
+                        std::ptr::null_mut(),
+                        (size + extra) as usize,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        flags,
+                        -1,
+                        0,
+                    )
+                };
                 if raw == libc::MAP_FAILED {
                     return Err(sys("mmap"));
                 }
@@ -274,7 +360,9 @@ impl<'a> Child<'a> {
                 let r = self.region(st, range)?;
                 let mut res = Ok(());
                 range.for_each_piece(r.size, |off, len| {
-                    if unsafe { libc::madvise((r.addr + off) as *mut _, len as usize, advice.number()) } != 0 && res.is_ok() {
+                    if unsafe { libc::madvise((r.addr + off) as *mut _, len as usize, advice.number()) } != 0
+                        && res.is_ok()
+                    {
                         res = Err(sys(advice.name()));
                     }
                 });
@@ -289,7 +377,9 @@ impl<'a> Child<'a> {
                 let fl = self.fault_latency;
                 let corpus = std::mem::take(&mut st.corpus);
                 let (thp_lat, fault_lat) = (&mut st.thp_lat, &mut st.fault_lat);
-                let r = st.regions.get_mut(&range.region).ok_or_else(|| ("EFAULT".to_string(), format!("region `{}` is not mapped (its mmap failed)", range.region)))?;
+                let r = st.regions.get_mut(&range.region).ok_or_else(|| {
+                    ("EFAULT".to_string(), format!("region `{}` is not mapped (its mmap failed)", range.region))
+                })?;
                 let b = byte.unwrap_or(0) as u64;
                 let n = bytes.map_or(PAGE - b, |x| x as u64) as usize;
                 let (addr, size) = (r.addr, r.size);
@@ -305,7 +395,11 @@ impl<'a> Child<'a> {
                                 let t0 = now_ns();
                                 unsafe { fill(p, n, data, seed, pg / PAGE, &corpus) };
                                 let dt = now_ns() - t0;
-                                if r.block_pages[blk] == 0 { thp_lat.push(dt) } else { fault_lat.push(dt) }
+                                if r.block_pages[blk] == 0 {
+                                    thp_lat.push(dt)
+                                } else {
+                                    fault_lat.push(dt)
+                                }
                                 r.touched[pi / 64] |= 1 << (pi % 64);
                                 r.block_pages[blk] += 1;
                             } else {
@@ -326,7 +420,8 @@ impl<'a> Child<'a> {
                 range.for_each_piece(r.size, |off, len| {
                     let mut pg = off & !(PAGE - 1);
                     while pg < off + len {
-                        acc = acc.wrapping_add(unsafe { std::ptr::read_volatile((r.addr + pg + b) as *const u8) } as u64);
+                        acc =
+                            acc.wrapping_add(unsafe { std::ptr::read_volatile((r.addr + pg + b) as *const u8) } as u64);
                         pg += PAGE;
                     }
                 });
@@ -344,7 +439,11 @@ impl<'a> Child<'a> {
                 let stride = stride.map_or(64, |s| s.0);
                 let lines = (len / 64).max(1);
                 let pages = (len / PAGE).max(1);
-                let zipf = if *pattern == AccessPattern::Zipf && theta.unwrap_or(0.99) > 0.0 { Some(Zipf::new(pages, theta.unwrap_or(0.99))) } else { None };
+                let zipf = if *pattern == AccessPattern::Zipf && theta.unwrap_or(0.99) > 0.0 {
+                    Some(Zipf::new(pages, theta.unwrap_or(0.99)))
+                } else {
+                    None
+                };
                 let t0 = now_ns();
                 let deadline = duration.map(|d| t0 + d.0);
                 let total = count.unwrap_or(u64::MAX);
@@ -365,7 +464,10 @@ impl<'a> Child<'a> {
                             }
                             AccessPattern::Random => base + rng.below(lines) * 64,
                             AccessPattern::Zipf => {
-                                let pg = match &zipf { Some(z) => z.sample(&mut rng), None => rng.below(pages) };
+                                let pg = match &zipf {
+                                    Some(z) => z.sample(&mut rng),
+                                    None => rng.below(pages),
+                                };
                                 base + pg * PAGE + rng.below(64) * 64
                             }
                         };
@@ -394,7 +496,10 @@ impl<'a> Child<'a> {
                         break;
                     }
                     let left = end - now;
-                    let ts = libc::timespec { tv_sec: (left / 1_000_000_000) as i64, tv_nsec: (left % 1_000_000_000) as i64 };
+                    let ts = libc::timespec {
+                        tv_sec: (left / 1_000_000_000) as i64,
+                        tv_nsec: (left % 1_000_000_000) as i64,
+                    };
                     unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
                 }
             }
@@ -408,11 +513,22 @@ impl<'a> Child<'a> {
                 match def.path {
                     None => {} // a policy at its live value (checked by the supervisor)
                     Some(_) if canon == "vm.min_free_kbytes" && val == "auto" => {}
-                    Some(p) => write_file(p, &val).map_err(|e| (io_errno_name(&e), format!("write {val} to {p}: {e}")))?,
+                    Some(p) => {
+                        write_file(p, &val).map_err(|e| (io_errno_name(&e), format!("write {val} to {p}: {e}")))?
+                    }
                 }
             }
             Op::Prctl { thp_disable } => {
-                if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, *thp_disable as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) } != 0 {
+                if unsafe {
+                    libc::prctl(
+                        libc::PR_SET_THP_DISABLE,
+                        *thp_disable as libc::c_ulong,
+                        0 as libc::c_ulong,
+                        0 as libc::c_ulong,
+                        0 as libc::c_ulong,
+                    )
+                } != 0
+                {
                     return Err(sys("prctl(PR_SET_THP_DISABLE)"));
                 }
             }
@@ -429,9 +545,13 @@ impl<'a> Child<'a> {
                         res = Err(sys("pipe2"));
                         break;
                     }
-                    if unit > 16 && unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, (unit * PAGE) as libc::c_int) } < 0 {
+                    if unit > 16 && unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, (unit * PAGE) as libc::c_int) } < 0
+                    {
                         res = Err(sys("fcntl(F_SETPIPE_SZ)"));
-                        unsafe { libc::close(fds[0]); libc::close(fds[1]) };
+                        unsafe {
+                            libc::close(fds[0]);
+                            libc::close(fds[1])
+                        };
                         break;
                     }
                     for _ in 0..unit {
@@ -450,7 +570,10 @@ impl<'a> Child<'a> {
                 res?;
             }
             Op::Kfree { range } => {
-                let set = st.ksets.get_mut(&range.region).ok_or_else(|| ("EINVAL".to_string(), format!("no kalloc set `{}`", range.region)))?;
+                let set = st
+                    .ksets
+                    .get_mut(&range.region)
+                    .ok_or_else(|| ("EINVAL".to_string(), format!("no kalloc set `{}`", range.region)))?;
                 let ub = set.unit * PAGE;
                 let size = set.fds.len() as u64 * ub;
                 range.for_each_piece(size, |off, len| {
@@ -464,7 +587,8 @@ impl<'a> Child<'a> {
                 });
             }
             Op::DropCaches { value } => {
-                write_file("/proc/sys/vm/drop_caches", &value.to_string()).map_err(|e| (io_errno_name(&e), format!("drop_caches: {e}")))?;
+                write_file("/proc/sys/vm/drop_caches", &value.to_string())
+                    .map_err(|e| (io_errno_name(&e), format!("drop_caches: {e}")))?;
             }
             Op::MovePages { range, node } => {
                 let r = self.region(st, range)?;
@@ -479,7 +603,17 @@ impl<'a> Child<'a> {
                 for chunk in pages.chunks(4096) {
                     let nodes = vec![*node as libc::c_int; chunk.len()];
                     let mut status = vec![0 as libc::c_int; chunk.len()];
-                    let rc = unsafe { libc::syscall(libc::SYS_move_pages, 0, chunk.len() as libc::c_ulong, chunk.as_ptr(), nodes.as_ptr(), status.as_mut_ptr(), 2i32 /* MPOL_MF_MOVE */) };
+                    let rc = unsafe {
+                        libc::syscall(
+                            libc::SYS_move_pages,
+                            0,
+                            chunk.len() as libc::c_ulong,
+                            chunk.as_ptr(),
+                            nodes.as_ptr(),
+                            status.as_mut_ptr(),
+                            2i32, /* MPOL_MF_MOVE */
+                        )
+                    };
                     if rc < 0 {
                         return Err(sys("move_pages"));
                     }

@@ -53,7 +53,13 @@ pub fn knob_values(lk: &[LiveKnob]) -> BTreeMap<String, String> {
             KnobKind::Policy => {
                 let v = match k.def.live_value {
                     Some(v) => v.to_string(),
-                    None if k.def.name == "thplab.free_page_reporting" => if free_page_reporting() { "1".into() } else { "0".into() },
+                    None if k.def.name == "thplab.free_page_reporting" => {
+                        if free_page_reporting() {
+                            "1".into()
+                        } else {
+                            "0".into()
+                        }
+                    }
                     None => k.def.default.to_string(),
                 };
                 m.insert(k.def.name.to_string(), v);
@@ -154,15 +160,26 @@ pub fn mthp_stats() -> BTreeMap<String, i64> {
 pub fn khugepaged_stats() -> BTreeMap<String, i64> {
     let mut m = BTreeMap::new();
     for f in ["pages_collapsed", "full_scans"] {
-        if let Some(v) = read_trim(&format!("/sys/kernel/mm/transparent_hugepage/khugepaged/{f}")).and_then(|s| s.parse().ok()) {
+        if let Some(v) =
+            read_trim(&format!("/sys/kernel/mm/transparent_hugepage/khugepaged/{f}")).and_then(|s| s.parse().ok())
+        {
             m.insert(f.to_string(), v);
         }
     }
     m
 }
 
-pub const ZRAM_MM_STAT: [&str; 9] =
-    ["orig_data_size", "compr_data_size", "mem_used_total", "mem_limit", "mem_used_max", "same_pages", "pages_compacted", "huge_pages", "huge_pages_since"];
+pub const ZRAM_MM_STAT: [&str; 9] = [
+    "orig_data_size",
+    "compr_data_size",
+    "mem_used_total",
+    "mem_limit",
+    "mem_used_max",
+    "same_pages",
+    "pages_compacted",
+    "huge_pages",
+    "huge_pages_since",
+];
 
 pub fn zram_mm_stat(dev: &str) -> Option<Value> {
     let t = read_trim(&format!("/sys/block/{dev}/mm_stat"))?;
@@ -201,7 +218,8 @@ pub fn fragmentation(buddyinfo: &str) -> Vec<ZoneFrag> {
         let mut extfrag = vec![];
         let mut fi = vec![];
         for order in 0..=10usize {
-            let suitable: u64 = counts.iter().enumerate().filter(|(o, _)| *o >= order).map(|(o, n)| n << (o - order)).sum();
+            let suitable: u64 =
+                counts.iter().enumerate().filter(|(o, _)| *o >= order).map(|(o, n)| n << (o - order)).sum();
             extfrag.push(if free_pages == 0 { 0 } else { (free_pages - (suitable << order)) * 100 / free_pages });
             fi.push(if suitable > 0 {
                 -1000

@@ -67,15 +67,38 @@ fn main() {
             "--machine" => machine = Some(val("--machine")),
             "--knob" => {
                 let kv = val("--knob");
-                let (k, v) = kv.split_once('=').unwrap_or_else(|| fail(&format!("--knob expects NAME=VALUE, got `{kv}`"), 2));
+                let (k, v) =
+                    kv.split_once('=').unwrap_or_else(|| fail(&format!("--knob expects NAME=VALUE, got `{kv}`"), 2));
                 knobs.push((k.to_string(), v.to_string()));
             }
-            "--timeout" => timeout = Some(val("--timeout").parse::<f64>().ok().filter(|t| *t > 0.0).unwrap_or_else(|| fail("--timeout expects positive seconds", 2))),
-            "--max-mem-share" => share = val("--max-mem-share").parse::<f64>().ok().filter(|s| *s > 0.0 && *s <= 0.95).unwrap_or_else(|| fail("--max-mem-share expects a fraction in (0, 0.95]", 2)),
+            "--timeout" => {
+                timeout = Some(
+                    val("--timeout")
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|t| *t > 0.0)
+                        .unwrap_or_else(|| fail("--timeout expects positive seconds", 2)),
+                )
+            }
+            "--max-mem-share" => {
+                share = val("--max-mem-share")
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| *s > 0.0 && *s <= 0.95)
+                    .unwrap_or_else(|| fail("--max-mem-share expects a fraction in (0, 0.95]", 2))
+            }
             "--out" => out = Some(val("--out")),
             "--dry-run" => dry = true,
             "--quick" => quick = true,
-            "--reps" => reps = Some(val("--reps").parse::<usize>().ok().filter(|r| *r >= 1 && *r <= 1000).unwrap_or_else(|| fail("--reps expects 1..1000", 2))),
+            "--reps" => {
+                reps = Some(
+                    val("--reps")
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|r| *r >= 1 && *r <= 1000)
+                        .unwrap_or_else(|| fail("--reps expects 1..1000", 2)),
+                )
+            }
             "--no-zram" => zram = false,
             "--no-swapfile" => swapfile = false,
             "-h" | "--help" => usage(),
@@ -87,12 +110,21 @@ fn main() {
             let Some(wp) = workload else { fail("run: --workload FILE is required", 2) };
             let text = if wp == "-" {
                 let mut s = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).unwrap_or_else(|e| fail(&format!("reading stdin: {e}"), 2));
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                    .unwrap_or_else(|e| fail(&format!("reading stdin: {e}"), 2));
                 s
             } else {
                 std::fs::read_to_string(&wp).unwrap_or_else(|e| fail(&format!("cannot read workload {wp}: {e}"), 2))
             };
-            let ra = run::RunArgs { workload_text: text, machine, knobs, timeout_s: timeout, max_mem_share: share, out: out.clone(), dry_run: dry };
+            let ra = run::RunArgs {
+                workload_text: text,
+                machine,
+                knobs,
+                timeout_s: timeout,
+                max_mem_share: share,
+                out: out.clone(),
+                dry_run: dry,
+            };
             match run::run(&ra) {
                 Ok(v) => write_out(ra.out.as_deref(), &v),
                 Err(run::RunError::Input(m)) => fail(&m, 2),
@@ -129,7 +161,8 @@ fn main() {
             write_out(out.as_deref(), &v);
         }
         "calibrate" => {
-            let _lock = if util::is_root() { Some(safety::RunLock::take().unwrap_or_else(|e| fail(&e, 2))) } else { None };
+            let _lock =
+                if util::is_root() { Some(safety::RunLock::take().unwrap_or_else(|e| fail(&e, 2))) } else { None };
             if util::is_root() {
                 if let Err(e) = safety::repair_stale() {
                     fail(&e, 2)

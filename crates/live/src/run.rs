@@ -62,7 +62,10 @@ impl Drop for Restorer {
     fn drop(&mut self) {
         let p = self.restore();
         for e in p {
-            eprintln!("thplab-live: RESTORE FAILED: {e} (journal kept at {}; run `thplab-live restore`)", safety::journal_path());
+            eprintln!(
+                "thplab-live: RESTORE FAILED: {e} (journal kept at {}; run `thplab-live restore`)",
+                safety::journal_path()
+            );
         }
     }
 }
@@ -81,7 +84,13 @@ struct Plan {
 fn value_str(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        Value::Bool(b) => if *b { "1".into() } else { "0".into() },
+        Value::Bool(b) => {
+            if *b {
+                "1".into()
+            } else {
+                "0".into()
+            }
+        }
         other => other.to_string(),
     }
 }
@@ -105,7 +114,11 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
     if let Some(m) = &machine {
         let host_mem = meminfo().get("MemTotal").copied().unwrap_or(0) * 1024;
         if m.total_mem() != 0 && (m.total_mem() as f64 - host_mem as f64).abs() > 0.1 * host_mem as f64 {
-            notes.push(format!("the machine description has {} of memory; a live run uses the host's ({} MemTotal)", fmt_size(m.total_mem()), fmt_size(host_mem / 4096 * 4096)));
+            notes.push(format!(
+                "the machine description has {} of memory; a live run uses the host's ({} MemTotal)",
+                fmt_size(m.total_mem()),
+                fmt_size(host_mem / 4096 * 4096)
+            ));
         }
     }
 
@@ -151,7 +164,8 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
     let mut initial: BTreeMap<String, String> = BTreeMap::new();
     let mut to_save: Vec<(String, String)> = vec![];
     let mut saw: BTreeSet<String> = BTreeSet::new();
-    for (c, v, origin) in assigns.iter().map(|(c, v, o)| (c, v, *o)).chain(sets.iter().map(|(c, v)| (c, v, "a set op"))) {
+    for (c, v, origin) in assigns.iter().map(|(c, v, o)| (c, v, *o)).chain(sets.iter().map(|(c, v)| (c, v, "a set op")))
+    {
         let k = by_name[c.as_str()];
         match k.def.kind {
             KnobKind::Policy => match k.def.live_value {
@@ -192,7 +206,9 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
     // Initial writes in registry order (enabled before per-size settings, and so on).
     let initial: Vec<(String, String, String)> = lk
         .iter()
-        .filter_map(|k| initial.get(k.def.name).map(|v| (k.def.name.to_string(), k.def.path.unwrap().to_string(), v.clone())))
+        .filter_map(|k| {
+            initial.get(k.def.name).map(|v| (k.def.name.to_string(), k.def.path.unwrap().to_string(), v.clone()))
+        })
         .collect();
 
     // Memory: refuse a run that would map more than a safe share of MemAvailable.
@@ -256,14 +272,25 @@ struct ProcState {
     phase: Option<(String, usize, u64, u64, BTreeMap<String, i64>)>,
 }
 
-const SERIES_VMSTAT: [&str; 8] = ["nr_anon_transparent_hugepages", "thp_fault_alloc", "thp_fault_fallback", "pgfault", "pswpout", "pswpin", "thp_split_pmd", "compact_stall"];
+const SERIES_VMSTAT: [&str; 8] = [
+    "nr_anon_transparent_hugepages",
+    "thp_fault_alloc",
+    "thp_fault_fallback",
+    "pgfault",
+    "pswpout",
+    "pswpin",
+    "thp_split_pmd",
+    "compact_stall",
+];
 const SERIES_MEMINFO: [&str; 3] = ["MemFree", "AnonPages", "AnonHugePages"];
 
 pub fn run(a: &RunArgs) -> Result<Value, RunError> {
     let p = plan(a).map_err(RunError::Input)?;
     if a.dry_run {
-        return Ok(json!({"ok": true, "notes": p.notes, "knob_writes": p.initial.iter().map(|(c, _, v)| format!("{c}={v}")).collect::<Vec<_>>(),
-            "swap": p.machine_swap.iter().map(|s| s.describe()).collect::<Vec<_>>()}));
+        return Ok(
+            json!({"ok": true, "notes": p.notes, "knob_writes": p.initial.iter().map(|(c, _, v)| format!("{c}={v}")).collect::<Vec<_>>(),
+            "swap": p.machine_swap.iter().map(|s| s.describe()).collect::<Vec<_>>()}),
+        );
     }
     let _lock = if is_root() { Some(RunLock::take().map_err(RunError::Input)?) } else { None };
     let mut notes = p.notes.clone();
@@ -298,9 +325,13 @@ pub fn run(a: &RunArgs) -> Result<Value, RunError> {
     match res {
         Ok(mut r) => {
             if !problems.is_empty() {
-                return Err(RunError::Failed(format!("the run finished but restoring the machine failed: {}", problems.join("; "))));
+                return Err(RunError::Failed(format!(
+                    "the run finished but restoring the machine failed: {}",
+                    problems.join("; ")
+                )));
             }
-            r["extra"]["restored"] = json!(guard.journal.knobs.iter().map(|k| format!("{}={}", k.name, k.value)).collect::<Vec<_>>());
+            r["extra"]["restored"] =
+                json!(guard.journal.knobs.iter().map(|k| format!("{}={}", k.name, k.value)).collect::<Vec<_>>());
             Ok(r)
         }
         Err(e) => {
@@ -315,7 +346,10 @@ pub fn run(a: &RunArgs) -> Result<Value, RunError> {
 fn check_abort(deadline: Option<u64>, what: &str) -> Result<(), RunError> {
     let s = safety::signalled();
     if s != 0 {
-        return Err(RunError::Aborted(format!("interrupted by {} {what}; the machine was restored", safety::signal_name(s)), 128 + s));
+        return Err(RunError::Aborted(
+            format!("interrupted by {} {what}; the machine was restored", safety::signal_name(s)),
+            128 + s,
+        ));
     }
     if let Some(d) = deadline {
         if now_ns() > d {
@@ -340,7 +374,13 @@ fn kill_all(procs: &mut [ProcState]) {
     }
 }
 
-fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String>, knobs_before: BTreeMap<String, String>) -> Result<Value, RunError> {
+fn supervise(
+    a: &RunArgs,
+    p: &Plan,
+    guard: &mut Restorer,
+    notes: &mut Vec<String>,
+    knobs_before: BTreeMap<String, String>,
+) -> Result<Value, RunError> {
     let t_begin = now_ns();
     let deadline = a.timeout_s.map(|t| t_begin + (t * 1e9) as u64);
     let w = &p.w;
@@ -357,7 +397,11 @@ fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String
     swap::apply(&p.machine_swap, &mut guard.journal).map_err(RunError::Failed)?;
     check_abort(deadline, "while setting up swap")?;
     let swap_desc: Vec<Value> = p.machine_swap.iter().map(|s| s.describe()).collect();
-    let zram_devs: Vec<String> = p.machine_swap.iter().filter_map(|s| if let SwapPlan::Zram { dev, .. } = s { Some(dev.clone()) } else { None }).collect();
+    let zram_devs: Vec<String> = p
+        .machine_swap
+        .iter()
+        .filter_map(|s| if let SwapPlan::Zram { dev, .. } = s { Some(dev.clone()) } else { None })
+        .collect();
 
     *ZRAM_DEVS.lock().unwrap() = zram_devs.clone();
     let knobs_at_start = host::knob_values(&p.lk);
@@ -365,7 +409,8 @@ fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String
     let buddy_before = read_file("/proc/buddyinfo").unwrap_or_default();
     let mthp_before = host::mthp_stats();
     let khp_before = host::khugepaged_stats();
-    let zram_before: BTreeMap<String, Value> = zram_devs.iter().filter_map(|d| host::zram_mm_stat(d).map(|v| (d.clone(), v))).collect();
+    let zram_before: BTreeMap<String, Value> =
+        zram_devs.iter().filter_map(|d| host::zram_mm_stat(d).map(|v| (d.clone(), v))).collect();
     let swaps_text = read_file("/proc/swaps").unwrap_or_default();
     let vm_before = vmstat();
     let t0 = now_ns();
@@ -420,7 +465,11 @@ fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String
             if procs.iter().all(|ps| ps.finished) {
                 return Ok(());
             }
-            let mut fds: Vec<libc::pollfd> = procs.iter().filter(|ps| ps.started && !ps.finished).map(|ps| libc::pollfd { fd: ps.msg, events: libc::POLLIN, revents: 0 }).collect();
+            let mut fds: Vec<libc::pollfd> = procs
+                .iter()
+                .filter(|ps| ps.started && !ps.finished)
+                .map(|ps| libc::pollfd { fd: ps.msg, events: libc::POLLIN, revents: 0 })
+                .collect();
             let mut wait_ms: u64 = 50;
             for ps in &procs {
                 if !ps.started {
@@ -442,7 +491,8 @@ fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String
                     ps.buf.extend_from_slice(&b[..k as usize]);
                     while let Some(pos) = ps.buf.iter().position(|&c| c == b'\n') {
                         let line: Vec<u8> = ps.buf.drain(..=pos).collect();
-                        let v: Value = serde_json::from_slice(&line).map_err(|e| RunError::Failed(format!("bad message from process {}: {e}", ps.name)))?;
+                        let v: Value = serde_json::from_slice(&line)
+                            .map_err(|e| RunError::Failed(format!("bad message from process {}: {e}", ps.name)))?;
                         handle_msg(ps, &v, t0, &mut phases, &mut thp_lat, &mut fault_lat);
                     }
                 } else if k == 0 || (k < 0 && errno() != libc::EINTR) {
@@ -456,8 +506,12 @@ fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String
         kill_all(&mut procs);
         for ps in &procs {
             unsafe {
-                if ps.msg >= 0 { libc::close(ps.msg); }
-                if ps.ack >= 0 { libc::close(ps.ack); }
+                if ps.msg >= 0 {
+                    libc::close(ps.msg);
+                }
+                if ps.ack >= 0 {
+                    libc::close(ps.ack);
+                }
             }
         }
         return Err(e);
@@ -469,7 +523,8 @@ fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String
     let pagetypeinfo = read_file("/proc/pagetypeinfo").unwrap_or_default();
     let mthp_after = host::mthp_stats();
     let khp_after = host::khugepaged_stats();
-    let zram_after: BTreeMap<String, Value> = zram_devs.iter().filter_map(|d| host::zram_mm_stat(d).map(|v| (d.clone(), v))).collect();
+    let zram_after: BTreeMap<String, Value> =
+        zram_devs.iter().filter_map(|d| host::zram_mm_stat(d).map(|v| (d.clone(), v))).collect();
     for ps in &procs {
         unsafe {
             libc::close(ps.msg);
@@ -478,7 +533,8 @@ fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String
     }
 
     let lk_found: Vec<&str> = p.lk.iter().filter(|k| k.present).map(|k| k.def.name).collect();
-    let lk_missing: Vec<&str> = p.lk.iter().filter(|k| k.def.kind != KnobKind::Policy && !k.present).map(|k| k.def.name).collect();
+    let lk_missing: Vec<&str> =
+        p.lk.iter().filter(|k| k.def.kind != KnobKind::Policy && !k.present).map(|k| k.def.name).collect();
     let mut latency = BTreeMap::new();
     if w.record.fault_latency {
         latency.insert("thp_fault".to_string(), percentiles(&mut thp_lat));
@@ -492,7 +548,12 @@ fn supervise(a: &RunArgs, p: &Plan, guard: &mut Restorer, notes: &mut Vec<String
         .collect();
     if !zd.is_empty() {
         extra.insert("zram_mm_stat".into(), json!(zd));
-        let ph: Vec<Value> = ZRAM_PHASES.lock().unwrap().drain(..).map(|(n, v)| json!({"phase_end": n, "device": v["device"], "mm_stat": v["mm_stat"]})).collect();
+        let ph: Vec<Value> = ZRAM_PHASES
+            .lock()
+            .unwrap()
+            .drain(..)
+            .map(|(n, v)| json!({"phase_end": n, "device": v["device"], "mm_stat": v["mm_stat"]}))
+            .collect();
         extra.insert("zram_mm_stat_phase_end".into(), json!(ph));
     }
     extra.insert("mthp_stats_delta".into(), json!(delta(&mthp_before, &mthp_after)));
@@ -569,9 +630,18 @@ fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64) -> Result
             libc::close(ack_w);
         }
         safety::default_signal_handlers();
-        let name = std::ffi::CString::new(format!("thplab:{}", w.processes[pi].name).chars().take(15).collect::<String>()).unwrap_or_default();
+        let name =
+            std::ffi::CString::new(format!("thplab:{}", w.processes[pi].name).chars().take(15).collect::<String>())
+                .unwrap_or_default();
         unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong) };
-        let c = Child { proc_index: pi, process: &w.processes[pi], seed: w.seed, fault_latency: w.record.fault_latency, to_parent: msg_w, from_parent: ack_r };
+        let c = Child {
+            proc_index: pi,
+            process: &w.processes[pi],
+            seed: w.seed,
+            fault_latency: w.record.fault_latency,
+            to_parent: msg_w,
+            from_parent: ack_r,
+        };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.run()));
         let _ = r;
         unsafe { libc::_exit(101) };
@@ -620,13 +690,26 @@ fn ack(ps: &ProcState) {
     unsafe { libc::write(ps.ack, b.as_ptr() as *const _, 1) };
 }
 
-fn handle_msg(ps: &mut ProcState, v: &Value, t0: u64, phases: &mut Vec<PhaseResult>, thp_lat: &mut Vec<u64>, fault_lat: &mut Vec<u64>) {
+fn handle_msg(
+    ps: &mut ProcState,
+    v: &Value,
+    t0: u64,
+    phases: &mut Vec<PhaseResult>,
+    thp_lat: &mut Vec<u64>,
+    fault_lat: &mut Vec<u64>,
+) {
     let u = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
     match v["t"].as_str().unwrap_or("") {
         "phase" => {
             let i = u("i") as usize;
             close_phase(ps, i, u("ns"), u("stime"), t0, phases);
-            ps.phase = Some((format!("{}:{}", ps.name, v["name"].as_str().unwrap_or("")), i + 1, u("ns"), u("stime"), vmstat()));
+            ps.phase = Some((
+                format!("{}:{}", ps.name, v["name"].as_str().unwrap_or("")),
+                i + 1,
+                u("ns"),
+                u("stime"),
+                vmstat(),
+            ));
             ack(ps);
         }
         "err" => ps.result.errors.push(OpError {

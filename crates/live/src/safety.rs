@@ -45,8 +45,11 @@ impl Journal {
     }
     pub fn save(&self) -> Result<(), String> {
         let p = journal_path();
-        thplab_workload::result::write_atomic(std::path::Path::new(&p), serde_json::to_string_pretty(self).unwrap().as_bytes())
-            .map_err(|e| format!("cannot write the restore journal {p}: {e}"))
+        thplab_workload::result::write_atomic(
+            std::path::Path::new(&p),
+            serde_json::to_string_pretty(self).unwrap().as_bytes(),
+        )
+        .map_err(|e| format!("cannot write the restore journal {p}: {e}"))
     }
     pub fn load() -> Option<Journal> {
         let t = std::fs::read_to_string(journal_path()).ok()?;
@@ -69,7 +72,8 @@ impl Journal {
                 problems.push(format!("reset {dev}: {e}"));
                 continue;
             }
-            let cur = read_trim(&format!("/sys/block/{dev}/comp_algorithm")).and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t));
+            let cur = read_trim(&format!("/sys/block/{dev}/comp_algorithm"))
+                .and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t));
             if !alg.is_empty() && cur.as_deref() != Some(alg.as_str()) {
                 if let Err(e) = write_file(&format!("/sys/block/{dev}/comp_algorithm"), alg) {
                     problems.push(format!("{dev}/comp_algorithm back to {alg}: {e}"));
@@ -110,7 +114,8 @@ pub fn restore_knob(k: &SavedKnob) -> Result<(), String> {
 }
 
 pub fn swap_active(proc_swaps: &str, path: &str) -> bool {
-    let canon = std::fs::canonicalize(path).map(|p| p.to_string_lossy().to_string()).unwrap_or_else(|_| path.to_string());
+    let canon =
+        std::fs::canonicalize(path).map(|p| p.to_string_lossy().to_string()).unwrap_or_else(|_| path.to_string());
     proc_swaps.lines().skip(1).any(|l| {
         let f = l.split_whitespace().next().unwrap_or("");
         // /proc/swaps escapes spaces as \040 and may mark deleted files.
@@ -153,7 +158,12 @@ impl RunLock {
     pub fn take() -> Result<RunLock, String> {
         use std::os::unix::io::AsRawFd;
         let p = std::env::var("THPLAB_LIVE_LOCK").unwrap_or_else(|_| "/tmp/thplab-live.lock".into());
-        let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&p).map_err(|e| format!("cannot open the lock file {p}: {e}"))?;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&p)
+            .map_err(|e| format!("cannot open the lock file {p}: {e}"))?;
         if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             return Err(format!("another thplab-live run holds {p}; wait for it to finish"));
         }
@@ -169,7 +179,10 @@ pub fn repair_stale() -> Result<Option<String>, String> {
         let _ = std::fs::remove_file(&p);
         return Ok(Some(format!("discarded a restore journal from an earlier boot ({p})")));
     }
-    if j.pid != std::process::id() && unsafe { libc::kill(j.pid as i32, 0) } == 0 && std::fs::read_to_string(format!("/proc/{}/comm", j.pid)).map(|c| c.contains("thplab-live")).unwrap_or(false) {
+    if j.pid != std::process::id()
+        && unsafe { libc::kill(j.pid as i32, 0) } == 0
+        && std::fs::read_to_string(format!("/proc/{}/comm", j.pid)).map(|c| c.contains("thplab-live")).unwrap_or(false)
+    {
         return Err(format!("another thplab-live run (pid {}) is active", j.pid));
     }
     let problems = j.restore();

@@ -16,10 +16,13 @@ impl SwapPlan {
     pub fn describe(&self) -> Value {
         match self {
             SwapPlan::Zram { dev, size, alg, priority, .. } => {
-                let a = read_trim(&format!("/sys/block/{dev}/comp_algorithm")).and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t));
+                let a = read_trim(&format!("/sys/block/{dev}/comp_algorithm"))
+                    .and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t));
                 json!({"type": "zram", "path": format!("/dev/{dev}"), "size": size, "comp_algorithm": alg.clone().or(a), "priority": priority})
             }
-            SwapPlan::File { path, size, priority } => json!({"type": "file", "path": path, "size": size, "priority": priority}),
+            SwapPlan::File { path, size, priority } => {
+                json!({"type": "file", "path": path, "size": size, "priority": priority})
+            }
         }
     }
 }
@@ -57,23 +60,42 @@ pub fn plan(specs: &[SwapSpec]) -> Result<Vec<SwapPlan>, String> {
                     }
                 };
                 if !dev.starts_with("zram") || !std::path::Path::new(&format!("/sys/block/{dev}")).exists() {
-                    return Err(format!("{ctx}: unknown device `{}`: no /sys/block/{dev} on this machine", s.path.clone().unwrap_or(dev.clone())));
+                    return Err(format!(
+                        "{ctx}: unknown device `{}`: no /sys/block/{dev} on this machine",
+                        s.path.clone().unwrap_or(dev.clone())
+                    ));
                 }
-                if read_trim(&format!("/sys/block/{dev}/disksize")).as_deref() != Some("0") || crate::safety::swap_active(&swaps, &format!("/dev/{dev}")) {
-                    return Err(format!("{ctx}: /dev/{dev} is in use (disksize is not 0); thplab-live only uses an unused zram device"));
+                if read_trim(&format!("/sys/block/{dev}/disksize")).as_deref() != Some("0")
+                    || crate::safety::swap_active(&swaps, &format!("/dev/{dev}"))
+                {
+                    return Err(format!(
+                        "{ctx}: /dev/{dev} is in use (disksize is not 0); thplab-live only uses an unused zram device"
+                    ));
                 }
                 let avail = zram_available(&dev);
                 if let Some(a) = &s.comp_algorithm {
                     if !avail.contains(a) {
-                        return Err(format!("{ctx}.comp_algorithm: `{a}` is not offered by /dev/{dev} on this kernel (available: {})", avail.join(", ")));
+                        return Err(format!(
+                            "{ctx}.comp_algorithm: `{a}` is not offered by /dev/{dev} on this kernel (available: {})",
+                            avail.join(", ")
+                        ));
                     }
                 }
-                let before = read_trim(&format!("/sys/block/{dev}/comp_algorithm")).and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t)).unwrap_or_default();
+                let before = read_trim(&format!("/sys/block/{dev}/comp_algorithm"))
+                    .and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t))
+                    .unwrap_or_default();
                 used_zram.push(dev.clone());
-                out.push(SwapPlan::Zram { dev, size: s.size.0, alg: s.comp_algorithm.clone(), alg_before: before, priority: s.priority });
+                out.push(SwapPlan::Zram {
+                    dev,
+                    size: s.size.0,
+                    alg: s.comp_algorithm.clone(),
+                    alg_before: before,
+                    priority: s.priority,
+                });
             }
             SwapKind::File => {
-                let path = s.path.clone().unwrap_or_else(|| format!("/var/tmp/thplab-swapfile-{}-{i}", std::process::id()));
+                let path =
+                    s.path.clone().unwrap_or_else(|| format!("/var/tmp/thplab-swapfile-{}-{i}", std::process::id()));
                 let p = std::path::Path::new(&path);
                 if p.exists() {
                     return Err(format!("{ctx}.path: {path} already exists; thplab-live creates its own swap file and will not overwrite one"));
@@ -87,7 +109,12 @@ pub fn plan(specs: &[SwapSpec]) -> Result<Vec<SwapPlan>, String> {
                 if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
                     let free = st.f_bavail as u64 * st.f_frsize as u64;
                     if free < s.size.0 + (1 << 30) {
-                        return Err(format!("{ctx}: not enough space in {} for a {} swap file (free {} MiB)", dir.display(), thplab_workload::units::fmt_size(s.size.0), free >> 20));
+                        return Err(format!(
+                            "{ctx}: not enough space in {} for a {} swap file (free {} MiB)",
+                            dir.display(),
+                            thplab_workload::units::fmt_size(s.size.0),
+                            free >> 20
+                        ));
                     }
                 }
                 out.push(SwapPlan::File { path, size: s.size.0, priority: s.priority });
@@ -109,17 +136,24 @@ pub fn plan(specs: &[SwapSpec]) -> Result<Vec<SwapPlan>, String> {
 }
 
 fn mkswap(path: &str) -> Result<(), String> {
-    let o = std::process::Command::new("mkswap").arg(path).output().map_err(|e| format!("mkswap {path}: {e} (is util-linux installed?)"))?;
+    let o = std::process::Command::new("mkswap")
+        .arg(path)
+        .output()
+        .map_err(|e| format!("mkswap {path}: {e} (is util-linux installed?)"))?;
     if !o.status.success() {
         return Err(format!("mkswap {path}: {}", String::from_utf8_lossy(&o.stderr).trim()));
     }
     Ok(())
 }
 
+/// include/linux/swap.h
+const SWAP_FLAG_PREFER: i32 = 0x8000;
+const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
+
 fn swapon(path: &str, priority: Option<i32>) -> Result<(), String> {
     let c = std::ffi::CString::new(path).unwrap();
     let flags = match priority {
-        Some(p) if p >= 0 => 0x8000 /* SWAP_FLAG_PREFER */ | p.min(0x7fff) /* SWAP_FLAG_PRIO_MASK */,
+        Some(p) if p >= 0 => SWAP_FLAG_PREFER | p.min(SWAP_FLAG_PRIO_MASK),
         _ => 0,
     };
     if unsafe { libc::swapon(c.as_ptr(), flags) } != 0 {
@@ -137,9 +171,11 @@ pub fn apply(plans: &[SwapPlan], journal: &mut Journal) -> Result<(), String> {
                 journal.swapon.push(format!("/dev/{dev}"));
                 journal.save()?;
                 if let Some(a) = alg {
-                    write_file(&format!("/sys/block/{dev}/comp_algorithm"), a).map_err(|e| format!("{dev}/comp_algorithm = {a}: {e}"))?;
+                    write_file(&format!("/sys/block/{dev}/comp_algorithm"), a)
+                        .map_err(|e| format!("{dev}/comp_algorithm = {a}: {e}"))?;
                 }
-                write_file(&format!("/sys/block/{dev}/disksize"), &size.to_string()).map_err(|e| format!("{dev}/disksize = {size}: {e}"))?;
+                write_file(&format!("/sys/block/{dev}/disksize"), &size.to_string())
+                    .map_err(|e| format!("{dev}/disksize = {size}: {e}"))?;
                 mkswap(&format!("/dev/{dev}"))?;
                 swapon(&format!("/dev/{dev}"), *priority)?;
             }
@@ -160,7 +196,12 @@ pub fn create_swapfile(path: &str, size: u64) -> Result<(), String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(|e| format!("create swap file {path}: {e}"))?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("create swap file {path}: {e}"))?;
     // Written out (not fallocated): a swap file must have no holes or unwritten extents on every filesystem.
     let buf = vec![0u8; 1 << 20];
     let mut left = size;

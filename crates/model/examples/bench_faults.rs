@@ -15,11 +15,15 @@ fn main() {
     let sim_pages = m.total_mem() / 4096;
     println!("machine {machine} ({sim_pages} pages), region {size}");
     let thp = r#"{"op":"madvise","region":"r","advice":"hugepage"},"#;
-    for (name, advice, pattern) in [("4K", "", ""), ("THP", thp, ""), ("THP-touch", thp, r#","every":"2M","length":"4K""#)] {
+    for (name, advice, pattern) in
+        [("4K", "", ""), ("THP", thp, ""), ("THP-touch", thp, r#","every":"2M","length":"4K""#)]
+    {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        let w = format!(r#"{{"processes":[{{"ops":[{{"op":"mmap","name":"r","size":"{size}"}},{advice}{{"op":"write","region":"r"{pattern}}},{{"op":"phase","name":"end"}}]}}]}}"#);
+        let w = format!(
+            r#"{{"processes":[{{"ops":[{{"op":"mmap","name":"r","size":"{size}"}},{advice}{{"op":"write","region":"r"{pattern}}},{{"op":"phase","name":"end"}}]}}]}}"#
+        );
         let w = parse_workload(&w).unwrap();
         let t = Instant::now();
         let (r, k) = run_keep(&w, &RunOptions { machine: Some(m.clone()), ..Default::default() }).unwrap();
@@ -30,7 +34,12 @@ fn main() {
         let bytes = k.heap_bytes() as f64;
         let hwm = std::fs::read_to_string("/proc/self/status")
             .ok()
-            .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<f64>().ok()))
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
             .unwrap_or(0.0)
             * 1024.0;
         println!(

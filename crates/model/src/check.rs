@@ -36,7 +36,10 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         }
         let listed: u64 = (0..11).map(|o| z.nr_free_order(o) << o).sum();
         if free != z.free_pages || listed != free {
-            return Err(format!("zone {} node {}: frames say {free} free, counter {}, lists {listed}", z.name, z.node, z.free_pages));
+            return Err(format!(
+                "zone {} node {}: frames say {free} free, counter {}, lists {listed}",
+                z.name, z.node, z.free_pages
+            ));
         }
         free_total += free;
     }
@@ -94,7 +97,9 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 if let Some((sid, i)) = rmap(f) {
                     let ok = k.slots.slots.get(sid as usize).and_then(|s| s.as_ref()).is_some_and(|s| match &s.pmd {
                         Pmd::Huge(h) => *h as usize + i as usize == p,
-                        Pmd::Table(t) => pte_kind(t[i as usize]) == K_PRESENT && pte_payload(t[i as usize]) as usize == p,
+                        Pmd::Table(t) => {
+                            pte_kind(t[i as usize]) == K_PRESENT && pte_payload(t[i as usize]) as usize == p
+                        }
                         _ => false,
                     });
                     if !ok {
@@ -152,7 +157,10 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
         for s in slot..slot + n {
             let di = k.swap.dev_of(s);
             let d = &k.swap.devs[di];
-            let off = s.checked_sub(d.base).filter(|&o| (o as usize) < d.map.len()).ok_or(format!("swap entry {s} is outside every device"))?;
+            let off = s
+                .checked_sub(d.base)
+                .filter(|&o| (o as usize) < d.map.len())
+                .ok_or(format!("swap entry {s} is outside every device"))?;
             refs[di][off as usize] += 1;
         }
         Ok(())
@@ -196,11 +204,20 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
                 }
                 let slot = d.base + off as u32;
                 if (m & SWAP_COUNT_MASK) != refs[di][off] {
-                    return Err(format!("swap slot {slot} ({}+{off}): count {} but {} swap entries reference it", d.name, m & SWAP_COUNT_MASK, refs[di][off]));
+                    return Err(format!(
+                        "swap slot {slot} ({}+{off}): count {} but {} swap entries reference it",
+                        d.name,
+                        m & SWAP_COUNT_MASK,
+                        refs[di][off]
+                    ));
                 }
                 let cached = k.swap.cache.get(&slot);
                 if (m & SWAP_HAS_CACHE != 0) != cached.is_some() {
-                    return Err(format!("swap slot {slot}: SWAP_HAS_CACHE {} but swap cache entry {:?}", m & SWAP_HAS_CACHE != 0, cached));
+                    return Err(format!(
+                        "swap slot {slot}: SWAP_HAS_CACHE {} but swap cache entry {:?}",
+                        m & SWAP_HAS_CACHE != 0,
+                        cached
+                    ));
                 }
                 if let Some(&pfn) = cached {
                     let f = k.pm.frames[pfn as usize];
@@ -230,7 +247,12 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
                 return Err(format!("{}: zram stores {} pages, the swap map {stored}", d.name, z.pages_stored));
             }
             if z.frames.len() as u64 != z.pool_bytes.div_ceil(4096) {
-                return Err(format!("{}: zsmalloc pool has {} frames for {} bytes", d.name, z.frames.len(), z.pool_bytes));
+                return Err(format!(
+                    "{}: zsmalloc pool has {} frames for {} bytes",
+                    d.name,
+                    z.frames.len(),
+                    z.pool_bytes
+                ));
             }
         }
     }

@@ -771,7 +771,11 @@ impl Kernel {
                 return CompactResult::PartialSkipped;
             }
             let score = vmstat::fragmentation_score_zone(&self.pm.zones[zi]);
-            return if score > self.fragmentation_score_wmark(true) { CompactResult::Continue } else { CompactResult::Success };
+            return if score > self.fragmentation_score_wmark(true) {
+                CompactResult::Continue
+            } else {
+                CompactResult::Success
+            };
         }
         if cc.order < 0 {
             return CompactResult::Continue;
@@ -899,7 +903,11 @@ impl Kernel {
                     if !cc.scanners_met() {
                         return Some(self.compact_zone_end(cc, CompactResult::Contended));
                     }
-                    if cc.migrate_pfn % PB != 0 && !cc.ignore_skip_hint && !cc.finish_pageblock && cc.mode < MigrateMode::Sync {
+                    if cc.migrate_pfn % PB != 0
+                        && !cc.ignore_skip_hint
+                        && !cc.finish_pageblock
+                        && cc.mode < MigrateMode::Sync
+                    {
                         cc.finish_pageblock = true;
                         if cc.order == COMPACTION_HPAGE_ORDER as i32 {
                             cc.last_migrated_pfn = 0;
@@ -948,7 +956,15 @@ impl Kernel {
     }
 
     /// compact_zone_order(): direct compaction of one zone at a priority.
-    fn compact_zone_order(&mut self, zi: usize, order: u32, gfp: Gfp, prio: CompactPriority, alloc_flags: AllocFlags, highest_zoneidx: usize) -> CompactResult {
+    fn compact_zone_order(
+        &mut self,
+        zi: usize,
+        order: u32,
+        gfp: Gfp,
+        prio: CompactPriority,
+        alloc_flags: AllocFlags,
+        highest_zoneidx: usize,
+    ) -> CompactResult {
         let mode = if prio == CompactPriority::Async { MigrateMode::Async } else { MigrateMode::SyncLight };
         let mut cc = CompactControl::new(zi, order as i32, gfp, mode);
         cc.alloc_flags = alloc_flags;
@@ -964,7 +980,14 @@ impl Kernel {
     /// try_to_compact_pages(): direct compaction over the zonelist, skipping deferred
     /// zones (except at the minimum priority), deferring zones where sync compaction
     /// ran to the end without success.
-    pub fn try_to_compact_pages(&mut self, gfp: Gfp, order: u32, alloc_flags: AllocFlags, zonelist: &[usize], prio: CompactPriority) -> CompactResult {
+    pub fn try_to_compact_pages(
+        &mut self,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        zonelist: &[usize],
+        prio: CompactPriority,
+    ) -> CompactResult {
         if gfp & __GFP_IO == 0 {
             return CompactResult::Skipped;
         }
@@ -991,7 +1014,9 @@ impl Kernel {
                 self.compaction_defer_reset(zi, o, false);
                 break;
             }
-            if prio != CompactPriority::Async && matches!(status, CompactResult::Complete | CompactResult::PartialSkipped) {
+            if prio != CompactPriority::Async
+                && matches!(status, CompactResult::Complete | CompactResult::PartialSkipped)
+            {
                 self.defer_compaction(zi, o);
             }
         }
@@ -1038,7 +1063,12 @@ impl Kernel {
 
     /// The node's populated zones up to `highest` (zone type), lowest first.
     fn node_zones(&self, nid: usize, highest: usize) -> Vec<usize> {
-        let mut v: Vec<usize> = self.pm.nodes[nid].zones.iter().copied().filter(|&z| self.pm.zones[z].populated() && self.pm.zones[z].idx <= highest).collect();
+        let mut v: Vec<usize> = self.pm.nodes[nid]
+            .zones
+            .iter()
+            .copied()
+            .filter(|&z| self.pm.zones[z].populated() && self.pm.zones[z].idx <= highest)
+            .collect();
         v.sort_by_key(|&z| self.pm.zones[z].idx);
         v
     }
@@ -1216,7 +1246,8 @@ impl Kernel {
         self.kcompactd[nid].timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
         if self.should_proactive_compact_node(nid) {
             let prev_score = self.fragmentation_score_node(nid);
-            let mut round = ProactiveRound { zones: self.node_zones(nid, MAX_NR_ZONES - 1), pos: 0, cc: None, prev_score };
+            let mut round =
+                ProactiveRound { zones: self.node_zones(nid, MAX_NR_ZONES - 1), pos: 0, cc: None, prev_score };
             if !self.proactive_slice(&mut round) {
                 self.kcompactd[nid].round = Some(round);
                 return KthreadNext::Again;

@@ -38,7 +38,9 @@ impl Kernel {
         match self.cfg.defrag {
             Defrag::Always => GFP_TRANSHUGE | if madvised { 0 } else { __GFP_NORETRY },
             Defrag::Defer => GFP_TRANSHUGE_LIGHT | __GFP_KSWAPD_RECLAIM,
-            Defrag::DeferMadvise => GFP_TRANSHUGE_LIGHT | if madvised { __GFP_DIRECT_RECLAIM } else { __GFP_KSWAPD_RECLAIM },
+            Defrag::DeferMadvise => {
+                GFP_TRANSHUGE_LIGHT | if madvised { __GFP_DIRECT_RECLAIM } else { __GFP_KSWAPD_RECLAIM }
+            }
             Defrag::Madvise => GFP_TRANSHUGE_LIGHT | if madvised { __GFP_DIRECT_RECLAIM } else { 0 },
             Defrag::Never => GFP_TRANSHUGE_LIGHT,
         }

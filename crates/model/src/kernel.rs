@@ -339,7 +339,16 @@ impl Kernel {
         self.charge(self.costs.page_alloc_ns);
         // fast path: low watermark, avoid fragmenting (alloc_flags_nofragment)
         let flags = ALLOC_WMARK_LOW | self.pm.alloc_flags_nofragment(zonelist[0], gfp, defrag_mode);
-        let page = match self.pm.get_page_from_freelist(gfp, order, flags, &zonelist, highest, boost, defrag_mode, &mut self.vm) {
+        let page = match self.pm.get_page_from_freelist(
+            gfp,
+            order,
+            flags,
+            &zonelist,
+            highest,
+            boost,
+            defrag_mode,
+            &mut self.vm,
+        ) {
             Some((pfn, zi)) => {
                 self.after_alloc(zi);
                 Some(pfn)
@@ -378,7 +387,16 @@ impl Kernel {
             alloc_flags |= ALLOC_KSWAPD;
             self.wakeup_kswapd(nid, order);
         }
-        if let Some((pfn, zi)) = self.pm.get_page_from_freelist(gfp, order, alloc_flags, zonelist, ZONE_NORMAL, boost, defrag_mode, &mut self.vm) {
+        if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
+            gfp,
+            order,
+            alloc_flags,
+            zonelist,
+            ZONE_NORMAL,
+            boost,
+            defrag_mode,
+            &mut self.vm,
+        ) {
             self.after_alloc(zi);
             return Some(pfn);
         }
@@ -388,7 +406,8 @@ impl Kernel {
         let mt = gfp_migratetype(gfp);
         let mut compact_prio = CompactPriority::Async;
         if costly || (order > 0 && mt != MIGRATE_MOVABLE) {
-            let (page, result) = self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, CompactPriority::Async);
+            let (page, result) =
+                self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, CompactPriority::Async);
             if page.is_some() {
                 return page;
             }
@@ -410,14 +429,32 @@ impl Kernel {
             if alloc_flags & ALLOC_KSWAPD != 0 {
                 self.wakeup_kswapd(nid, order);
             }
-            if let Some((pfn, zi)) = self.pm.get_page_from_freelist(gfp, order, alloc_flags, zonelist, ZONE_NORMAL, boost, defrag_mode, &mut self.vm) {
+            if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
+                gfp,
+                order,
+                alloc_flags,
+                zonelist,
+                ZONE_NORMAL,
+                boost,
+                defrag_mode,
+                &mut self.vm,
+            ) {
                 self.after_alloc(zi);
                 return Some(pfn);
             }
             // direct reclaim, then direct compaction
             let reclaimed = self.try_to_free_pages(gfp, order, nid);
             if reclaimed > 0 {
-                if let Some((pfn, zi)) = self.pm.get_page_from_freelist(gfp, order, alloc_flags, zonelist, ZONE_NORMAL, boost, defrag_mode, &mut self.vm) {
+                if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
+                    gfp,
+                    order,
+                    alloc_flags,
+                    zonelist,
+                    ZONE_NORMAL,
+                    boost,
+                    defrag_mode,
+                    &mut self.vm,
+                ) {
                     self.after_alloc(zi);
                     return Some(pfn);
                 }
@@ -452,14 +489,22 @@ impl Kernel {
     }
 
     /// __alloc_pages_direct_compact(): counts compact_stall/success/fail around try_to_compact_pages.
-    fn alloc_pages_direct_compact(&mut self, gfp: Gfp, order: u32, alloc_flags: AllocFlags, zonelist: &[usize], prio: CompactPriority) -> (Option<u64>, CompactResult) {
+    fn alloc_pages_direct_compact(
+        &mut self,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        zonelist: &[usize],
+        prio: CompactPriority,
+    ) -> (Option<u64>, CompactResult) {
         let result = self.try_to_compact_pages(gfp, order, alloc_flags, zonelist, prio);
         if result == CompactResult::Skipped {
             return (None, result);
         }
         self.vm.count(Ev::COMPACT_STALL);
         let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
-        let page = self.pm.get_page_from_freelist(gfp, order, alloc_flags, zonelist, ZONE_NORMAL, boost, dm, &mut self.vm);
+        let page =
+            self.pm.get_page_from_freelist(gfp, order, alloc_flags, zonelist, ZONE_NORMAL, boost, dm, &mut self.vm);
         if let Some((pfn, zi)) = page {
             self.compaction_defer_reset(zi, order as i32, true);
             self.vm.count(Ev::COMPACT_SUCCESS);
@@ -482,7 +527,12 @@ impl Kernel {
         let Some(v) = victim else { return false };
         let rss_kb = self.mms[v as usize].rss_anon * 4;
         self.vm.count(Ev::OOM_KILL);
-        self.oom_kills.push(OomKill { t_ns: self.now + self.cost, victim: self.mms[v as usize].name.clone(), rss_kb, trigger: "page allocation".into() });
+        self.oom_kills.push(OomKill {
+            t_ns: self.now + self.cost,
+            victim: self.mms[v as usize].name.clone(),
+            rss_kb,
+            trigger: "page allocation".into(),
+        });
         self.killed.push(v);
         self.exit_mm(v as usize);
         true
@@ -550,7 +600,10 @@ impl Kernel {
         }
         let lru = |l: u64| -> i64 { self.pm.lru.iter().map(|n| n[l as usize].pages).sum::<u64>() as i64 };
         m.insert("nr_free_pages".into(), self.nr_free_pages() as i64);
-        m.insert("nr_free_pages_blocks".into(), self.pm.zones.iter().map(|z| z.free_pages_blocks()).sum::<u64>() as i64);
+        m.insert(
+            "nr_free_pages_blocks".into(),
+            self.pm.zones.iter().map(|z| z.free_pages_blocks()).sum::<u64>() as i64,
+        );
         m.insert("nr_anon_pages".into(), self.nr_anon_pages as i64);
         m.insert("nr_anon_transparent_hugepages".into(), self.nr_anon_thp as i64);
         m.insert("nr_page_table_pages".into(), self.nr_pgtable_pages as i64);
@@ -573,7 +626,12 @@ impl Kernel {
         let free = self.nr_free_pages();
         let lru = |l: u64| -> u64 { self.pm.lru.iter().map(|n| n[l as usize].pages).sum::<u64>() };
         // si_mem_available(): free pages above the zones' high watermarks (totalreserve_pages)
-        let reserve: u64 = self.pm.zones.iter().map(|z| z.watermark[WMARK_HIGH] + z.lowmem_reserve.iter().max().copied().unwrap_or(0)).sum();
+        let reserve: u64 = self
+            .pm
+            .zones
+            .iter()
+            .map(|z| z.watermark[WMARK_HIGH] + z.lowmem_reserve.iter().max().copied().unwrap_or(0))
+            .sum();
         m.insert("MemTotal".into(), total * 4);
         m.insert("MemFree".into(), free * 4);
         m.insert("MemAvailable".into(), free.saturating_sub(reserve) * 4);

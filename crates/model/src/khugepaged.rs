@@ -287,7 +287,8 @@ impl Kernel {
     /// thplab.khugepaged_cold_to_tail): called from madvise's COLD/FREE branch. The
     /// cursor's own slot stays where it is (the scan is inside it).
     pub fn khugepaged_cold_to_tail(&mut self, mm: usize) {
-        if !self.cfg.khugepaged_cold_to_tail || !self.mms[mm].on_khugepaged || self.khugepaged.cursor == Some(mm as u32) {
+        if !self.cfg.khugepaged_cold_to_tail || !self.mms[mm].on_khugepaged || self.khugepaged.cursor == Some(mm as u32)
+        {
             return;
         }
         if let Some(pos) = self.khugepaged_list.iter().position(|&m| m == mm as u32) {
@@ -304,7 +305,8 @@ impl Kernel {
     /// start_stop_khugepaged() (start, or wake when the list is non-empty; stop).
     pub fn khugepaged_knob_changed(&mut self, canon: &str, old_pmd_enabled: bool) {
         match canon {
-            "transparent_hugepage/khugepaged/scan_sleep_millisecs" | "transparent_hugepage/khugepaged/alloc_sleep_millisecs" => {
+            "transparent_hugepage/khugepaged/scan_sleep_millisecs"
+            | "transparent_hugepage/khugepaged/alloc_sleep_millisecs" => {
                 if let KhugepagedWait::Scan { .. } = self.khugepaged.wait {
                     self.khugepaged.wait = KhugepagedWait::Scan { expire: 0 };
                 }
@@ -357,7 +359,12 @@ impl Kernel {
             _ => {}
         }
         self.khugepaged.wait = KhugepagedWait::None;
-        let mut p = self.khugepaged.pass.take().unwrap_or(DoScan { progress: 0, pages: self.cfg.pages_to_scan.max(1), pass_through_head: 0, wait: true });
+        let mut p = self.khugepaged.pass.take().unwrap_or(DoScan {
+            progress: 0,
+            pages: self.cfg.pages_to_scan.max(1),
+            pass_through_head: 0,
+            wait: true,
+        });
         // one iteration of khugepaged_do_scan()'s loop
         if self.khugepaged.cursor.is_none() {
             p.pass_through_head += 1;
@@ -439,7 +446,8 @@ impl Kernel {
         // `vma_left`: the walk stopped inside the mm (the kernel's `vma != NULL`)
         let mut vma_left = false;
         if !self.collapse_test_exit_or_disable(mm) {
-            let vmas: Vec<Vma> = self.mms[mm].vmas.values().filter(|v| v.end > self.khugepaged.address).cloned().collect();
+            let vmas: Vec<Vma> =
+                self.mms[mm].vmas.values().filter(|v| v.end > self.khugepaged.address).cloned().collect();
             'outer: for v in vmas {
                 self.charge(self.costs.pmd_walk_ns);
                 if self.collapse_test_exit_or_disable(mm) {
@@ -473,14 +481,18 @@ impl Kernel {
                     if r == ScanResult::Succeed {
                         self.khugepaged.pages_collapsed += 1;
                     }
-                    if !matches!(r, ScanResult::Succeed | ScanResult::PmdMapped | ScanResult::PmdNone | ScanResult::PmdNull) {
+                    if !matches!(
+                        r,
+                        ScanResult::Succeed | ScanResult::PmdMapped | ScanResult::PmdNone | ScanResult::PmdNull
+                    ) {
                         self.khugepaged.cursor_all_collapsed = false;
                     }
                     *self.khugepaged.results.entry(r.name()).or_insert(0) += 1;
                     *self.khugepaged.cur_full.results.entry(r.name()).or_insert(0) += 1;
                     self.khugepaged.address += HPAGE_PMD_SIZE;
                     // seed 002 "refine scan progress number": a range with nothing to look at costs ~1
-                    let cheap = self.cfg.khugepaged_cheap_progress && matches!(r, ScanResult::PmdMapped | ScanResult::PmdNone | ScanResult::PmdNull);
+                    let cheap = self.cfg.khugepaged_cheap_progress
+                        && matches!(r, ScanResult::PmdMapped | ScanResult::PmdNone | ScanResult::PmdNull);
                     progress += if cheap { 1 } else { HPAGE_PMD_NR };
                     if !locked {
                         // collapse_huge_page() dropped the mmap lock: back to the caller
@@ -567,11 +579,18 @@ impl Kernel {
 
     /// The per-PTE checks shared by hpage_collapse_scan_pmd and
     /// __collapse_huge_page_isolate. Returns the verdict and what it counted.
-    fn collapse_check_ptes(&mut self, _mm: usize, v: &Vma, sid: u32, cc: &mut CollapseControl) -> (ScanResult, ScanPmd) {
+    fn collapse_check_ptes(
+        &mut self,
+        _mm: usize,
+        v: &Vma,
+        sid: u32,
+        cc: &mut CollapseControl,
+    ) -> (ScanResult, ScanPmd) {
         let mut s = ScanPmd::default();
         let mut shared = 0u32;
         let khugepaged = cc.is_khugepaged;
-        let (max_none, max_swap, max_shared) = (self.cfg.max_ptes_none, self.cfg.max_ptes_swap, self.cfg.max_ptes_shared);
+        let (max_none, max_swap, max_shared) =
+            (self.cfg.max_ptes_none, self.cfg.max_ptes_swap, self.cfg.max_ptes_shared);
         let table: [u32; 512] = match &self.slots.get(sid).pmd {
             Pmd::Table(t) => **t,
             _ => return (ScanResult::PmdNull, s),
@@ -645,7 +664,13 @@ impl Kernel {
     /// hpage_collapse_scan_pmd(): the candidacy test of one 2 MiB range, and the
     /// collapse when it passes. Returns the result and whether the mmap lock is still
     /// held (false once collapse_huge_page ran).
-    pub fn hpage_collapse_scan_pmd(&mut self, mm: usize, v: &Vma, addr: u64, cc: &mut CollapseControl) -> (ScanResult, bool) {
+    pub fn hpage_collapse_scan_pmd(
+        &mut self,
+        mm: usize,
+        v: &Vma,
+        addr: u64,
+        cc: &mut CollapseControl,
+    ) -> (ScanResult, bool) {
         self.charge(self.costs.pmd_walk_ns);
         let (r, sid) = self.find_pmd_or_thp_or_none(mm, addr);
         let mut s = ScanPmd::default();
@@ -690,7 +715,11 @@ impl Kernel {
         if addr < v.start || addr + HPAGE_PMD_SIZE > v.end {
             return Err(ScanResult::AddressRange);
         }
-        let ok = if khugepaged { self.thp_vma_allowable_flags(mm, v.flags) } else { self.collapse_allowed_nosysfs(mm, v.flags) };
+        let ok = if khugepaged {
+            self.thp_vma_allowable_flags(mm, v.flags)
+        } else {
+            self.collapse_allowed_nosysfs(mm, v.flags)
+        };
         if !ok {
             return Err(ScanResult::VmaCheck);
         }
@@ -704,7 +733,14 @@ impl Kernel {
     }
 
     /// collapse_huge_page(mm, address, referenced, unmapped, cc)
-    fn collapse_huge_page(&mut self, mm: usize, haddr: u64, _referenced: u32, unmapped: u32, cc: &mut CollapseControl) -> ScanResult {
+    fn collapse_huge_page(
+        &mut self,
+        mm: usize,
+        haddr: u64,
+        _referenced: u32,
+        unmapped: u32,
+        cc: &mut CollapseControl,
+    ) -> ScanResult {
         let r = self.collapse_huge_page_inner(mm, haddr, unmapped, cc);
         if self.trace_on("mm_collapse_huge_page") {
             let mut f = Map::new();
@@ -716,9 +752,21 @@ impl Kernel {
         r
     }
 
-    fn collapse_huge_page_inner(&mut self, mm: usize, haddr: u64, unmapped: u32, cc: &mut CollapseControl) -> ScanResult {
+    fn collapse_huge_page_inner(
+        &mut self,
+        mm: usize,
+        haddr: u64,
+        unmapped: u32,
+        cc: &mut CollapseControl,
+    ) -> ScanResult {
         // alloc_charge_folio(): the node most of the pages are on (ties: lowest id)
-        let nid = cc.node_load.iter().enumerate().max_by_key(|(i, &l)| (l, std::cmp::Reverse(*i))).map(|(i, _)| i).unwrap_or(self.mms[mm].node);
+        let nid = cc
+            .node_load
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, &l)| (l, std::cmp::Reverse(*i)))
+            .map(|(i, _)| i)
+            .unwrap_or(self.mms[mm].node);
         let gfp = if !cc.is_khugepaged || self.cfg.khugepaged_defrag { GFP_TRANSHUGE } else { GFP_TRANSHUGE_LIGHT };
         let Some(head) = self.alloc_pages(gfp, 9, nid) else {
             self.vm.count(Ev::THP_COLLAPSE_ALLOC_FAILED);
@@ -749,7 +797,10 @@ impl Kernel {
                 };
                 if pte_kind(pte) == K_SWAP {
                     let r = self.do_swap_page(mm, haddr + i * 4096, false);
-                    if r != crate::kernel::Fault::Ok || !self.mms[mm].alive || !self.mms[mm].pmds.contains_key(&(haddr >> PMD_SHIFT)) {
+                    if r != crate::kernel::Fault::Ok
+                        || !self.mms[mm].alive
+                        || !self.mms[mm].pmds.contains_key(&(haddr >> PMD_SHIFT))
+                    {
                         self.pm.free_pages(head, 9, &mut self.vm);
                         return ScanResult::Fail;
                     }
@@ -848,7 +899,8 @@ impl Kernel {
             use ScanResult::*;
             match r {
                 Succeed | PmdMapped => thps += 1,
-                PmdNull | PteNonPresent | PteUffdWp | PageRo | LackReferencedPage | PageNull | PageCount | PageLock | PageCompound | PageLru | DelPageLru => last_fail = r,
+                PmdNull | PteNonPresent | PteUffdWp | PageRo | LackReferencedPage | PageNull | PageCount | PageLock
+                | PageCompound | PageLru | DelPageLru => last_fail = r,
                 _ => {
                     last_fail = r;
                     break;

@@ -21,7 +21,11 @@ impl Kernel {
         let mapped_all = self.mms[mm].fully_mapped(start, end);
         match advice {
             Advice::Hugepage | Advice::Nohugepage => {
-                let (set, clear) = if advice == Advice::Hugepage { (VM_HUGEPAGE, VM_NOHUGEPAGE) } else { (VM_NOHUGEPAGE, VM_HUGEPAGE) };
+                let (set, clear) = if advice == Advice::Hugepage {
+                    (VM_HUGEPAGE, VM_NOHUGEPAGE)
+                } else {
+                    (VM_NOHUGEPAGE, VM_HUGEPAGE)
+                };
                 self.mms[mm].modify_flags(start, end, |f| (f | set) & !clear);
                 if advice == Advice::Hugepage {
                     for (_, _, flags) in self.mms[mm].vmas_in(start, end) {
@@ -141,7 +145,10 @@ impl Kernel {
                         if compound(f) != COMPOUND_BASE {
                             let head = pfn & !511;
                             // madvise_folio_pte_batch(): is the whole folio mapped here, in order?
-                            let covered = i == 0 && i1 == 511 && head == pfn && self.thp_mapcount.get(&(head as u32)) == Some(&512);
+                            let covered = i == 0
+                                && i1 == 511
+                                && head == pfn
+                                && self.thp_mapcount.get(&(head as u32)) == Some(&512);
                             if covered {
                                 self.madvise_folio(head, 512, advice, &mut list);
                                 i = 512;
@@ -176,7 +183,10 @@ impl Kernel {
         while a < e {
             self.charge(self.costs.pte_walk_ns);
             if let crate::memory::Mapping::Swap(slot) = self.follow(mm, a) {
-                let is_pte = self.mms[mm].pmds.get(&(a >> 21)).is_some_and(|&sid| matches!(self.slots.get(sid).pmd, Pmd::Table(_)));
+                let is_pte = self.mms[mm]
+                    .pmds
+                    .get(&(a >> 21))
+                    .is_some_and(|&sid| matches!(self.slots.get(sid).pmd, Pmd::Table(_)));
                 if is_pte && self.swap.map(slot) & crate::swapfile::SWAP_HAS_CACHE == 0 {
                     let nid = self.mms[mm].node;
                     let Some(pfn) = self.alloc_pages(crate::page_alloc::GFP_HIGHUSER_MOVABLE, 0, nid) else { return };

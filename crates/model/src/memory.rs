@@ -256,7 +256,15 @@ impl Kernel {
     /// (thp_swpin) — else, or when no THP can be allocated (thp_swpin_fallback), the PMD
     /// swap entry is split into 512 PTE swap entries and the page is swapped in alone.
     /// The model frees the slots at once (the THP does not stay in the swap cache).
-    pub fn do_huge_pmd_swap_page(&mut self, mm: usize, vma: &crate::mmap::Vma, sid: u32, first: u32, addr: u64, write: bool) -> Fault {
+    pub fn do_huge_pmd_swap_page(
+        &mut self,
+        mm: usize,
+        vma: &crate::mmap::Vma,
+        sid: u32,
+        first: u32,
+        addr: u64,
+        write: bool,
+    ) -> Fault {
         use crate::kernel::ThpMode;
         let allowed = !self.mms[mm].thp_disable
             && vma.flags & crate::mmap::VM_NOHUGEPAGE == 0
@@ -271,7 +279,10 @@ impl Kernel {
             let nid = self.mms[mm].node;
             match self.alloc_thp(gfp, nid) {
                 Some(head) => {
-                    if !(self.mms[mm].alive && self.mms[mm].pmds.get(&idx) == Some(&sid) && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(s) if s == first)) {
+                    if !(self.mms[mm].alive
+                        && self.mms[mm].pmds.get(&idx) == Some(&sid)
+                        && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(s) if s == first))
+                    {
                         self.pm.free_pages(head, 9, &mut self.vm);
                         return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
                     }
@@ -400,13 +411,15 @@ impl Kernel {
         if start >= end {
             return;
         }
-        let idxs: Vec<(u64, u32)> = self.mms[mm].pmds.range(start >> PMD_SHIFT..=(end - 1) >> PMD_SHIFT).map(|(k, v)| (*k, *v)).collect();
+        let idxs: Vec<(u64, u32)> =
+            self.mms[mm].pmds.range(start >> PMD_SHIFT..=(end - 1) >> PMD_SHIFT).map(|(k, v)| (*k, *v)).collect();
         for (idx, sid) in idxs {
             let s = (idx << PMD_SHIFT).max(start);
             let e = ((idx + 1) << PMD_SHIFT).min(end);
             let whole = e - s == 1 << PMD_SHIFT;
             self.charge(self.costs.pmd_walk_ns);
-            let is_huge = matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero) || (whole && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_)));
+            let is_huge = matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero)
+                || (whole && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_)));
             if is_huge && whole {
                 self.zap_huge_pmd(mm, sid);
             } else {
@@ -493,7 +506,8 @@ impl Kernel {
         if start >= end {
             return;
         }
-        let idxs: Vec<(u64, u32)> = self.mms[mm].pmds.range(start >> PMD_SHIFT..=(end - 1) >> PMD_SHIFT).map(|(k, v)| (*k, *v)).collect();
+        let idxs: Vec<(u64, u32)> =
+            self.mms[mm].pmds.range(start >> PMD_SHIFT..=(end - 1) >> PMD_SHIFT).map(|(k, v)| (*k, *v)).collect();
         for (idx, sid) in idxs {
             let whole = start <= idx << PMD_SHIFT && end >= (idx + 1) << PMD_SHIFT;
             if whole {
@@ -531,7 +545,14 @@ impl Kernel {
     }
 
     /// Write `bytes` bytes of `data` at `byte` in the page at `addr`, faulting it in first.
-    pub fn write_page(&mut self, mm: usize, addr: u64, byte: u32, bytes: u32, data: &thplab_workload::workload::WriteData) -> Fault {
+    pub fn write_page(
+        &mut self,
+        mm: usize,
+        addr: u64,
+        byte: u32,
+        bytes: u32,
+        data: &thplab_workload::workload::WriteData,
+    ) -> Fault {
         let pfn = match self.follow(mm, addr) {
             Mapping::Page(pfn, _) => pfn,
             _ => {

@@ -6,7 +6,7 @@
 use crate::kernel::Kernel;
 use crate::memory::Mapping;
 use crate::mm_types::*;
-use crate::page_alloc::{GFP_HIGHUSER_MOVABLE, GFP_TRANSHUGE_LIGHT, __GFP_THISNODE};
+use crate::page_alloc::{__GFP_THISNODE, GFP_HIGHUSER_MOVABLE, GFP_TRANSHUGE_LIGHT};
 use crate::pgtable::*;
 use crate::vmstat::Ev;
 
@@ -91,7 +91,11 @@ impl Kernel {
             let s = self.slots.get(sid);
             let (mm, ix) = (s.mm as usize, s.index);
             // a base page's migration flushes its one PTE (ptep_clear_flush), a THP its PMD range
-            let (a, e) = if thp { (ix << 21, (ix + 1) << 21) } else { ((ix << 21) + ((i as u64) << 12), (ix << 21) + ((i as u64 + 1) << 12)) };
+            let (a, e) = if thp {
+                (ix << 21, (ix + 1) << 21)
+            } else {
+                ((ix << 21) + ((i as u64) << 12), (ix << 21) + ((i as u64 + 1) << 12))
+            };
             self.mms[mm].tlb.flush_range(a, e);
         }
         // a swap-cache folio: the cache now points at the new frames (swap_state.rs)

@@ -147,20 +147,48 @@ pub fn layout(m: &MachineSpec) -> Result<Vec<ZoneLayout>, String> {
         let mut zones: Vec<ZoneLayout> = vec![];
         if n == 0 {
             let dma_present = 3998u64;
-            zones.push(ZoneLayout { node: 0, idx: ZONE_DMA, start_pfn: 1, spanned: DMA_END - 1, holes: vec![(159, 256)], reserved: 158 });
+            zones.push(ZoneLayout {
+                node: 0,
+                idx: ZONE_DMA,
+                start_pfn: 1,
+                spanned: DMA_END - 1,
+                holes: vec![(159, 256)],
+                reserved: 158,
+            });
             let mut left = pages.saturating_sub(dma_present + 98); // pfn 0 and the hole are not RAM
             let dma32 = left.min(DMA32_LOW_END - DMA_END);
             left -= dma32;
-            zones.push(ZoneLayout { node: 0, idx: ZONE_DMA32, start_pfn: DMA_END, spanned: dma32, holes: vec![], reserved: kernel_reserve });
+            zones.push(ZoneLayout {
+                node: 0,
+                idx: ZONE_DMA32,
+                start_pfn: DMA_END,
+                spanned: dma32,
+                holes: vec![],
+                reserved: kernel_reserve,
+            });
             if left > 0 {
-                zones.push(ZoneLayout { node: 0, idx: ZONE_NORMAL, start_pfn: NORMAL_START, spanned: left, holes: vec![], reserved: 0 });
+                zones.push(ZoneLayout {
+                    node: 0,
+                    idx: ZONE_NORMAL,
+                    start_pfn: NORMAL_START,
+                    spanned: left,
+                    holes: vec![],
+                    reserved: 0,
+                });
                 next_start = NORMAL_START + left;
             } else {
                 next_start = DMA_END + dma32;
             }
         } else {
             let start = next_start.div_ceil(GIB_PAGES) * GIB_PAGES;
-            zones.push(ZoneLayout { node: n, idx: ZONE_NORMAL, start_pfn: start, spanned: pages, holes: vec![], reserved: 0 });
+            zones.push(ZoneLayout {
+                node: n,
+                idx: ZONE_NORMAL,
+                start_pfn: start,
+                spanned: pages,
+                holes: vec![],
+                reserved: 0,
+            });
             next_start = start + pages;
         }
         zones.last_mut().unwrap().reserved += memmap;

@@ -34,7 +34,8 @@ pub const __GFP_RECLAIM: Gfp = __GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM;
 pub const GFP_KERNEL: Gfp = __GFP_RECLAIM | __GFP_IO | __GFP_FS;
 pub const GFP_HIGHUSER_MOVABLE: Gfp = GFP_KERNEL | __GFP_MOVABLE;
 /// GFP_TRANSHUGE_LIGHT = (GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_NOMEMALLOC | __GFP_NOWARN) & ~__GFP_RECLAIM
-pub const GFP_TRANSHUGE_LIGHT: Gfp = (GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_NOMEMALLOC | __GFP_NOWARN) & !__GFP_RECLAIM;
+pub const GFP_TRANSHUGE_LIGHT: Gfp =
+    (GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_NOMEMALLOC | __GFP_NOWARN) & !__GFP_RECLAIM;
 pub const GFP_TRANSHUGE: Gfp = GFP_TRANSHUGE_LIGHT | __GFP_DIRECT_RECLAIM;
 
 pub fn gfp_migratetype(gfp: Gfp) -> u8 {
@@ -202,7 +203,8 @@ impl PhysMem {
         pm.nofragment_zone = (0..pm.zones.len())
             .map(|zi| {
                 let z = &pm.zones[zi];
-                let dma32 = pm.nodes[z.node].zones.iter().any(|&o| pm.zones[o].idx == ZONE_DMA32 && pm.zones[o].populated());
+                let dma32 =
+                    pm.nodes[z.node].zones.iter().any(|&o| pm.zones[o].idx == ZONE_DMA32 && pm.zones[o].populated());
                 z.idx == ZONE_NORMAL && (pm.nodes.len() == 1 || dma32)
             })
             .collect();
@@ -285,7 +287,10 @@ impl PhysMem {
         self.frames[pfn as usize] = 0;
         let z = &mut self.zones[zi];
         let i = Self::list_idx(z, pfn, order);
-        debug_assert!(z.free_area[order as usize].lists[mt as usize].get(i), "pfn {pfn} order {order} mt {mt} not on list");
+        debug_assert!(
+            z.free_area[order as usize].lists[mt as usize].get(i),
+            "pfn {pfn} order {order} mt {mt} not on list"
+        );
         z.free_area[order as usize].lists[mt as usize].clear(i);
         z.free_area[order as usize].nr_free[mt as usize] -= 1;
     }
@@ -299,7 +304,9 @@ impl PhysMem {
         if (mt as usize) < NR_FREE_LISTS && z.free_area[order as usize].lists[mt as usize].get(i) {
             return mt;
         }
-        (0..NR_FREE_LISTS as u8).find(|&m| z.free_area[order as usize].lists[m as usize].get(i)).expect("free block on a list")
+        (0..NR_FREE_LISTS as u8)
+            .find(|&m| z.free_area[order as usize].lists[m as usize].get(i))
+            .expect("free block on a list")
     }
 
     /// __free_one_page(): merge with free buddies up to MAX_PAGE_ORDER.
@@ -396,7 +403,10 @@ impl PhysMem {
 
     /// should_try_claim_block()
     fn should_try_claim_block(order: u32, start_mt: u8) -> bool {
-        order >= PAGEBLOCK_ORDER || order >= PAGEBLOCK_ORDER / 2 || start_mt == MIGRATE_RECLAIMABLE || start_mt == MIGRATE_UNMOVABLE
+        order >= PAGEBLOCK_ORDER
+            || order >= PAGEBLOCK_ORDER / 2
+            || start_mt == MIGRATE_RECLAIMABLE
+            || start_mt == MIGRATE_UNMOVABLE
     }
 
     /// find_suitable_fallback(): -2 = orders too low to claim, -1 = none.
@@ -474,7 +484,17 @@ impl PhysMem {
 
     /// try_to_claim_block()
     #[allow(clippy::too_many_arguments)]
-    fn try_to_claim_block(&mut self, zi: usize, pfn: u64, cur: u32, order: u32, start_mt: u8, block_mt: u8, alloc_flags: AllocFlags, boost_factor: u64) -> Option<u64> {
+    fn try_to_claim_block(
+        &mut self,
+        zi: usize,
+        pfn: u64,
+        cur: u32,
+        order: u32,
+        start_mt: u8,
+        block_mt: u8,
+        alloc_flags: AllocFlags,
+        boost_factor: u64,
+    ) -> Option<u64> {
         if cur >= PAGEBLOCK_ORDER {
             self.del_from_free_list(zi, pfn, cur, block_mt);
             self.change_pageblock_range(pfn, cur, start_mt);
@@ -502,8 +522,16 @@ impl PhysMem {
     }
 
     /// __rmqueue_claim(): from the largest fallback block down.
-    fn rmqueue_claim(&mut self, zi: usize, order: u32, start_mt: u8, alloc_flags: AllocFlags, boost_factor: u64) -> Option<u64> {
-        let min_order = if order < PAGEBLOCK_ORDER && alloc_flags & ALLOC_NOFRAGMENT != 0 { PAGEBLOCK_ORDER } else { order };
+    fn rmqueue_claim(
+        &mut self,
+        zi: usize,
+        order: u32,
+        start_mt: u8,
+        alloc_flags: AllocFlags,
+        boost_factor: u64,
+    ) -> Option<u64> {
+        let min_order =
+            if order < PAGEBLOCK_ORDER && alloc_flags & ALLOC_NOFRAGMENT != 0 { PAGEBLOCK_ORDER } else { order };
         let mut cur = MAX_PAGE_ORDER as i32;
         while cur >= min_order as i32 {
             let fb = self.find_suitable_fallback(zi, cur as u32, start_mt, true);
@@ -512,7 +540,9 @@ impl PhysMem {
             }
             if fb >= 0 {
                 let pfn = self.first_free(zi, cur as u32, fb as u8).expect("nr_free says a block exists");
-                if let Some(p) = self.try_to_claim_block(zi, pfn, cur as u32, order, start_mt, fb as u8, alloc_flags, boost_factor) {
+                if let Some(p) =
+                    self.try_to_claim_block(zi, pfn, cur as u32, order, start_mt, fb as u8, alloc_flags, boost_factor)
+                {
                     return Some(p);
                 }
             }
@@ -536,7 +566,14 @@ impl PhysMem {
     }
 
     /// __rmqueue(): requested type, then claim, then (unless ALLOC_NOFRAGMENT) steal.
-    pub fn rmqueue(&mut self, zi: usize, order: u32, mt: u8, alloc_flags: AllocFlags, boost_factor: u64) -> Option<u64> {
+    pub fn rmqueue(
+        &mut self,
+        zi: usize,
+        order: u32,
+        mt: u8,
+        alloc_flags: AllocFlags,
+        boost_factor: u64,
+    ) -> Option<u64> {
         if let Some(p) = self.rmqueue_smallest(zi, order, mt) {
             return Some(p);
         }
@@ -550,7 +587,14 @@ impl PhysMem {
     }
 
     /// __zone_watermark_ok()
-    pub fn zone_watermark_ok(&self, zi: usize, order: u32, mark: u64, highest_zoneidx: usize, alloc_flags: AllocFlags) -> bool {
+    pub fn zone_watermark_ok(
+        &self,
+        zi: usize,
+        order: u32,
+        mark: u64,
+        highest_zoneidx: usize,
+        alloc_flags: AllocFlags,
+    ) -> bool {
         let z = &self.zones[zi];
         let mut free = z.free_pages as i64 - ((1i64 << order) - 1);
         let mut min = mark as i64;
@@ -572,7 +616,9 @@ impl PhysMem {
             if fa.nr_free[..MIGRATE_PCPTYPES as usize].iter().any(|&n| n > 0) {
                 return true;
             }
-            if alloc_flags & (ALLOC_MIN_RESERVE | ALLOC_NO_WATERMARKS) != 0 && fa.nr_free[MIGRATE_HIGHATOMIC as usize] > 0 {
+            if alloc_flags & (ALLOC_MIN_RESERVE | ALLOC_NO_WATERMARKS) != 0
+                && fa.nr_free[MIGRATE_HIGHATOMIC as usize] > 0
+            {
                 return true;
             }
         }
@@ -600,7 +646,12 @@ impl PhysMem {
             if thisnode && node != nid {
                 break;
             }
-            let mut zs: Vec<usize> = self.nodes[node].zones.iter().copied().filter(|&z| self.zones[z].idx <= highest && self.zones[z].managed > 0).collect();
+            let mut zs: Vec<usize> = self.nodes[node]
+                .zones
+                .iter()
+                .copied()
+                .filter(|&z| self.zones[z].idx <= highest && self.zones[z].managed > 0)
+                .collect();
             zs.sort_by(|a, b| self.zones[*b].idx.cmp(&self.zones[*a].idx));
             out.extend(zs);
         }
@@ -622,7 +673,17 @@ impl PhysMem {
 
     /// get_page_from_freelist(): walk the zonelist, check the watermark, take a block.
     #[allow(clippy::too_many_arguments)]
-    pub fn get_page_from_freelist(&mut self, gfp: Gfp, order: u32, alloc_flags: AllocFlags, zonelist: &[usize], highest: usize, boost_factor: u64, defrag_mode: bool, vm: &mut VmStat) -> Option<(u64, usize)> {
+    pub fn get_page_from_freelist(
+        &mut self,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        zonelist: &[usize],
+        highest: usize,
+        boost_factor: u64,
+        defrag_mode: bool,
+        vm: &mut VmStat,
+    ) -> Option<(u64, usize)> {
         let mt = gfp_migratetype(gfp);
         let mut flags = alloc_flags;
         let preferred = *zonelist.first()?;
@@ -630,13 +691,21 @@ impl PhysMem {
             let no_fallback = flags & ALLOC_NOFRAGMENT != 0;
             let mut restart = false;
             for &zi in zonelist {
-                if no_fallback && self.nodes.len() > 1 && zi != preferred && self.zones[zi].node != self.zones[preferred].node {
+                if no_fallback
+                    && self.nodes.len() > 1
+                    && zi != preferred
+                    && self.zones[zi].node != self.zones[preferred].node
+                {
                     // remote node: rather fragment locally than go remote
                     flags &= !ALLOC_NOFRAGMENT;
                     restart = true;
                     break;
                 }
-                let mark = if flags & ALLOC_NO_WATERMARKS != 0 { 0 } else { self.zones[zi].wmark((flags & ALLOC_WMARK_MASK) as usize) };
+                let mark = if flags & ALLOC_NO_WATERMARKS != 0 {
+                    0
+                } else {
+                    self.zones[zi].wmark((flags & ALLOC_WMARK_MASK) as usize)
+                };
                 if !self.zone_watermark_ok(zi, order, mark, highest, flags) {
                     continue;
                 }
@@ -749,8 +818,10 @@ impl PhysMem {
                 let mut reserve = [0u64; MAX_NR_ZONES];
                 let mut managed_above = 0;
                 for j in idx + 1..MAX_NR_ZONES {
-                    managed_above += zs.iter().filter(|&&o| self.zones[o].idx == j).map(|&o| self.zones[o].managed).sum::<u64>();
-                    reserve[j] = if LOWMEM_RESERVE_RATIO[idx] > 0 { managed_above / LOWMEM_RESERVE_RATIO[idx] } else { 0 };
+                    managed_above +=
+                        zs.iter().filter(|&&o| self.zones[o].idx == j).map(|&o| self.zones[o].managed).sum::<u64>();
+                    reserve[j] =
+                        if LOWMEM_RESERVE_RATIO[idx] > 0 { managed_above / LOWMEM_RESERVE_RATIO[idx] } else { 0 };
                 }
                 self.zones[zi].lowmem_reserve = reserve;
             }
@@ -763,7 +834,11 @@ impl PhysMem {
 
     /// Lowmem pages as nr_free_buffer_pages() sees them (managed above the high watermark).
     pub fn nr_free_buffer_pages(&self) -> u64 {
-        self.zones.iter().filter(|z| z.idx <= ZONE_NORMAL).map(|z| z.managed.saturating_sub(z.watermark[WMARK_HIGH])).sum()
+        self.zones
+            .iter()
+            .filter(|z| z.idx <= ZONE_NORMAL)
+            .map(|z| z.managed.saturating_sub(z.watermark[WMARK_HIGH]))
+            .sum()
     }
     pub fn nr_populated_lowmem_zones(&self) -> u64 {
         self.zones.iter().filter(|z| z.idx <= ZONE_NORMAL && z.populated()).count() as u64
@@ -773,7 +848,13 @@ impl PhysMem {
         self.frames.len() * 8
             + self.pageblocks.len() * 2
             + self.links.heap_bytes()
-            + self.zones.iter().map(|z| z.free_area.iter().map(|fa| fa.lists.iter().map(|l| l.heap_bytes()).sum::<usize>()).sum::<usize>()).sum::<usize>()
+            + self
+                .zones
+                .iter()
+                .map(|z| {
+                    z.free_area.iter().map(|fa| fa.lists.iter().map(|l| l.heap_bytes()).sum::<usize>()).sum::<usize>()
+                })
+                .sum::<usize>()
     }
 }
 
@@ -834,7 +915,9 @@ mod tests {
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         let before = pm.buddyinfo();
         let free0 = pm.total_free();
-        let (p, _) = pm.get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
+        let (p, _) = pm
+            .get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm)
+            .unwrap();
         assert_eq!(pm.total_free(), free0 - 1);
         check_counts(&pm);
         // the order-10 block was split: one free block at each order 0..9 appears
@@ -849,11 +932,13 @@ mod tests {
         let (mut pm, mut vm) = small();
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         // every pageblock starts MOVABLE: an unmovable order-9 request must claim one
-        let (p, _) = pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
+        let (p, _) =
+            pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
         assert_eq!(pm.pb_mt(p), MIGRATE_UNMOVABLE);
         check_counts(&pm);
         // an unmovable order-0 request claims (rather than steals) since it is unmovable
-        let (q, _) = pm.get_page_from_freelist(GFP_KERNEL, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
+        let (q, _) =
+            pm.get_page_from_freelist(GFP_KERNEL, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
         assert_eq!(pm.pb_mt(q), MIGRATE_UNMOVABLE);
         let counts = pm.block_counts(1);
         assert!(counts[MIGRATE_UNMOVABLE as usize] >= 1);
@@ -879,7 +964,9 @@ mod tests {
             }
         }
         check_counts(&pm);
-        let (p, _) = pm.get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
+        let (p, _) = pm
+            .get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm)
+            .unwrap();
         // the largest free block is order >= 4, so the movable request claims the whole block
         assert_eq!(pm.pb_mt(p), MIGRATE_MOVABLE);
         check_counts(&pm);
@@ -903,7 +990,16 @@ mod tests {
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         // take everything as order-0 pages, then free every other one: only order-0 blocks remain free
         let mut got = vec![];
-        while let Some((p, _)) = pm.get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut vm) {
+        while let Some((p, _)) = pm.get_page_from_freelist(
+            GFP_HIGHUSER_MOVABLE,
+            0,
+            ALLOC_NO_WATERMARKS,
+            &zl,
+            ZONE_NORMAL,
+            15000,
+            false,
+            &mut vm,
+        ) {
             got.push(p);
         }
         for (i, p) in got.iter().enumerate() {
@@ -938,7 +1034,10 @@ mod format_tests {
         let m = MachineSpec::parse_shorthand("24G").unwrap();
         let pm = PhysMem::new(&m).unwrap();
         let b = pm.buddyinfo();
-        assert_eq!(b.lines().next().unwrap(), "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 ");
+        assert_eq!(
+            b.lines().next().unwrap(),
+            "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 "
+        );
         assert!(b.lines().nth(1).unwrap().starts_with("Node 0, zone    DMA32 "));
         let p = pm.pagetypeinfo();
         let lines: Vec<&str> = p.lines().collect();
@@ -946,7 +1045,9 @@ mod format_tests {
         assert_eq!(lines[1], "Pages per block:  512");
         assert_eq!(lines[3], "Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10 ");
         assert_eq!(lines[4], "Node    0, zone      DMA, type    Unmovable      0      0      0      0      0      0      0      0      0      0      0 ");
-        assert!(p.contains("\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n"));
+        assert!(
+            p.contains("\nNumber of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n")
+        );
         assert!(p.contains("Node 0, zone      DMA            0            8            0            0            0 \n"));
     }
 }

@@ -21,7 +21,11 @@ impl Kernel {
     fn swap_io(&mut self, di: usize, write: bool, slot: u32, nr: u32) -> u64 {
         let now = self.now + self.cost;
         let d = &mut self.swap.devs[di];
-        let (lat, mbps) = if write { (d.io.write_latency_ns, d.io.write_mb_per_s) } else { (d.io.read_latency_ns, d.io.read_mb_per_s) };
+        let (lat, mbps) = if write {
+            (d.io.write_latency_ns, d.io.write_mb_per_s)
+        } else {
+            (d.io.read_latency_ns, d.io.read_mb_per_s)
+        };
         let seek = if d.last_end == slot { 0 } else { d.io.random_penalty_ns };
         let xfer = if mbps == 0 { 0 } else { nr as u64 * 4096 * 1000 / mbps };
         let service = lat + seek + xfer;
@@ -66,7 +70,15 @@ impl Kernel {
             *self.swap.map_mut(s) &= !SWAP_ZEROMAP;
         }
         if self.swap.devs[di].zram.is_some() {
-            let extra: u64 = (0..nr as u64).map(|i| self.swap.devs[di].zram.as_ref().unwrap().pool_bytes_for(content(self.pm.frames[(head + i) as usize]))).sum();
+            let extra: u64 = (0..nr as u64)
+                .map(|i| {
+                    self.swap.devs[di]
+                        .zram
+                        .as_ref()
+                        .unwrap()
+                        .pool_bytes_for(content(self.pm.frames[(head + i) as usize]))
+                })
+                .sum();
             if !self.zram_pool_reserve(di, extra) {
                 self.zram_pool_fit(di);
                 return Err(());

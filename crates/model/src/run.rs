@@ -12,8 +12,8 @@ use crate::page_alloc::GFP_KERNEL;
 use crate::tlb::Tlb;
 use crate::vmstat;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BinaryHeap};
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs;
 use thplab_workload::machine::MachineSpec;
@@ -136,7 +136,8 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     }
     let mut cpu_free = vec![0u64; ncpus as usize];
     // heap entries: (time, 0 = kernel thread / 1 = process, index, generation)
-    let mut heap: BinaryHeap<Reverse<(u64, u8, usize, u64)>> = tasks.iter().map(|t| Reverse((t.ready, 1, t.pid, 0))).collect();
+    let mut heap: BinaryHeap<Reverse<(u64, u8, usize, u64)>> =
+        tasks.iter().map(|t| Reverse((t.ready, 1, t.pid, 0))).collect();
     let mut kts: Vec<Kt> = k
         .kthreads()
         .into_iter()
@@ -156,7 +157,11 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         }
     }
     let mut phases: Vec<PhaseResult> = vec![];
-    let mut sampler = Sampler { interval: w.record.series_interval.0, next: 0, series: Series { columns: series_columns(), rows: vec![] } };
+    let mut sampler = Sampler {
+        interval: w.record.series_interval.0,
+        next: 0,
+        series: Series { columns: series_columns(), rows: vec![] },
+    };
     let mut now = 0u64;
     let mut steps = 0u64;
     let mut live = tasks.len();
@@ -296,13 +301,22 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     let mut extra = BTreeMap::new();
     extra.insert(
         "oom_kills".into(),
-        Value::Array(k.oom_kills.iter().map(|o| json!({"t_ns": o.t_ns, "victim": o.victim, "rss_kb": o.rss_kb, "trigger": o.trigger})).collect()),
+        Value::Array(
+            k.oom_kills
+                .iter()
+                .map(|o| json!({"t_ns": o.t_ns, "victim": o.victim, "rss_kb": o.rss_kb, "trigger": o.trigger}))
+                .collect(),
+        ),
     );
     extra.insert("mthp_stats_2048kB".into(), serde_json::to_value(&k.mthp).unwrap());
     // reclaim and swap (vmscan.rs, swapfile.rs, zram.rs)
     if !zram_before.is_empty() {
         let after = k.zram_mm_stats();
-        let zd: serde_json::Map<String, Value> = zram_before.iter().zip(after.iter()).map(|((d, b), (_, a))| (d.clone(), json!({"before": b, "after": a}))).collect();
+        let zd: serde_json::Map<String, Value> = zram_before
+            .iter()
+            .zip(after.iter())
+            .map(|((d, b), (_, a))| (d.clone(), json!({"before": b, "after": a})))
+            .collect();
         extra.insert("zram_mm_stat".into(), Value::Object(zd));
         extra.insert("zram_mm_stat_phase_end".into(), Value::Array(std::mem::take(&mut k.swap.phase_end_stats)));
     }
@@ -315,13 +329,20 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     extra.insert("khugepaged_mm_slots".into(), json!(k.khugepaged_list.len()));
     let kh = k.khugepaged_report();
     // the same shape the live runner reports: deltas of the sysfs counters over the run
-    extra.insert("khugepaged_delta".into(), json!({"pages_collapsed": kh["pages_collapsed"], "full_scans": kh["full_scans"]}));
+    extra.insert(
+        "khugepaged_delta".into(),
+        json!({"pages_collapsed": kh["pages_collapsed"], "full_scans": kh["full_scans"]}),
+    );
     extra.insert("khugepaged".into(), kh);
     extra.insert("min_free_kbytes".into(), json!(k.effective_min_free_kbytes()));
     extra.insert("kcompactd".into(), k.kcompactd_summary());
     extra.insert(
         "kthreads".into(),
-        Value::Array(kts.iter().map(|kt| json!({"name": kthread_name(kt.kind), "cpu_ns": kt.busy_ns, "runs": kt.runs})).collect()),
+        Value::Array(
+            kts.iter()
+                .map(|kt| json!({"name": kthread_name(kt.kind), "cpu_ns": kt.busy_ns, "runs": kt.runs}))
+                .collect(),
+        ),
     );
     extra.insert(
         "zoneinfo".into(),
@@ -334,20 +355,23 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
                 .collect(),
         ),
     );
-    let fragmentation = k
-        .pm
-        .zones
+    let fragmentation =
+        k.pm.zones
+            .iter()
+            .filter(|z| z.populated())
+            .map(|z| ZoneFrag {
+                node: z.node as u32,
+                zone: z.name.to_string(),
+                fragmentation_score: vmstat::fragmentation_score_zone(z),
+                extfrag: (0..=10).map(|o| vmstat::extfrag_for_order(z, o)).collect(),
+                fragmentation_index: (0..=10).map(|o| vmstat::fragmentation_index(z, o)).collect(),
+            })
+            .collect();
+    let delta = end_snap
         .iter()
-        .filter(|z| z.populated())
-        .map(|z| ZoneFrag {
-            node: z.node as u32,
-            zone: z.name.to_string(),
-            fragmentation_score: vmstat::fragmentation_score_zone(z),
-            extfrag: (0..=10).map(|o| vmstat::extfrag_for_order(z, o)).collect(),
-            fragmentation_index: (0..=10).map(|o| vmstat::fragmentation_index(z, o)).collect(),
-        })
+        .map(|(n, v)| (n.clone(), v - boot_snap.get(n).copied().unwrap_or(0)))
+        .filter(|(_, d)| *d != 0)
         .collect();
-    let delta = end_snap.iter().map(|(n, v)| (n.clone(), v - boot_snap.get(n).copied().unwrap_or(0))).filter(|(_, d)| *d != 0).collect();
     let result = RunResult {
         thplab_version: thplab_workload::VERSION.into(),
         backend: "model".into(),
@@ -457,10 +481,23 @@ fn drain_wakeups(k: &mut Kernel, kts: &mut [Kt], heap: &mut BinaryHeap<Reverse<(
 }
 
 fn series_columns() -> Vec<String> {
-    ["t_ns", "MemFree_kB", "AnonPages_kB", "AnonHugePages_kB", "nr_free_pages", "thp_fault_alloc", "thp_fault_fallback", "fragmentation_score_node0", "SwapFree_kB", "pswpin", "pswpout", "tlb_shootdown_ipis"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    [
+        "t_ns",
+        "MemFree_kB",
+        "AnonPages_kB",
+        "AnonHugePages_kB",
+        "nr_free_pages",
+        "thp_fault_alloc",
+        "thp_fault_fallback",
+        "fragmentation_score_node0",
+        "SwapFree_kB",
+        "pswpin",
+        "pswpout",
+        "tlb_shootdown_ipis",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 fn sample(k: &Kernel, t: u64) -> Vec<f64> {
@@ -487,11 +524,24 @@ fn close_phase(k: &mut Kernel, task: &mut Task, end: u64, phases: &mut Vec<Phase
     if let Some(p) = task.phase.take() {
         // zram mm_stat at each phase end, as the live runner records it
         for (dev, st) in k.zram_mm_stats() {
-            k.swap.phase_end_stats.push(json!({"phase_end": format!("{}:{}", pname, p.name), "device": dev, "mm_stat": st}));
+            k.swap
+                .phase_end_stats
+                .push(json!({"phase_end": format!("{}:{}", pname, p.name), "device": dev, "mm_stat": st}));
         }
         let now = k.vmstat_snapshot();
-        let delta = now.iter().map(|(n, v)| (n.clone(), v - p.snap.get(n).copied().unwrap_or(0))).filter(|(_, d)| *d != 0).collect();
-        phases.push(PhaseResult { name: format!("{}:{}", pname, p.name), process: pname.to_string(), start_ns: p.start, end_ns: end, sys_ns: p.sys, vmstat_delta: delta });
+        let delta = now
+            .iter()
+            .map(|(n, v)| (n.clone(), v - p.snap.get(n).copied().unwrap_or(0)))
+            .filter(|(_, d)| *d != 0)
+            .collect();
+        phases.push(PhaseResult {
+            name: format!("{}:{}", pname, p.name),
+            process: pname.to_string(),
+            start_ns: p.start,
+            end_ns: end,
+            sys_ns: p.sys,
+            vmstat_delta: delta,
+        });
     }
 }
 
@@ -500,7 +550,17 @@ fn smaps_rollup(k: &Kernel, pid: usize) -> BTreeMap<String, u64> {
     let huge = mm.pmds.values().filter(|&&s| matches!(k.slots.get(s).pmd, crate::pgtable::Pmd::Huge(_))).count() as u64;
     let rss = mm.rss_anon * 4;
     let mut m = BTreeMap::new();
-    for (n, v) in [("Rss", rss), ("Pss", rss), ("Pss_Anon", rss), ("Anonymous", rss), ("AnonHugePages", huge * 2048), ("Swap", mm.swap_ents * 4), ("SwapPss", mm.swap_ents * 4), ("LazyFree", 0), ("Locked", 0)] {
+    for (n, v) in [
+        ("Rss", rss),
+        ("Pss", rss),
+        ("Pss_Anon", rss),
+        ("Anonymous", rss),
+        ("AnonHugePages", huge * 2048),
+        ("Swap", mm.swap_ents * 4),
+        ("SwapPss", mm.swap_ents * 4),
+        ("LazyFree", 0),
+        ("Locked", 0),
+    ] {
         m.insert(n.to_string(), v);
     }
     m
@@ -772,9 +832,17 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
 }
 
 /// Apply `f` to every page of a range op, one 2 MiB worth of pages per step.
-fn page_op(k: &mut Kernel, task: &mut Task, op: &Op, range: &thplab_workload::workload::RangeSpec, f: impl Fn(&mut Kernel, usize, u64) -> Fault) -> StepOutcome {
+fn page_op(
+    k: &mut Kernel,
+    task: &mut Task,
+    op: &Op,
+    range: &thplab_workload::workload::RangeSpec,
+    f: impl Fn(&mut Kernel, usize, u64) -> Fault,
+) -> StepOutcome {
     let pid = task.pid;
-    let Some(&(addr, size)) = task.regions.get(&range.region) else { return StepOutcome::OpDone { user_ns: 0, sleep: 0 } };
+    let Some(&(addr, size)) = task.regions.get(&range.region) else {
+        return StepOutcome::OpDone { user_ns: 0, sleep: 0 };
+    };
     // Walk pages across pieces with a flat cursor (pages already done).
     let mut skipped = 0u64;
     let mut budget = PAGES_PER_STEP;
@@ -818,7 +886,13 @@ fn page_op(k: &mut Kernel, task: &mut Task, op: &Op, range: &thplab_workload::wo
     if let Some((what, a)) = outcome {
         if what == "SIGSEGV" {
             let oi = task.op;
-            err(task, oi, op, "SIGSEGV", format!("{} at {:#x}: no writable mapping; the process is killed", op.kind(), a));
+            err(
+                task,
+                oi,
+                op,
+                "SIGSEGV",
+                format!("{} at {:#x}: no writable mapping; the process is killed", op.kind(), a),
+            );
             task.killed = Some("SIGSEGV".into());
         } else {
             task.killed = Some("oom_kill".into());
@@ -850,7 +924,9 @@ fn access_one(k: &mut Kernel, task: &mut Task, a: u64, write: bool) -> Option<f6
             let (pfn, huge) = loop {
                 match k.follow(pid, a) {
                     crate::memory::Mapping::Page(pfn, huge) => break (pfn, huge),
-                    crate::memory::Mapping::Zero | crate::memory::Mapping::HugeZero if !write => break (u64::MAX, matches!(k.follow(pid, a), crate::memory::Mapping::HugeZero)),
+                    crate::memory::Mapping::Zero | crate::memory::Mapping::HugeZero if !write => {
+                        break (u64::MAX, matches!(k.follow(pid, a), crate::memory::Mapping::HugeZero))
+                    }
                     _ => {
                         if k.handle_mm_fault(pid, a, write) != Fault::Ok {
                             if task.killed.is_none() {

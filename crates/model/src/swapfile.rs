@@ -247,7 +247,9 @@ impl SwapState {
             let pages = (s.size.0 / 4096) as u32;
             let rounded = (pages as u64).next_multiple_of(512);
             if base + rounded > MAX_SWAP_SLOTS {
-                return Err(format!("machine.swap[{i}]: the model holds at most 2T of swap in total (29-bit swap entries)"));
+                return Err(format!(
+                    "machine.swap[{i}]: the model holds at most 2T of swap in total (29-bit swap entries)"
+                ));
             }
             let (nonrot, sync_io, blkdev) = match s.kind {
                 SwapKind::Zram | SwapKind::Pmem => (true, true, true),
@@ -270,7 +272,13 @@ impl SwapState {
                 least
             });
             let io = match s.kind {
-                SwapKind::Zram => DeviceCosts { read_latency_ns: 0, write_latency_ns: 0, random_penalty_ns: 0, read_mb_per_s: 0, write_mb_per_s: 0 },
+                SwapKind::Zram => DeviceCosts {
+                    read_latency_ns: 0,
+                    write_latency_ns: 0,
+                    random_penalty_ns: 0,
+                    read_mb_per_s: 0,
+                    write_mb_per_s: 0,
+                },
                 SwapKind::Pmem => costs.pmem.clone(),
                 SwapKind::Ssd => costs.ssd.clone(),
                 SwapKind::Disk => costs.disk.clone(),
@@ -364,7 +372,8 @@ impl SwapState {
         self.nr_free() * 2 < self.total_pages()
     }
     pub fn heap_bytes(&self) -> usize {
-        self.devs.iter().map(|d| d.map.len() * 3 + d.clusters.len() * 12).sum::<usize>() + (self.cache.len() + self.cache_of.len()) * 48
+        self.devs.iter().map(|d| d.map.len() * 3 + d.clusters.len() * 12).sum::<usize>()
+            + (self.cache.len() + self.cache_of.len()) * 48
     }
 }
 

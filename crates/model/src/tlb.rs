@@ -24,7 +24,13 @@ const EMPTY: u64 = u64::MAX;
 impl SetAssoc {
     fn new(entries: u32, ways: u32) -> SetAssoc {
         let n = entries as usize;
-        SetAssoc { sets: (entries / ways) as u64, ways: ways as usize, tags: vec![EMPTY; n], stamp: vec![0; n], clock: 0 }
+        SetAssoc {
+            sets: (entries / ways) as u64,
+            ways: ways as usize,
+            tags: vec![EMPTY; n],
+            stamp: vec![0; n],
+            clock: 0,
+        }
     }
     #[inline]
     fn set_of(&self, key: u64) -> usize {

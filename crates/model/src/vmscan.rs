@@ -684,7 +684,15 @@ impl Kernel {
     pub fn try_to_free_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> u64 {
         self.vm.count(if gfp & __GFP_MOVABLE != 0 { Ev::ALLOCSTALL_MOVABLE } else { Ev::ALLOCSTALL_NORMAL });
         let target = if order > PAGE_ALLOC_COSTLY_ORDER { 2u64 << order } else { SWAP_CLUSTER_MAX };
-        let mut sc = ScanControl { nr_to_reclaim: target, nr_reclaimed: 0, nr_scanned: 0, priority: DEF_PRIORITY, may_swap: true, ignore_references: false, who: Reclaimer::Direct };
+        let mut sc = ScanControl {
+            nr_to_reclaim: target,
+            nr_reclaimed: 0,
+            nr_scanned: 0,
+            priority: DEF_PRIORITY,
+            may_swap: true,
+            ignore_references: false,
+            who: Reclaimer::Direct,
+        };
         let nodes = self.pm.nodes.len();
         loop {
             for k in 0..nodes {
@@ -712,7 +720,15 @@ impl Kernel {
         if list.is_empty() {
             return 0;
         }
-        let mut sc = ScanControl { nr_to_reclaim: u64::MAX, nr_reclaimed: 0, nr_scanned: 0, priority: DEF_PRIORITY, may_swap: true, ignore_references: true, who: Reclaimer::Madvise };
+        let mut sc = ScanControl {
+            nr_to_reclaim: u64::MAX,
+            nr_reclaimed: 0,
+            nr_scanned: 0,
+            priority: DEF_PRIORITY,
+            may_swap: true,
+            ignore_references: true,
+            who: Reclaimer::Madvise,
+        };
         self.shrink_folio_list(list, &mut sc)
     }
 
@@ -775,7 +791,9 @@ impl Kernel {
             self.vm.count(Ev::PAGEOUTRUN);
         }
         let balanced = self.pgdat_balanced(nid, order, false);
-        if balanced && (!boosted || self.pgdat_balanced(nid, order, true)) || self.reclaim.kswapd[nid].failures >= MAX_RECLAIM_RETRIES {
+        if balanced && (!boosted || self.pgdat_balanced(nid, order, true))
+            || self.reclaim.kswapd[nid].failures >= MAX_RECLAIM_RETRIES
+        {
             return self.kswapd_sleep(nid, order);
         }
         // boosted reclaim only (balanced without the boost): no swapping (may_swap = 0)

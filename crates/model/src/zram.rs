@@ -38,7 +38,18 @@ pub struct Zram {
 
 impl Zram {
     pub fn new(alg: String, c: CompressorCosts) -> Zram {
-        Zram { alg, c, pages_stored: 0, compr_bytes: 0, pool_bytes: 0, same_pages: 0, huge_pages: 0, huge_pages_since: 0, mem_used_max: 0, frames: vec![] }
+        Zram {
+            alg,
+            c,
+            pages_stored: 0,
+            compr_bytes: 0,
+            pool_bytes: 0,
+            same_pages: 0,
+            huge_pages: 0,
+            huge_pages_since: 0,
+            mem_used_max: 0,
+            frames: vec![],
+        }
     }
 
     /// Compressed length of a page (the compressor's per-class ratio).
@@ -120,7 +131,17 @@ impl Zram {
 
     pub fn mm_stat(&self) -> Value {
         let used = self.frames.len() as u64 * 4096;
-        let v = [self.pages_stored * 4096, self.compr_bytes, used, 0, self.mem_used_max, self.same_pages, 0, self.huge_pages, self.huge_pages_since];
+        let v = [
+            self.pages_stored * 4096,
+            self.compr_bytes,
+            used,
+            0,
+            self.mem_used_max,
+            self.same_pages,
+            0,
+            self.huge_pages,
+            self.huge_pages_since,
+        ];
         let raw = v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ");
         json!({
             "orig_data_size": v[0], "compr_data_size": v[1], "mem_used_total": v[2], "mem_limit": v[3], "mem_used_max": v[4],
@@ -142,7 +163,16 @@ impl Kernel {
             let zl = self.pm.zonelist(0, crate::mmzone::ZONE_NORMAL, false);
             let gfp = __GFP_KSWAPD_RECLAIM | __GFP_NOWARN | __GFP_MOVABLE;
             let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
-            let Some((pfn, _)) = self.pm.get_page_from_freelist(gfp, 0, ALLOC_NO_WATERMARKS, &zl, crate::mmzone::ZONE_NORMAL, boost, dm, &mut self.vm) else {
+            let Some((pfn, _)) = self.pm.get_page_from_freelist(
+                gfp,
+                0,
+                ALLOC_NO_WATERMARKS,
+                &zl,
+                crate::mmzone::ZONE_NORMAL,
+                boost,
+                dm,
+                &mut self.vm,
+            ) else {
                 return false;
             };
             self.pm.frames[pfn as usize] = make_kernel(0, true);
@@ -171,6 +201,10 @@ impl Kernel {
 
     /// mm_stat of every zram device: (device name, mm_stat object).
     pub fn zram_mm_stats(&self) -> Vec<(String, Value)> {
-        self.swap.devs.iter().filter_map(|d| d.zram.as_ref().map(|z| (d.name.trim_start_matches("/dev/").to_string(), z.mm_stat()))).collect()
+        self.swap
+            .devs
+            .iter()
+            .filter_map(|d| d.zram.as_ref().map(|z| (d.name.trim_start_matches("/dev/").to_string(), z.mm_stat())))
+            .collect()
     }
 }

@@ -3,6 +3,7 @@
 //! contents survive migration, direct compaction on THP faults, kcompactd (woken and
 //! proactive, with its 32 s back-off). The invariant checker runs in every test.
 
+use thplab_model::check;
 use thplab_model::compaction::fragmentation_score_wmark;
 use thplab_model::kernel::{CompactPriority, CompactResult, Kernel, Kthread};
 use thplab_model::memory::Mapping;
@@ -12,7 +13,6 @@ use thplab_model::mmzone::*;
 use thplab_model::page_alloc::*;
 use thplab_model::tlb::Tlb;
 use thplab_model::vmstat::{self, Ev};
-use thplab_model::check;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs;
 use thplab_workload::workload::WriteData;
@@ -39,7 +39,10 @@ fn fragment(k: &mut Kernel, size: u64, flags: u32) -> (u64, Vec<(u64, u16)>) {
     let addr = k.mms[0].get_unmapped_area(size, Some(2 << 20)).unwrap();
     k.mms[0].insert_vma(addr, addr + size, flags);
     for i in 0..size / 4096 {
-        assert_eq!(k.write_page(0, addr + i * 4096, (i % 4096) as u32, 1, &WriteData::Byte(1)), thplab_model::kernel::Fault::Ok);
+        assert_eq!(
+            k.write_page(0, addr + i * 4096, (i % 4096) as u32, 1, &WriteData::Byte(1)),
+            thplab_model::kernel::Fault::Ok
+        );
     }
     let mut kept = vec![];
     let mut a = addr;
@@ -132,7 +135,10 @@ fn deferral_counting() {
     }
     // success: counters reset, order_failed moves above the order
     k.compaction_defer_reset(zi, 9, true);
-    assert_eq!((k.pm.zones[zi].compact_considered, k.pm.zones[zi].compact_defer_shift, k.pm.zones[zi].compact_order_failed), (0, 0, 10));
+    assert_eq!(
+        (k.pm.zones[zi].compact_considered, k.pm.zones[zi].compact_defer_shift, k.pm.zones[zi].compact_order_failed),
+        (0, 0, 10)
+    );
     assert!(!k.compaction_deferred(zi, 9));
     // a failure at order 9 lowers order_failed; smaller orders are then never deferred
     k.defer_compaction(zi, 9);
@@ -150,7 +156,9 @@ fn unmovable_fill(k: &mut Kernel) -> Vec<u64> {
     let mut kept = vec![];
     let mut all = vec![];
     let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
-    while let Some((p, _)) = k.pm.get_page_from_freelist(GFP_KERNEL, 7, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm) {
+    while let Some((p, _)) =
+        k.pm.get_page_from_freelist(GFP_KERNEL, 7, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm)
+    {
         all.push(p);
     }
     for p in all {
@@ -189,7 +197,10 @@ fn sync_compaction_of_unmovable_memory_is_deferred() {
 #[test]
 fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents() {
     for unevictable_allowed in ["0", "1"] {
-        let mut k = kernel("512M", &[("vm.compact_unevictable_allowed", unevictable_allowed), ("vm.compaction_proactiveness", "0")]);
+        let mut k = kernel(
+            "512M",
+            &[("vm.compact_unevictable_allowed", unevictable_allowed), ("vm.compaction_proactiveness", "0")],
+        );
         // interleave unmovable kernel pages with the anonymous memory
         let mut kern = vec![];
         for _ in 0..64 {
@@ -198,7 +209,8 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
         }
         let (_, kept) = fragment(&mut k, 192 << 20, VM_READ | VM_WRITE);
         let (_, locked) = fragment(&mut k, 32 << 20, VM_READ | VM_WRITE | VM_LOCKED);
-        let tables: Vec<u64> = (0..k.pm.frames.len() as u64).filter(|&p| tag(k.pm.frames[p as usize]) == TAG_PGTABLE).collect();
+        let tables: Vec<u64> =
+            (0..k.pm.frames.len() as u64).filter(|&p| tag(k.pm.frames[p as usize]) == TAG_PGTABLE).collect();
         // a "pinned" page: isolated by someone else (the model's stand-in for an extra reference)
         let pinned = pfn_of(&k, kept[1000].0);
         k.pm.frames[pinned as usize] = set_isolated(k.pm.frames[pinned as usize], true);
@@ -311,7 +323,11 @@ fn proactive_compaction_lowers_the_score_to_the_low_watermark() {
     assert!(rounds[0]["prev_score"].as_u64().unwrap() > 90);
     assert!(rounds[0]["score"].as_u64().unwrap() < rounds[0]["prev_score"].as_u64().unwrap());
     // every proactive compact_zone of the fragmented zone stopped at the low watermark (80)
-    let ends: Vec<_> = r.trace.iter().filter(|e| e["event"] == "mm_compaction_end" && e["order"] == -1 && e["zone"] == "DMA32").collect();
+    let ends: Vec<_> = r
+        .trace
+        .iter()
+        .filter(|e| e["event"] == "mm_compaction_end" && e["order"] == -1 && e["zone"] == "DMA32")
+        .collect();
     assert!(!ends.is_empty());
     assert!(ends.iter().all(|e| e["status"] == "success" || e["status"] == "complete"));
     let stall = pd(&r, "alloc", "compact_stall");
@@ -336,7 +352,12 @@ fn proactive_compaction_backs_off_32s_on_unmovable_memory() {
       {"op":"set","knob":"vm.compaction_proactiveness","value":"40"},
       {"op":"sleep","duration":"100s"}]}]}"#;
     let r = go(w, "1G,cpus=2", &[]);
-    let rounds: Vec<f64> = r.trace.iter().filter(|e| e["event"] == "thplab_proactive_round").map(|e| e["t_ns"].as_u64().unwrap() as f64 / 1e9).collect();
+    let rounds: Vec<f64> = r
+        .trace
+        .iter()
+        .filter(|e| e["event"] == "thplab_proactive_round")
+        .map(|e| e["t_ns"].as_u64().unwrap() as f64 / 1e9)
+        .collect();
     assert!(rounds.len() >= 3 && rounds.len() <= 4, "{rounds:?}");
     for w in rounds.windows(2) {
         let gap = w[1] - w[0];
@@ -360,7 +381,9 @@ fn kswapd_can_wake_kcompactd() {
     fragment(&mut k, size, VM_READ | VM_WRITE);
     // take what is left in 2 MiB blocks, so that an order-9 allocation needs compaction
     let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
-    while let Some((_, _)) = k.pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm) {
+    while let Some((_, _)) =
+        k.pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm)
+    {
         k.nr_kernel_pages += 512;
     }
     k.wakeup_kcompactd(0, 9);

@@ -27,8 +27,11 @@ fn seed000_faults_5120_thps_with_madv_hugepage() {
     // the first phase ends with 5120 THPs mapped: AnonHugePages 10 GiB
     let p = &r.phases[0];
     assert_eq!(p.vmstat_delta["nr_anon_transparent_hugepages"], 5120);
-    let no_unmap = SEED000.replace(r#",
-  {"op":"munmap","region":"buf"}"#, "");
+    let no_unmap = SEED000.replace(
+        r#",
+  {"op":"munmap","region":"buf"}"#,
+        "",
+    );
     let r2 = go(&no_unmap, "24G", &[]);
     assert_eq!(r2.processes[0].smaps_rollup["AnonHugePages"], 10 << 20, "smaps_rollup is sampled just before exit");
     // everything is freed at the end
@@ -138,7 +141,11 @@ fn deterministic() {
 
 #[test]
 fn tlb_misses_fall_with_thp() {
-    let w = |adv: &str| format!(r#"{{"processes":[{{"ops":[{{"op":"mmap","name":"r","size":"256M"}},{adv}{{"op":"write","region":"r"}},{{"op":"access","region":"r","pattern":"random","count":300000}}]}}]}}"#);
+    let w = |adv: &str| {
+        format!(
+            r#"{{"processes":[{{"ops":[{{"op":"mmap","name":"r","size":"256M"}},{adv}{{"op":"write","region":"r"}},{{"op":"access","region":"r","pattern":"random","count":300000}}]}}]}}"#
+        )
+    };
     let base = go(&w(""), "2G", &[]);
     let thp = go(&w(r#"{"op":"madvise","region":"r","advice":"hugepage"},"#), "2G", &[]);
     let (b, t) = (&base.processes[0].tlb, &thp.processes[0].tlb);
@@ -149,7 +156,13 @@ fn tlb_misses_fall_with_thp() {
 #[test]
 fn too_small_machine_is_an_error() {
     let w = parse_workload(SEED000).unwrap();
-    let m = thplab_workload::machine::MachineSpec { nodes: vec![thplab_workload::machine::NodeSpec { mem: thplab_workload::units::Size(64 << 20), cpus: 1 }], swap: vec![], tlb: Default::default(), kernel_reserve: Some(thplab_workload::units::Size(62 << 20)), name: None };
+    let m = thplab_workload::machine::MachineSpec {
+        nodes: vec![thplab_workload::machine::NodeSpec { mem: thplab_workload::units::Size(64 << 20), cpus: 1 }],
+        swap: vec![],
+        tlb: Default::default(),
+        kernel_reserve: Some(thplab_workload::units::Size(62 << 20)),
+        name: None,
+    };
     let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err();
     assert!(e.contains("too small for the kernel's own reserve"), "{e}");
 }

@@ -41,7 +41,10 @@ fn populate(k: &mut Kernel, mm: usize, n: u64, pages: impl Fn(u64) -> bool) -> u
         for i in 0..512u64 {
             if pages(i) {
                 let addr = a + r * M2 + i * 4096;
-                assert_eq!(k.write_page(mm, addr, i as u32, 1, &WriteData::Byte(0xa5)), thplab_model::kernel::Fault::Ok);
+                assert_eq!(
+                    k.write_page(mm, addr, i as u32, 1, &WriteData::Byte(0xa5)),
+                    thplab_model::kernel::Fault::Ok
+                );
             }
         }
     }
@@ -128,7 +131,11 @@ fn max_ptes_swap_limit_and_referenced_rule() {
         let p = pfn_of(&k, 0, b + i * 4096);
         k.pm.frames[p as usize] = set_young(k.pm.frames[p as usize], true);
     }
-    assert_eq!(k.khugepaged_candidacy(0, b, true), ScanResult::LackReferencedPage, "255 < HPAGE_PMD_NR/2 referenced with swap PTEs");
+    assert_eq!(
+        k.khugepaged_candidacy(0, b, true),
+        ScanResult::LackReferencedPage,
+        "255 < HPAGE_PMD_NR/2 referenced with swap PTEs"
+    );
     let p = pfn_of(&k, 0, b + 400 * 4096);
     k.pm.frames[p as usize] = set_young(k.pm.frames[p as usize], true);
     assert_eq!(k.khugepaged_candidacy(0, b, true), ScanResult::Succeed, "256 referenced");

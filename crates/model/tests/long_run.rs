@@ -14,7 +14,8 @@ fn idle_day_of_kthread_timers() {
       {"op":"write","region":"b","every":"2M","length":"4K"},
       {"op":"sleep","duration":"24h"}]}]}"#;
     let w = parse_workload(w).unwrap();
-    let o = RunOptions { machine: Some(MachineSpec::parse_shorthand("16G").unwrap()), check: true, ..Default::default() };
+    let o =
+        RunOptions { machine: Some(MachineSpec::parse_shorthand("16G").unwrap()), check: true, ..Default::default() };
     let r = run(&w, &o).unwrap();
     assert!(r.sim_time_ns >= 24 * 3600 * 1_000_000_000);
     let kthreads = r.extra["kthreads"].as_array().unwrap();

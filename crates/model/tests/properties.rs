@@ -40,8 +40,12 @@ fn build_op(t: (u8, u8, u64, u64, u64, u8), sizes: &[u64]) -> Option<Value> {
     let name = format!("r{r}");
     Some(match kind {
         0 => json!({"op":"munmap","region":name,"offset":sz(off),"length":sz(len)}),
-        1 | 2 => json!({"op":"madvise","region":name,"offset":sz(off),"length":sz(len),"advice":ADVICE[d as usize % ADVICE.len()]}),
-        3 | 4 => json!({"op":"write","region":name,"offset":sz(off),"length":sz(len),"byte": c % 4000,"bytes":1 + (c % 96),"data": if d % 3 == 0 { json!("random") } else if d % 3 == 1 { json!("text") } else { json!(d) }}),
+        1 | 2 => {
+            json!({"op":"madvise","region":name,"offset":sz(off),"length":sz(len),"advice":ADVICE[d as usize % ADVICE.len()]})
+        }
+        3 | 4 => {
+            json!({"op":"write","region":name,"offset":sz(off),"length":sz(len),"byte": c % 4000,"bytes":1 + (c % 96),"data": if d % 3 == 0 { json!("random") } else if d % 3 == 1 { json!("text") } else { json!(d) }})
+        }
         5 => json!({"op":"write","region":name,"every":"2M","length":sz(1 + a % 511),"data":7}),
         6 => json!({"op":"read","region":name,"offset":sz(off),"length":sz(len)}),
         7 => {
@@ -97,7 +101,10 @@ prop_compose! {
 }
 
 fn machine(i: u8) -> MachineSpec {
-    MachineSpec::parse_shorthand(["96M,swap=zram:64M", "128M,cpus=1", "2x64M,cpus=2,swap=disk:32M", "256M,cpus=3"][i as usize % 4]).unwrap()
+    MachineSpec::parse_shorthand(
+        ["96M,swap=zram:64M", "128M,cpus=1", "2x64M,cpus=2,swap=disk:32M", "256M,cpus=3"][i as usize % 4],
+    )
+    .unwrap()
 }
 
 proptest! {

@@ -4,12 +4,12 @@
 //! counters are worked out from the kernel's behaviour (and, for the seed-000 workload,
 //! measured on the live kernel), not tuned. The invariant checker is on everywhere.
 
+use thplab_model::check;
 use thplab_model::kernel::Kernel;
 use thplab_model::memory::Mapping;
 use thplab_model::mm_types::{content, TAG_ANON};
 use thplab_model::mmap::{Mm, VM_READ, VM_WRITE};
 use thplab_model::tlb::Tlb;
-use thplab_model::check;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::workload::{Advice, DataKind, WriteData};
 use thplab_workload::{MachineSpec, RunResult};
@@ -18,7 +18,14 @@ mod common;
 use common::go;
 
 fn pd(r: &RunResult, phase: &str, c: &str) -> i64 {
-    r.phases.iter().find(|p| p.name.ends_with(&format!(":{phase}"))).unwrap_or_else(|| panic!("no phase {phase}")).vmstat_delta.get(c).copied().unwrap_or(0)
+    r.phases
+        .iter()
+        .find(|p| p.name.ends_with(&format!(":{phase}")))
+        .unwrap_or_else(|| panic!("no phase {phase}"))
+        .vmstat_delta
+        .get(c)
+        .copied()
+        .unwrap_or(0)
 }
 
 /// Seed 000's test.c at `size` with one dirty byte per 2 MiB, then a read of every
@@ -38,7 +45,6 @@ fn seed000(size: &str) -> String {
  {{"op":"munmap","region":"buf"}}]}}]}}"#
     )
 }
-
 
 fn d(r: &RunResult, c: &str) -> i64 {
     r.vmstat_delta.get(c).copied().unwrap_or(0)
@@ -120,7 +126,8 @@ fn zeromap_and_zram_same_filled_and_huge() {
     assert_eq!(pd(&r, "out", "swpout_zero"), 4 * 512 + 256);
     assert_eq!(pd(&r, "out", "thp_swpout"), 0);
     assert_eq!(pd(&r, "out", "pswpout"), 768);
-    let st = &r.extra["zram_mm_stat_phase_end"].as_array().unwrap().iter().find(|p| p["phase_end"] == "p:out").unwrap()["mm_stat"];
+    let st = &r.extra["zram_mm_stat_phase_end"].as_array().unwrap().iter().find(|p| p["phase_end"] == "p:out").unwrap()
+        ["mm_stat"];
     assert_eq!(st["same_pages"], 256);
     assert_eq!(st["huge_pages"], 256);
     assert_eq!(st["orig_data_size"], 768 * 4096);
@@ -249,7 +256,9 @@ fn no_data_is_lost_through_every_swap_path() {
         match (m, knobs.len()) {
             ("1G,swap=zram:256M", 0) => assert!(ev(Ev::THP_SWPOUT) > 0 && ev(Ev::SWPOUT_ZERO) >= 512),
             ("1G,swap=zram:256M", _) => assert!(ev(Ev::THP_SWPOUT_FALLBACK) >= 16 && ev(Ev::THP_SWPOUT) == 0),
-            ("1G,swap=ssd:256M", _) => assert!(ev(Ev::SWAP_RA) > 0 && ev(Ev::SWAP_RA_HIT) > 0 && ev(Ev::THP_SWPOUT) > 0, "readahead"),
+            ("1G,swap=ssd:256M", _) => {
+                assert!(ev(Ev::SWAP_RA) > 0 && ev(Ev::SWAP_RA_HIT) > 0 && ev(Ev::THP_SWPOUT) > 0, "readahead")
+            }
             ("1G,swap=disk:256M", _) => assert!(ev(Ev::THP_SWPOUT) == 0 && ev(Ev::THP_SWPOUT_FALLBACK) > 0),
             ("1G,swap=pmem:256M", 1) => assert!(ev(Ev::THP_SWPIN) > 0 && ev(Ev::THP_SPLIT_PMD) == 0),
             ("1G,swap=pmem:256M", _) => assert!(ev(Ev::THP_SWPIN) == 0 && ev(Ev::THP_SWPOUT) > 0),
@@ -296,9 +305,17 @@ fn seed003_pmd_swap_entries_swap_thps_in_whole() {
     assert_eq!(pd(&m, "in", "pswpin"), 32);
     assert!(!m.vmstat.contains_key("thp_swpin"), "not a mainline counter");
     // swapin_enabled=madvise: this VMA has MADV_HUGEPAGE, so still whole; never: 4 KiB
-    let md = go(w, "1G,swap=pmem:256M", &[("thplab.pmd_swap_entries", "1"), ("transparent_hugepage/swapin_enabled", "madvise")]);
+    let md = go(
+        w,
+        "1G,swap=pmem:256M",
+        &[("thplab.pmd_swap_entries", "1"), ("transparent_hugepage/swapin_enabled", "madvise")],
+    );
     assert_eq!(pd(&md, "in", "thp_swpin"), 32);
-    let nv = go(w, "1G,swap=pmem:256M", &[("thplab.pmd_swap_entries", "1"), ("transparent_hugepage/swapin_enabled", "never")]);
+    let nv = go(
+        w,
+        "1G,swap=pmem:256M",
+        &[("thplab.pmd_swap_entries", "1"), ("transparent_hugepage/swapin_enabled", "never")],
+    );
     assert_eq!(pd(&nv, "in", "thp_swpin"), 0);
     assert_eq!(pd(&nv, "in", "pswpin"), 32);
 }
@@ -403,7 +420,8 @@ fn swap_priorities_and_devices() {
     let devs = r.extra["swap_devices"].as_array().unwrap();
     assert_eq!(devs[1]["type"], "zram");
     // the highest priority (zram, 10) takes everything
-    let st = &r.extra["zram_mm_stat_phase_end"].as_array().unwrap().iter().find(|p| p["phase_end"] == "p:out").unwrap()["mm_stat"];
+    let st = &r.extra["zram_mm_stat_phase_end"].as_array().unwrap().iter().find(|p| p["phase_end"] == "p:out").unwrap()
+        ["mm_stat"];
     assert_eq!(st["orig_data_size"], 32u64 << 20);
     assert_eq!(d(&r, "pswpout"), 8192);
     assert_eq!(devs[2]["priority"], -2);

@@ -18,7 +18,11 @@ fn thisnode_migration_does_not_oom_kill() {
         {"op":"write","region":"r1","offset":"704K","length":"200K","byte":0,"bytes":1,"data":"random"},
         {"op":"move_pages","region":"r1","offset":"0K","length":"4K","node":0}]}]}"#;
     let w = parse_workload(w).unwrap();
-    let o = RunOptions { machine: Some(MachineSpec::parse_shorthand("2x64M,cpus=2").unwrap()), check: true, ..Default::default() };
+    let o = RunOptions {
+        machine: Some(MachineSpec::parse_shorthand("2x64M,cpus=2").unwrap()),
+        check: true,
+        ..Default::default()
+    };
     let r = run(&w, &o).unwrap();
     assert_eq!(r.vmstat_delta.get("oom_kill"), None);
     assert_eq!(r.processes[0].killed, None);
@@ -39,7 +43,11 @@ fn migration_split_pieces_stay_isolated() {
         {"op":"move_pages","region":"r1","offset":"504K","length":"256K","node":0},
         {"op":"kfree","region":"k","every":"8K","length":"4K"}]}]}"#;
     let w = parse_workload(w).unwrap();
-    let o = RunOptions { machine: Some(MachineSpec::parse_shorthand("2x64M,cpus=2,swap=disk:32M").unwrap()), check: true, ..Default::default() };
+    let o = RunOptions {
+        machine: Some(MachineSpec::parse_shorthand("2x64M,cpus=2,swap=disk:32M").unwrap()),
+        check: true,
+        ..Default::default()
+    };
     let r = run(&w, &o).unwrap();
     let d = |n: &str| r.vmstat_delta.get(n).copied().unwrap_or(0);
     // the THP could not move whole: it was split and its written pieces migrated

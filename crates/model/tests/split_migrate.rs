@@ -46,7 +46,10 @@ fn underused_split_needs_max_ptes_none_below_511() {
 
 #[test]
 fn partially_mapped_thp_is_split_by_the_shrinker_only() {
-    let w = sparse(512, r#"{"op":"munmap","region":"b","offset":"1M","length":"4K"},{"op":"phase","name":"shrink"},{"op":"drop_caches","value":2},"#);
+    let w = sparse(
+        512,
+        r#"{"op":"munmap","region":"b","offset":"1M","length":"4K"},{"op":"phase","name":"shrink"},{"op":"drop_caches","value":2},"#,
+    );
     let r = go(&w, "1G", &[]);
     assert_eq!(pd(&r, 1, "thp_deferred_split_page"), 1);
     assert_eq!(pd(&r, 1, "thp_split_page"), 0, "munmap alone does not split the folio");
@@ -125,7 +128,11 @@ fn thp_migration_falls_back_to_split_when_the_node_has_no_2m_block() {
       {"name":"frag","ops":[{"op":"kalloc","name":"k","size":"1800M","order":9},{"op":"sleep","duration":"1s"}]}]}"#;
     // process "frag" (pid 1) runs on cpu 1 = node 1 (2x1G,cpus=2)
     let r = go(w, "2x1G,cpus=2", &[("thplab.split_zero_subpages", "seed")]);
-    let mv = r.phases.iter().find(|p| p.name == "p:move").unwrap_or_else(|| panic!("{:?} {:?}", r.phases.iter().map(|p| &p.name).collect::<Vec<_>>(), r.processes));
+    let mv = r
+        .phases
+        .iter()
+        .find(|p| p.name == "p:move")
+        .unwrap_or_else(|| panic!("{:?} {:?}", r.phases.iter().map(|p| &p.name).collect::<Vec<_>>(), r.processes));
     let g = |c: &str| mv.vmstat_delta.get(c).copied().unwrap_or(0);
     // the slow path's min watermark leaves room for a few whole THPs; the rest split
     let (ok, split) = (g("thp_migration_success"), g("thp_migration_split"));

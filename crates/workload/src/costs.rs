@@ -56,7 +56,13 @@ pub struct DeviceCosts {
 }
 impl Default for DeviceCosts {
     fn default() -> Self {
-        DeviceCosts { read_latency_ns: 100_000, write_latency_ns: 50_000, random_penalty_ns: 0, read_mb_per_s: 2_000, write_mb_per_s: 1_500 }
+        DeviceCosts {
+            read_latency_ns: 100_000,
+            write_latency_ns: 50_000,
+            random_penalty_ns: 0,
+            read_mb_per_s: 2_000,
+            write_mb_per_s: 1_500,
+        }
     }
 }
 
@@ -140,7 +146,15 @@ impl Default for CostProfile {
         zram.insert("lzo".to_string(), CompressorCosts { sparse_compress_ns: 2_800, ..CompressorCosts::default() });
         zram.insert(
             "lz4".to_string(),
-            CompressorCosts { sparse_compress_ns: 1_500, text_compress_ns: 6_000, random_compress_ns: 5_000, sparse_decompress_ns: 600, text_decompress_ns: 1_200, text_bytes: 1_700, ..CompressorCosts::default() },
+            CompressorCosts {
+                sparse_compress_ns: 1_500,
+                text_compress_ns: 6_000,
+                random_compress_ns: 5_000,
+                sparse_decompress_ns: 600,
+                text_decompress_ns: 1_200,
+                text_bytes: 1_700,
+                ..CompressorCosts::default()
+            },
         );
         CostProfile {
             name: "default".into(),

@@ -199,7 +199,12 @@ impl KnobDef {
                 if choices.contains(&v) {
                     Ok(v.to_string())
                 } else {
-                    Err(format!("knob `{}`: value `{}` is not accepted; accepted values: {}", self.name, value, choices.join(", ")))
+                    Err(format!(
+                        "knob `{}`: value `{}` is not accepted; accepted values: {}",
+                        self.name,
+                        value,
+                        choices.join(", ")
+                    ))
                 }
             }
             KnobValues::Int { min, max } | KnobValues::Trigger { min, max } => {
@@ -208,7 +213,10 @@ impl KnobDef {
                 }
                 match v.parse::<i64>() {
                     Ok(x) if x >= *min && x <= *max => Ok(x.to_string()),
-                    _ => Err(format!("knob `{}`: value `{}` is not accepted; accepted values: integers {}..={}", self.name, value, min, max)),
+                    _ => Err(format!(
+                        "knob `{}`: value `{}` is not accepted; accepted values: integers {}..={}",
+                        self.name, value, min, max
+                    )),
                 }
             }
         }
@@ -275,8 +283,14 @@ mod tests {
     use super::*;
     #[test]
     fn names_and_values() {
-        assert_eq!(canonical_name("khugepaged/max_ptes_none").unwrap(), "transparent_hugepage/khugepaged/max_ptes_none");
-        assert_eq!(canonical_name("/sys/kernel/mm/transparent_hugepage/enabled").unwrap(), "transparent_hugepage/enabled");
+        assert_eq!(
+            canonical_name("khugepaged/max_ptes_none").unwrap(),
+            "transparent_hugepage/khugepaged/max_ptes_none"
+        );
+        assert_eq!(
+            canonical_name("/sys/kernel/mm/transparent_hugepage/enabled").unwrap(),
+            "transparent_hugepage/enabled"
+        );
         assert_eq!(canonical_name("/proc/sys/vm/swappiness").unwrap(), "vm.swappiness");
         assert_eq!(canonical_name("vm/compaction_proactiveness").unwrap(), "vm.compaction_proactiveness");
         assert!(canonical_name("transparent_hugepage/bogus").unwrap_err().contains("known knobs"));

@@ -68,7 +68,14 @@ pub struct TlbSpec {
 }
 impl Default for TlbSpec {
     fn default() -> Self {
-        TlbSpec { l1_4k_entries: 64, l1_4k_ways: 4, l1_2m_entries: 32, l1_2m_ways: 4, stlb_entries: 1536, stlb_ways: 12 }
+        TlbSpec {
+            l1_4k_entries: 64,
+            l1_4k_ways: 4,
+            l1_2m_entries: 32,
+            l1_2m_ways: 4,
+            stlb_entries: 1536,
+            stlb_ways: 12,
+        }
     }
 }
 
@@ -142,7 +149,11 @@ impl MachineSpec {
             }
         }
         let t = &self.tlb;
-        for (name, e, w) in [("l1_4k", t.l1_4k_entries, t.l1_4k_ways), ("l1_2m", t.l1_2m_entries, t.l1_2m_ways), ("stlb", t.stlb_entries, t.stlb_ways)] {
+        for (name, e, w) in [
+            ("l1_4k", t.l1_4k_entries, t.l1_4k_ways),
+            ("l1_2m", t.l1_2m_entries, t.l1_2m_ways),
+            ("stlb", t.stlb_entries, t.stlb_ways),
+        ] {
             if e == 0 || w == 0 || e % w != 0 || e > 1 << 20 {
                 return Err(format!("machine.tlb.{name}: entries must be a non-zero multiple of ways"));
             }
@@ -169,10 +180,18 @@ impl MachineSpec {
             match k {
                 "cpus" => cpus_total = Some(v.parse().map_err(|_| format!("machine `{s}`: bad cpus `{v}`"))?),
                 "swap" => {
-                    let (t, sz) = v.split_once(':').ok_or_else(|| format!("machine `{s}`: swap is TYPE:SIZE, got `{v}`"))?;
+                    let (t, sz) =
+                        v.split_once(':').ok_or_else(|| format!("machine `{s}`: swap is TYPE:SIZE, got `{v}`"))?;
                     let kind: SwapKind = serde_json::from_value(serde_json::Value::String(t.to_string()))
                         .map_err(|_| format!("machine `{s}`: unknown swap type `{t}` (zram, disk, ssd, pmem, file)"))?;
-                    swap.push(SwapSpec { kind, size: Size(parse_size(sz).map_err(|e| format!("machine `{s}`: {e}"))?), priority: None, comp_algorithm: None, rotational: None, path: None });
+                    swap.push(SwapSpec {
+                        kind,
+                        size: Size(parse_size(sz).map_err(|e| format!("machine `{s}`: {e}"))?),
+                        priority: None,
+                        comp_algorithm: None,
+                        rotational: None,
+                        path: None,
+                    });
                 }
                 _ => return Err(format!("machine `{s}`: unknown key `{k}` (cpus, swap)")),
             }
@@ -218,6 +237,8 @@ mod tests {
         // found by the parse_workload fuzz target: a huge node count allocated before validation
         assert!(MachineSpec::parse_shorthand("221111111X11").unwrap_err().contains("1..=64"));
         assert!(MachineSpec::parse_shorthand("4G,gpus=2").is_err());
-        assert!(MachineSpec::parse_any(r#"{"nodes":[{"mem":"1G","cpus":2}],"bogus":1}"#).unwrap_err().contains("bogus"));
+        assert!(MachineSpec::parse_any(r#"{"nodes":[{"mem":"1G","cpus":2}],"bogus":1}"#)
+            .unwrap_err()
+            .contains("bogus"));
     }
 }

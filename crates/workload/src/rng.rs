@@ -48,10 +48,18 @@ impl Zipf {
         z
     }
     fn helper1(x: f64) -> f64 {
-        if x.abs() > 1e-8 { x.ln_1p() / x } else { 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x)) }
+        if x.abs() > 1e-8 {
+            x.ln_1p() / x
+        } else {
+            1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
+        }
     }
     fn helper2(x: f64) -> f64 {
-        if x.abs() > 1e-8 { x.exp_m1() / x } else { 1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x)) }
+        if x.abs() > 1e-8 {
+            x.exp_m1() / x
+        } else {
+            1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x))
+        }
     }
     fn h(&self, x: f64) -> f64 {
         let lx = x.ln();
@@ -81,7 +89,6 @@ impl Zipf {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

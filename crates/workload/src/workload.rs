@@ -474,11 +474,12 @@ fn parse_op(v: &Value) -> Result<Op, String> {
         Some(_) => return Err("`op` must be a string".into()),
         None => return Err("missing `op` field".into()),
     };
-    let fields = OPS
-        .iter()
-        .find(|(n, _)| *n == kind)
-        .map(|(_, f)| *f)
-        .ok_or_else(|| format!("unknown operation `{kind}`; known operations: {}", OPS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")))?;
+    let fields = OPS.iter().find(|(n, _)| *n == kind).map(|(_, f)| *f).ok_or_else(|| {
+        format!(
+            "unknown operation `{kind}`; known operations: {}",
+            OPS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        )
+    })?;
     for k in o.keys() {
         if k != "op" && !fields.contains(&k.as_str()) {
             return Err(format!("({kind}): unknown field `{k}`; expected one of: {}", fields.join(", ")));
@@ -529,7 +530,10 @@ fn check_process(p: &Process) -> Result<(), String> {
                     return Err(format!("{ctx}: order must be 0..=10"));
                 }
                 if size.0 % (PAGE_SIZE << o) != 0 {
-                    return Err(format!("{ctx}: size must be a multiple of the block size ({})", fmt_size(PAGE_SIZE << o)));
+                    return Err(format!(
+                        "{ctx}: size must be a multiple of the block size ({})",
+                        fmt_size(PAGE_SIZE << o)
+                    ));
                 }
                 if kallocs.insert(name, size.0).is_some() {
                     return Err(format!("{ctx}: kalloc set `{name}` is already defined in this process"));
@@ -548,9 +552,13 @@ fn check_process(p: &Process) -> Result<(), String> {
         }
         if let Some(r) = op.range() {
             let size = if matches!(op, Op::Kfree { .. }) {
-                *kallocs.get(r.region.as_str()).ok_or_else(|| format!("{ctx}: no kalloc set named `{}` before this op in this process", r.region))?
+                *kallocs.get(r.region.as_str()).ok_or_else(|| {
+                    format!("{ctx}: no kalloc set named `{}` before this op in this process", r.region)
+                })?
             } else {
-                *regions.get(r.region.as_str()).ok_or_else(|| format!("{ctx}: no region named `{}` mapped before this op in this process", r.region))?
+                *regions.get(r.region.as_str()).ok_or_else(|| {
+                    format!("{ctx}: no region named `{}` mapped before this op in this process", r.region)
+                })?
             };
             aligned(&ctx, "offset", r.offset)?;
             aligned(&ctx, "length", r.length)?;
@@ -568,11 +576,19 @@ fn check_process(p: &Process) -> Result<(), String> {
                 }
             } else {
                 if off >= size {
-                    return Err(format!("{ctx}: offset {} is beyond the region's size {}", fmt_size(off), fmt_size(size)));
+                    return Err(format!(
+                        "{ctx}: offset {} is beyond the region's size {}",
+                        fmt_size(off),
+                        fmt_size(size)
+                    ));
                 }
                 if let Some(Size(l)) = r.length {
                     if l == 0 || off + l > size {
-                        return Err(format!("{ctx}: offset+length ({}) must be positive and within the region's size {}", fmt_size(off + l), fmt_size(size)));
+                        return Err(format!(
+                            "{ctx}: offset+length ({}) must be positive and within the region's size {}",
+                            fmt_size(off + l),
+                            fmt_size(size)
+                        ));
                     }
                 }
             }
@@ -675,15 +691,24 @@ mod tests {
         let bad = SEED000.replace(r#""region":"buf","advice":"pageout""#, r#""region":"nope","advice":"pageout""#);
         assert!(parse_workload(&bad).unwrap_err().contains("no region named `nope`"));
         assert!(parse_workload("{").unwrap_err().contains("not valid JSON"));
-        let e = parse_workload(r#"{"knobs":{"transparent_hugepage/enabled":"sometimes"},"processes":[{"ops":[]}]}"#).unwrap_err();
+        let e = parse_workload(r#"{"knobs":{"transparent_hugepage/enabled":"sometimes"},"processes":[{"ops":[]}]}"#)
+            .unwrap_err();
         assert!(e.contains("accepted values: always, madvise, never"), "{e}");
     }
 
     #[test]
     fn range_pieces() {
-        let r = RangeSpec { region: "r".into(), offset: Some(Size(512 << 10)), length: Some(Size(1536 << 10)), every: Some(Size(2 << 20)) };
+        let r = RangeSpec {
+            region: "r".into(),
+            offset: Some(Size(512 << 10)),
+            length: Some(Size(1536 << 10)),
+            every: Some(Size(2 << 20)),
+        };
         let p = r.pieces(6 << 20);
-        assert_eq!(p, vec![(512 << 10, 1536 << 10), ((2 << 20) + (512 << 10), 1536 << 10), ((4 << 20) + (512 << 10), 1536 << 10)]);
+        assert_eq!(
+            p,
+            vec![(512 << 10, 1536 << 10), ((2 << 20) + (512 << 10), 1536 << 10), ((4 << 20) + (512 << 10), 1536 << 10)]
+        );
         assert_eq!(r.total_len(6 << 20), 3 * (1536 << 10));
     }
 }
