@@ -403,7 +403,7 @@ fn fill_class(m: &Map_, class: &str, corpus: &[u8]) {
                     std::ptr::write_bytes(p, 0, PAGE);
                     let mut r = Rng::new(i as u64);
                     for _ in 0..16 {
-                        *p.add(r.below(PAGE as u64) as usize) = (r.next() | 1) as u8;
+                        *p.add(r.below(PAGE as u64) as usize) = (r.next_u64() | 1) as u8;
                     }
                 }
                 "text" => fill(p, PAGE, &WriteData::Kind(DataKind::Text), 1, i as u64, corpus),

@@ -167,10 +167,10 @@ pub unsafe fn fill(p: *mut u8, len: usize, data: &WriteData, seed: u64, page_key
             let mut r = Rng::new(seed ^ page_key.wrapping_mul(0x2545_f491_4f6c_dd1d));
             let mut i = 0;
             while i + 8 <= len {
-                std::ptr::write_unaligned(p.add(i) as *mut u64, r.next());
+                std::ptr::write_unaligned(p.add(i) as *mut u64, r.next_u64());
                 i += 8;
             }
-            let last = r.next().to_le_bytes();
+            let last = r.next_u64().to_le_bytes();
             for (j, k) in (i..len).enumerate() {
                 *p.add(k) = last[j];
             }
@@ -215,7 +215,7 @@ pub fn kalloc_unit(p: &Process, name: &str, size: u64) -> u64 {
     while u > 256 {
         // keep a divisor of g
         let mut d = 256;
-        while d > 1 && u % d != 0 {
+        while d > 1 && !u.is_multiple_of(d) {
             d -= 1;
         }
         u = d;

@@ -112,10 +112,11 @@ pub fn machine_found(swap: &[Value]) -> Value {
         if let (Some(bs), Ok(rd)) = (block, std::fs::read_dir(&dir)) {
             for e in rd.flatten() {
                 let name = e.file_name().to_string_lossy().to_string();
-                if name.starts_with("memory") && name[6..].chars().all(|c| c.is_ascii_digit()) {
-                    if read_trim(&format!("{dir}/{name}/online")).as_deref() == Some("1") {
-                        mem += bs;
-                    }
+                if name.starts_with("memory")
+                    && name[6..].chars().all(|c| c.is_ascii_digit())
+                    && read_trim(&format!("{dir}/{name}/online")).as_deref() == Some("1")
+                {
+                    mem += bs;
                 }
             }
         }
@@ -220,7 +221,7 @@ pub fn fragmentation(buddyinfo: &str) -> Vec<ZoneFrag> {
         for order in 0..=10usize {
             let suitable: u64 =
                 counts.iter().enumerate().filter(|(o, _)| *o >= order).map(|(o, n)| n << (o - order)).sum();
-            extfrag.push(if free_pages == 0 { 0 } else { (free_pages - (suitable << order)) * 100 / free_pages });
+            extfrag.push(((free_pages - (suitable << order)) * 100).checked_div(free_pages).unwrap_or(0));
             fi.push(if suitable > 0 {
                 -1000
             } else if blocks_total == 0 {

@@ -269,7 +269,17 @@ struct ProcState {
     started: bool,
     finished: bool,
     result: ProcessResult,
-    phase: Option<(String, usize, u64, u64, BTreeMap<String, i64>)>,
+    phase: Option<OpenPhase>,
+}
+
+/// A phase in progress: its name, the index of its first op, its start (ns, and the
+/// process's system time then), and /proc/vmstat at its start.
+struct OpenPhase {
+    name: String,
+    from_i: usize,
+    start: u64,
+    stime: u64,
+    vm: BTreeMap<String, i64>,
 }
 
 const SERIES_VMSTAT: [&str; 8] = [
@@ -657,7 +667,7 @@ fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64) -> Result
     ps.started = true;
     ps.result.pid = pid as u32;
     ps.result.start_ns = now - t0;
-    ps.phase = Some((format!("{}:main", ps.name), 0, now, 0, vmstat()));
+    ps.phase = Some(OpenPhase { name: format!("{}:main", ps.name), from_i: 0, start: now, stime: 0, vm: vmstat() });
     Ok(())
 }
 
@@ -665,7 +675,7 @@ static ZRAM_DEVS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new
 static ZRAM_PHASES: std::sync::Mutex<Vec<(String, Value)>> = std::sync::Mutex::new(Vec::new());
 
 fn close_phase(ps: &mut ProcState, end_i: usize, end_ns: u64, end_stime: u64, t0: u64, phases: &mut Vec<PhaseResult>) {
-    if let Some((name, from_i, start, stime, vm)) = ps.phase.take() {
+    if let Some(OpenPhase { name, from_i, start, stime, vm }) = ps.phase.take() {
         // A "main" phase with no ops before the first marker is not reported.
         if !(name.ends_with(":main") && from_i == 0 && end_i == 0) {
             for d in ZRAM_DEVS.lock().unwrap().iter() {
@@ -703,13 +713,13 @@ fn handle_msg(
         "phase" => {
             let i = u("i") as usize;
             close_phase(ps, i, u("ns"), u("stime"), t0, phases);
-            ps.phase = Some((
-                format!("{}:{}", ps.name, v["name"].as_str().unwrap_or("")),
-                i + 1,
-                u("ns"),
-                u("stime"),
-                vmstat(),
-            ));
+            ps.phase = Some(OpenPhase {
+                name: format!("{}:{}", ps.name, v["name"].as_str().unwrap_or("")),
+                from_i: i + 1,
+                start: u("ns"),
+                stime: u("stime"),
+                vm: vmstat(),
+            });
             ack(ps);
         }
         "err" => ps.result.errors.push(OpError {

@@ -193,8 +193,8 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
         let mut stored = 0u64;
         for (ci, c) in d.clusters.iter().enumerate() {
             let mut used = 0u16;
-            for off in ci * d.cl_nr as usize..(ci + 1) * d.cl_nr as usize {
-                let m = d.map[off];
+            let first = ci * d.cl_nr as usize;
+            for (off, &m) in d.map.iter().enumerate().skip(first).take(d.cl_nr as usize) {
                 let bad = m == SWAP_MAP_BAD;
                 if m != 0 {
                     used += 1;

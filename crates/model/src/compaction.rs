@@ -449,7 +449,8 @@ impl Kernel {
         let mut found = false;
         while block_end <= cc.free_pfn {
             blocks += 1;
-            let skipped = (low_pfn % PB == 0 || low_pfn == zs) && !cc.ignore_skip_hint && self.pm.pb_skip(block_start);
+            let skipped =
+                (low_pfn.is_multiple_of(PB) || low_pfn == zs) && !cc.ignore_skip_hint && self.pm.pb_skip(block_start);
             if !skipped {
                 if !self.suitable_migration_source(cc, block_start) {
                     self.update_cached_migrate(cc, block_end);
@@ -494,7 +495,7 @@ impl Kernel {
             }
             nr_scanned += 1;
             steps += 1;
-            if valid_page.is_none() && (pfn % PB == 0 || pfn == zs) {
+            if valid_page.is_none() && (pfn.is_multiple_of(PB) || pfn == zs) {
                 if !cc.ignore_skip_hint && self.pm.pb_skip(pfn) {
                     pfn = end;
                     aborted = true;
@@ -537,7 +538,7 @@ impl Kernel {
                     _ => Some(1),
                 },
                 TAG_ZERO => {
-                    if pfn % 512 == 0 {
+                    if pfn.is_multiple_of(512) {
                         nr_scanned += 511;
                         Some(512)
                     } else {
@@ -625,7 +626,7 @@ impl Kernel {
             steps += 1;
             let f = self.pm.frames[pfn as usize];
             let t = tag(f);
-            if (t == TAG_ANON && compound(f) == COMPOUND_HEAD) || (t == TAG_ZERO && pfn % 512 == 0) {
+            if (t == TAG_ANON && compound(f) == COMPOUND_HEAD) || (t == TAG_ZERO && pfn.is_multiple_of(512)) {
                 if pfn + 512 <= end {
                     pfn += 511;
                     nr_scanned += 511;
@@ -780,7 +781,7 @@ impl Kernel {
         if cc.order < 0 {
             return CompactResult::Continue;
         }
-        if cc.migrate_pfn % PB != 0 {
+        if !cc.migrate_pfn.is_multiple_of(PB) {
             return CompactResult::Continue;
         }
         let mt = cc.migratetype;
@@ -903,7 +904,7 @@ impl Kernel {
                     if !cc.scanners_met() {
                         return Some(self.compact_zone_end(cc, CompactResult::Contended));
                     }
-                    if cc.migrate_pfn % PB != 0
+                    if !cc.migrate_pfn.is_multiple_of(PB)
                         && !cc.ignore_skip_hint
                         && !cc.finish_pageblock
                         && cc.mode < MigrateMode::Sync

@@ -262,7 +262,7 @@ impl Kernel {
 }
 
 use crate::kernel::SplitZero;
-use crate::migrate::SplitReason;
+use crate::migrate::{SplitFailed, SplitReason};
 
 impl Kernel {
     /// split_folio() / __folio_split() of a PMD-order anonymous folio to order 0:
@@ -274,15 +274,16 @@ impl Kernel {
     ///    (try_to_unmap_clean: thp_split_unmap), frame freed; tail pages with no mapping
     ///    are freed at once (thp_split_free);
     ///  - `none`: remapped like any page.
+    ///
     /// mlocked folios and VM_LOCKED VMAs keep their zero pages. The zero check costs
     /// what memchr_inv costs: up to the first non-zero byte.
     /// Returns the head pfns of the order-0 folios left (mapped or not, not freed).
-    pub fn split_folio(&mut self, head: u64, reason: SplitReason) -> Result<Vec<u64>, ()> {
+    pub fn split_folio(&mut self, head: u64, reason: SplitReason) -> Result<Vec<u64>, SplitFailed> {
         let f = self.pm.frames[head as usize];
         if tag(f) != TAG_ANON || compound(f) != COMPOUND_HEAD {
             self.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
             self.count_mthp("split_failed", 1);
-            return Err(());
+            return Err(SplitFailed);
         }
         // unmap_folio(): a PMD mapping becomes PTEs first
         if let Some((sid, _)) = rmap(f) {
@@ -434,11 +435,9 @@ impl Kernel {
                 keep.push(head);
                 continue;
             }
-            if self.thp_underused(head) {
-                if self.split_folio(head, SplitReason::Underused).is_ok() {
-                    self.vm.count(Ev::THP_UNDERUSED_SPLIT_PAGE);
-                    split += 1;
-                }
+            if self.thp_underused(head) && self.split_folio(head, SplitReason::Underused).is_ok() {
+                self.vm.count(Ev::THP_UNDERUSED_SPLIT_PAGE);
+                split += 1;
             }
             // otherwise "used": it stays off the queue
         }

@@ -169,10 +169,10 @@ impl Kernel {
     fn fault_oom(&mut self, mm: usize) -> Fault {
         // VM_FAULT_OOM -> pagefault_out_of_memory(): the OOM killer already ran in the
         // allocator; if this process survived, it retries, else it is dead.
-        if self.mms[mm].alive {
-            if self.out_of_memory(0, self.mms[mm].node) && self.mms[mm].alive {
-                return Fault::Ok;
-            }
+        let alive = self.mms[mm].alive;
+        let killed_another = alive && self.out_of_memory(0, self.mms[mm].node);
+        if killed_another && self.mms[mm].alive {
+            return Fault::Ok;
         }
         Fault::Oom
     }

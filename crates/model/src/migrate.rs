@@ -24,6 +24,10 @@ pub enum SplitReason {
     /// anything else (e.g. debugfs split_huge_pages)
     Other,
 }
+/// A split that could not be done (the folio is not an anonymous THP head: -EBUSY).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitFailed;
+
 impl SplitReason {
     pub fn isolated(self) -> bool {
         matches!(self, SplitReason::Reclaim | SplitReason::Migration)
@@ -56,10 +60,8 @@ impl Kernel {
             // repoint the mapping of this page
             if let Some((sid, idx)) = rmap(sf) {
                 match &mut self.slots.get_mut(sid).pmd {
-                    Pmd::Huge(h) => {
-                        if i == 0 {
-                            *h = dst as u32;
-                        }
+                    Pmd::Huge(h) if i == 0 => {
+                        *h = dst as u32;
                     }
                     Pmd::Table(t) => t[idx as usize] = mk_pte(K_PRESENT, (dst + i) as u32),
                     _ => {}

@@ -115,7 +115,7 @@ impl Mm {
     /// get_unmapped_area() top-down; PMD-multiple anonymous lengths are PMD aligned
     /// (thp_get_unmapped_area_vmflags, v6.7+). Returns None when the space is exhausted.
     pub fn get_unmapped_area(&mut self, len: u64, align: Option<u64>) -> Option<u64> {
-        let align = align.unwrap_or(if len % PMD_SIZE == 0 { PMD_SIZE } else { PAGE_SIZE }).max(PAGE_SIZE);
+        let align = align.unwrap_or(if len.is_multiple_of(PMD_SIZE) { PMD_SIZE } else { PAGE_SIZE }).max(PAGE_SIZE);
         let addr = self.mmap_cursor.checked_sub(len)? & !(align - 1);
         if addr < MMAP_MIN {
             return None;

@@ -240,7 +240,7 @@ pub fn recommended_min_free_kbytes(nr_zones: u64, lowmem_pages: u64) -> u64 {
 /// __setup_per_zone_wmarks() for one zone.
 pub fn zone_wmarks(min_free_kbytes: u64, managed: u64, lowmem_pages: u64, watermark_scale_factor: u64) -> [u64; 4] {
     let pages_min = min_free_kbytes >> 2;
-    let min = if lowmem_pages == 0 { 0 } else { pages_min * managed / lowmem_pages };
+    let min = (pages_min * managed).checked_div(lowmem_pages).unwrap_or(0);
     let tmp = (min >> 2).max(managed * watermark_scale_factor / 10000);
     [min, min + tmp, min + 2 * tmp, min + 3 * tmp]
 }

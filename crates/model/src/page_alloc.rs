@@ -817,11 +817,10 @@ impl PhysMem {
                 let idx = self.zones[zi].idx;
                 let mut reserve = [0u64; MAX_NR_ZONES];
                 let mut managed_above = 0;
-                for j in idx + 1..MAX_NR_ZONES {
+                for (j, r) in reserve.iter_mut().enumerate().skip(idx + 1) {
                     managed_above +=
                         zs.iter().filter(|&&o| self.zones[o].idx == j).map(|&o| self.zones[o].managed).sum::<u64>();
-                    reserve[j] =
-                        if LOWMEM_RESERVE_RATIO[idx] > 0 { managed_above / LOWMEM_RESERVE_RATIO[idx] } else { 0 };
+                    *r = managed_above.checked_div(LOWMEM_RESERVE_RATIO[idx]).unwrap_or(0);
                 }
                 self.zones[zi].lowmem_reserve = reserve;
             }

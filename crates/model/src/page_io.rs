@@ -15,6 +15,10 @@ use crate::mm_types::*;
 use crate::swapfile::*;
 use crate::vmstat::Ev;
 
+/// zram could not store a compressed page (zs_malloc failed): the folio stays in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZsMallocFailed;
+
 impl Kernel {
     /// Time for a request of `nr` pages at global slot `slot` on device `di`, queued behind
     /// the device's earlier requests; returns the ns the caller waits.
@@ -27,7 +31,7 @@ impl Kernel {
             (d.io.read_latency_ns, d.io.read_mb_per_s)
         };
         let seek = if d.last_end == slot { 0 } else { d.io.random_penalty_ns };
-        let xfer = if mbps == 0 { 0 } else { nr as u64 * 4096 * 1000 / mbps };
+        let xfer = (nr as u64 * 4096 * 1000).checked_div(mbps).unwrap_or(0);
         let service = lat + seek + xfer;
         d.last_end = slot + nr;
         if d.sync_io {
@@ -41,7 +45,7 @@ impl Kernel {
     /// swap_writepage(): write the folio at `head` (`nr` pages) to its slots from `slot`.
     /// Returns Err when zram cannot get memory for the compressed pages (the folio is
     /// then kept, as when zs_malloc fails).
-    pub fn swap_writepage(&mut self, head: u64, nr: u32, slot: u32) -> Result<(), ()> {
+    pub fn swap_writepage(&mut self, head: u64, nr: u32, slot: u32) -> Result<(), ZsMallocFailed> {
         let di = self.swap.dev_of(slot);
         // is_folio_zero_filled(): the last word of each page, then the page (memchr_inv);
         // kernels before v6.12 had no zeromap (thplab.swap_zeromap=n)
@@ -81,7 +85,7 @@ impl Kernel {
                 .sum();
             if !self.zram_pool_reserve(di, extra) {
                 self.zram_pool_fit(di);
-                return Err(());
+                return Err(ZsMallocFailed);
             }
             let mut ns = 0;
             for i in 0..nr {

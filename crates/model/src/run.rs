@@ -46,7 +46,7 @@ struct Task {
     /// progress within the current op (piece/page/access index)
     cursor: u64,
     regions: BTreeMap<String, (u64, u64)>,
-    kallocs: BTreeMap<String, (u64, Vec<Option<(u64, u32)>>)>,
+    kallocs: BTreeMap<String, KallocSet>,
     phase: Option<Phase>,
     errors: Vec<OpError>,
     access_ns: u64,
@@ -61,6 +61,9 @@ struct Task {
     xlat: Option<(u64, u64, bool, u64)>,
     access_left_ns: Option<u64>,
 }
+
+/// A `kalloc` set: its size in bytes and its blocks, (pfn, order) each, None once freed.
+type KallocSet = (u64, Vec<Option<(u64, u32)>>);
 
 /// Page steps per engine step for page-wise ops (512 = one 2 MiB chunk).
 const PAGES_PER_STEP: u64 = 512;
@@ -278,7 +281,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
             }
         }
         drain_wakeups(&mut k, &mut kts, &mut heap);
-        if o.check && steps % 4096 == 0 {
+        if o.check && steps.is_multiple_of(4096) {
             crate::check::check(&k)?;
         }
     }
@@ -637,10 +640,10 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
             let end = (task.cursor + PAGES_PER_STEP).min(pages);
             for p in task.cursor..end {
                 let a = addr + p * 4096;
-                if !matches!(k.follow(pid, a), crate::memory::Mapping::Page(..)) {
-                    if k.handle_mm_fault(pid, a, true) == Fault::Oom {
-                        return StepOutcome::Exit;
-                    }
+                if !matches!(k.follow(pid, a), crate::memory::Mapping::Page(..))
+                    && k.handle_mm_fault(pid, a, true) == Fault::Oom
+                {
+                    return StepOutcome::Exit;
                 }
             }
             advance(task, end, pages)

@@ -157,7 +157,7 @@ impl SwapDev {
             self.move_to(ci, L_FREE);
         } else if c.count as u32 == self.cl_nr {
             self.move_to(ci, L_FULL);
-        } else if was >= L_FRAG && was < L_FULL {
+        } else if (L_FRAG..L_FULL).contains(&was) {
             self.move_to(ci, L_FRAG + c.order);
         } else {
             self.move_to(ci, L_NONFULL + c.order);
@@ -428,7 +428,7 @@ impl Kernel {
     fn swap_alloc_done(&mut self, di: usize, off: u32, order: u32, cpu: usize) -> u32 {
         let d = &mut self.swap.devs[di];
         let nr = 1u32 << order;
-        let next = if (off + nr) % d.cl_nr != 0 { off + nr } else { 0 };
+        let next = if !(off + nr).is_multiple_of(d.cl_nr) { off + nr } else { 0 };
         if d.nonrot {
             self.swap.percpu_next[cpu][order as usize] = (di as u8, next);
         } else {

@@ -231,7 +231,7 @@ impl Kernel {
                 return Refs::Activate;
             }
         }
-        let r = if young_ && rmap(f).is_some() || young_ && self.folio_mapped(head) {
+        let r = if young_ && (rmap(f).is_some() || self.folio_mapped(head)) {
             nf = set_referenced(nf, true);
             if referenced_folio {
                 Refs::Activate

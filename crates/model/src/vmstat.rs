@@ -149,8 +149,8 @@ pub fn pagetypeinfo_node(node: usize, zones: &[&Zone], block_counts: &[[u64; MIG
     }
     s.push('\n');
     for z in zones {
-        for mt in 0..MIGRATE_TYPES {
-            s.push_str(&format!("Node {:>4}, zone {:>8}, type {:>12} ", node, z.name, MIGRATETYPE_NAMES[mt]));
+        for (mt, mt_name) in MIGRATETYPE_NAMES.iter().enumerate().take(MIGRATE_TYPES) {
+            s.push_str(&format!("Node {:>4}, zone {:>8}, type {:>12} ", node, z.name, mt_name));
             for o in 0..NR_PAGE_ORDERS {
                 let n = if mt < NR_FREE_LISTS { z.free_area[o].nr_free[mt] } else { 0 };
                 // the kernel stops counting at 100000 and prints ">100000"

@@ -106,7 +106,7 @@ fn fragmentation_score_of_a_fragmented_node() {
     let mut expect = 0;
     for z in k.pm.zones.iter().filter(|z| z.populated()) {
         let (free, _, suitable) = vmstat::contig_page_info(z, 9);
-        let score = if free == 0 { 0 } else { (free - (suitable << 9)) * 100 / free };
+        let score = ((free - (suitable << 9)) * 100).checked_div(free).unwrap_or(0);
         assert_eq!(score, vmstat::fragmentation_score_zone(z));
         expect += z.present * score / (node_present + 1);
     }

@@ -8,11 +8,11 @@ pub struct Rng(pub u64);
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         let mut r = Rng(seed ^ 0x9e37_79b9_7f4a_7c15);
-        r.next();
+        r.next_u64();
         r
     }
     #[inline]
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -21,11 +21,11 @@ impl Rng {
     }
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next() as u128 * n as u128) >> 64) as u64
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
     #[inline]
     pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

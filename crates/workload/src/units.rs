@@ -91,7 +91,7 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
 pub fn fmt_size(b: u64) -> String {
     const U: [(u64, &str); 4] = [(1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
     for (m, s) in U {
-        if b >= m && b % m == 0 {
+        if b >= m && b.is_multiple_of(m) {
             return format!("{}{}", b / m, s);
         }
     }
@@ -105,7 +105,7 @@ pub fn fmt_duration(ns: u64) -> String {
     for (m, s) in
         [(3_600_000_000_000u64, "h"), (60_000_000_000, "min"), (1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
     {
-        if ns % m == 0 {
+        if ns.is_multiple_of(m) {
             return format!("{}{}", ns / m, s);
         }
     }

@@ -543,10 +543,8 @@ fn check_process(p: &Process) -> Result<(), String> {
                 let s = knob_value_str(value).map_err(|e| format!("{ctx}: value: {e}"))?;
                 knobs::check_assignment(knob, &s).map_err(|e| format!("{ctx}: {e}"))?;
             }
-            Op::DropCaches { value } => {
-                if !(1..=3).contains(value) {
-                    return Err(format!("{ctx}: value must be 1, 2 or 3"));
-                }
+            Op::DropCaches { value } if !(1..=3).contains(value) => {
+                return Err(format!("{ctx}: value must be 1, 2 or 3"));
             }
             _ => {}
         }
@@ -604,10 +602,8 @@ fn check_process(p: &Process) -> Result<(), String> {
                     return Err(format!("{ctx}: byte+bytes must be 1..=4096 (a write stays within its page)"));
                 }
             }
-            Op::Read { byte, .. } => {
-                if byte.unwrap_or(0) >= 4096 {
-                    return Err(format!("{ctx}: byte must be 0..4095"));
-                }
+            Op::Read { byte, .. } if byte.unwrap_or(0) >= 4096 => {
+                return Err(format!("{ctx}: byte must be 0..4095"));
             }
             Op::Access { count, duration, write, stride, theta, .. } => {
                 if count.is_none() == duration.is_none() {
