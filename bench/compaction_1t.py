@@ -6,6 +6,7 @@ host wall time, CPU time and peak RSS (os.wait4), then the seed-vs-thplab table.
     .venv/bin/python bench/compaction_1t.py --quick    # 8 GiB
     .venv/bin/python bench/compaction_1t.py --only a_vanilla,c_proactive
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,14 +39,21 @@ def run_child(wl: dict, machine: str, tmp: str, name: str) -> tuple[dict, dict]:
         raise SystemExit(f"{name}: model run failed (status {status})")
     with open(opath) as fh:
         res = json.load(fh)
-    return res, {"run": name, "wall_s": round(wall, 1), "cpu_s": round(ru.ru_utime + ru.ru_stime, 1),
-                 "peak_rss_mib": ru.ru_maxrss // 1024, "sim_s": round(res["sim_time_ns"] / 1e9, 1)}
+    return res, {
+        "run": name,
+        "wall_s": round(wall, 1),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime, 1),
+        "peak_rss_mib": ru.ru_maxrss // 1024,
+        "sim_s": round(res["sim_time_ns"] / 1e9, 1),
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", help="comma-separated run names (a_vanilla, a_proactive, b_vanilla, b_proactive, c_proactive)")
+    ap.add_argument(
+        "--only", help="comma-separated run names (a_vanilla, a_proactive, b_vanilla, b_proactive, c_proactive)"
+    )
     ap.add_argument("--out", help="write rows, bench figures and results here (JSON)")
     a = ap.parse_args()
     scale = "quick" if a.quick else "full"
@@ -62,9 +70,11 @@ def main() -> int:
             results[n], b = run_child(wls[n], s["machine"], tmp, n)
             bench.append(b)
             print(f"  {b}", file=sys.stderr, flush=True)
-    print(f"machine {s['machine']}: boot MemFree {boot['free'] >> 20} MiB; fragmenter {sz['frag'] >> 20} MiB, "
-          f"free after fragmenting {sz['free_after_frag'] >> 20} MiB, hugepage benchmark {sz['hugepages'] >> 20} MiB, "
-          f"Java heap {sz['java'] >> 20} MiB")
+    print(
+        f"machine {s['machine']}: boot MemFree {boot['free'] >> 20} MiB; fragmenter {sz['frag'] >> 20} MiB, "
+        f"free after fragmenting {sz['free_after_frag'] >> 20} MiB, hugepage benchmark {sz['hugepages'] >> 20} MiB, "
+        f"Java heap {sz['java'] >> 20} MiB"
+    )
     print()
     print(f"{'run':<12} {'wall s':>8} {'cpu s':>8} {'peak RSS MiB':>13} {'simulated s':>12}")
     for b in bench:
@@ -77,9 +87,18 @@ def main() -> int:
         print(seed004.format_rows(rows))
     if a.out:
         with open(a.out, "w") as fh:
-            json.dump({"bench": bench, "rows": rows, "sizes": sz,
-                       "results": {n: {k: r[k] for k in ("latency", "phases", "vmstat_delta", "extra", "fragmentation", "trace")}
-                                   for n, r in results.items()}}, fh)
+            json.dump(
+                {
+                    "bench": bench,
+                    "rows": rows,
+                    "sizes": sz,
+                    "results": {
+                        n: {k: r[k] for k in ("latency", "phases", "vmstat_delta", "extra", "fragmentation", "trace")}
+                        for n, r in results.items()
+                    },
+                },
+                fh,
+            )
     return 0
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """An idle 1 TiB, 80-CPU machine simulated for 24 h of kernel-thread timers (khugepaged,
 kcompactd, kswapd): host wall time and peak host memory (ru_maxrss of a child process)."""
+
 import json
 import resource
 import subprocess
@@ -25,4 +26,6 @@ wall = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 d = json.loads(out)
 runs = ", ".join(f"{k['name']} {k['runs']} runs" for k in d["kthreads"])
-print(f"idle {MACHINE}: {d['sim_s'] / 3600:.1f} h simulated in {wall:.1f} s host, peak host memory {peak:.0f} MiB; {runs}")
+print(
+    f"idle {MACHINE}: {d['sim_s'] / 3600:.1f} h simulated in {wall:.1f} s host, peak host memory {peak:.0f} MiB; {runs}"
+)

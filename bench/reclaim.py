@@ -5,6 +5,7 @@ the host time of the page-out is the difference. Prints rates and ratios; no thr
 
     .venv/bin/python bench/reclaim.py [--size 10G]
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,16 +17,22 @@ MACHINE = "24G,swap=zram:12G"
 
 
 def workload(size: str, thp: bool, pageout: bool) -> dict:
-    ops = [{"op": "mmap", "name": "buf", "size": size},
-           {"op": "madvise", "region": "buf", "advice": "hugepage" if thp else "nohugepage"},
-           {"op": "write", "region": "buf", "byte": 64, "bytes": 8, "data": 255}]
+    ops = [
+        {"op": "mmap", "name": "buf", "size": size},
+        {"op": "madvise", "region": "buf", "advice": "hugepage" if thp else "nohugepage"},
+        {"op": "write", "region": "buf", "byte": 64, "bytes": 8, "data": 255},
+    ]
     if pageout:
         ops += [{"op": "phase", "name": "pageout"}, {"op": "madvise", "region": "buf", "advice": "pageout"}]
-    return {"name": "bench-reclaim", "seed": 1, "knobs": {"transparent_hugepage/enabled": "madvise"},
-            "processes": [{"name": "p", "ops": ops}]}
+    return {
+        "name": "bench-reclaim",
+        "seed": 1,
+        "knobs": {"transparent_hugepage/enabled": "madvise"},
+        "processes": [{"name": "p", "ops": ops}],
+    }
 
 
-def timed(w: dict, knobs: dict) -> tuple[float, "thplab.Result"]:
+def timed(w: dict, knobs: dict) -> tuple[float, thplab.Result]:
     t0 = time.perf_counter()
     r = thplab.run(w, machine=MACHINE, knobs=knobs)
     return time.perf_counter() - t0, r
@@ -33,8 +40,11 @@ def timed(w: dict, knobs: dict) -> tuple[float, "thplab.Result"]:
 
 def main(argv: list[str]) -> int:
     size = argv[argv.index("--size") + 1] if "--size" in argv else "10G"
-    cases = [("THP, written whole", True, {}), ("THP, CONFIG_THP_SWAP=n (split first)", True, {"thplab.config_thp_swap": "n"}),
-             ("base pages", False, {})]
+    cases = [
+        ("THP, written whole", True, {}),
+        ("THP, CONFIG_THP_SWAP=n (split first)", True, {"thplab.config_thp_swap": "n"}),
+        ("base pages", False, {}),
+    ]
     print(f"MADV_PAGEOUT of {size} on {MACHINE} (model)")
     print(f"{'case':40s} {'pages':>10s} {'host s':>8s} {'pages/s (host)':>15s} {'sim s':>8s} {'sim/host':>9s}")
     for name, thp, knobs in cases:
@@ -48,7 +58,9 @@ def main(argv: list[str]) -> int:
         sim = (ph["end_ns"] - ph["start_ns"]) / 1e9
         if host < 0.05:
             # below what two timed runs can resolve: a bound, not a rate
-            print(f"{name:40s} {freed:>10,} {'<0.05':>8s} {'>' + format(freed / 0.05, ',.0f'):>15s} {sim:>8.3f} {'>' + format(sim / 0.05, '.0f'):>9s}")
+            print(
+                f"{name:40s} {freed:>10,} {'<0.05':>8s} {'>' + format(freed / 0.05, ',.0f'):>15s} {sim:>8.3f} {'>' + format(sim / 0.05, '.0f'):>9s}"
+            )
         else:
             print(f"{name:40s} {freed:>10,} {host:>8.2f} {freed / host:>15,.0f} {sim:>8.3f} {sim / host:>9.2f}")
         del pages

@@ -6,6 +6,7 @@ THP faults on a 1 TiB machine: simulated faults per second of host time, host pe
 memory per simulated 4 KiB page. Each case runs in its own process so peak RSS is its own.
 Further benchmarks (reclaim, splits, compaction) add their scripts beside this one.
 """
+
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,9 @@ BIN = ROOT / "target/release/examples/bench_faults"
 
 
 def main() -> int:
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "thplab-model", "--example", "bench_faults"],
-                   cwd=ROOT, check=True)
+    subprocess.run(
+        ["cargo", "build", "--release", "-q", "-p", "thplab-model", "--example", "bench_faults"], cwd=ROOT, check=True
+    )
     cases = [("10G", "24G", "4K"), ("10G", "24G", "THP"), ("10G", "24G", "THP-touch"), ("256G", "1T", "THP-touch")]
     if "--quick" in sys.argv:
         cases = [("1G", "4G", "4K"), ("1G", "4G", "THP-touch")]

@@ -1,7 +1,6 @@
 """Shared helpers for the live-kernel tests (skips with a reason when the live side can't run)."""
-import json
+
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -11,8 +10,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def binary():
-    from thplab.live import find_binary
     from thplab.errors import InputError
+    from thplab.live import find_binary
 
     try:
         return find_binary()
@@ -43,13 +42,23 @@ def state():
 
 
 def seed000(size="64M", **extra):
-    w = {"name": "seed000", "seed": 1, "knobs": {"transparent_hugepage/enabled": "madvise"},
-         "processes": [{"name": "test", "ops": [
-             {"op": "mmap", "name": "buf", "size": size, "align": "2M"},
-             {"op": "madvise", "region": "buf", "advice": "hugepage"},
-             {"op": "write", "region": "buf", "every": "2M", "length": "4K", "data": 255, "byte": 0, "bytes": 1},
-             {"op": "madvise", "region": "buf", "advice": "pageout"},
-             {"op": "munmap", "region": "buf"}]}]}
+    w = {
+        "name": "seed000",
+        "seed": 1,
+        "knobs": {"transparent_hugepage/enabled": "madvise"},
+        "processes": [
+            {
+                "name": "test",
+                "ops": [
+                    {"op": "mmap", "name": "buf", "size": size, "align": "2M"},
+                    {"op": "madvise", "region": "buf", "advice": "hugepage"},
+                    {"op": "write", "region": "buf", "every": "2M", "length": "4K", "data": 255, "byte": 0, "bytes": 1},
+                    {"op": "madvise", "region": "buf", "advice": "pageout"},
+                    {"op": "munmap", "region": "buf"},
+                ],
+            }
+        ],
+    }
     w.update(extra)
     return w
 

@@ -1,4 +1,5 @@
 """thplab.run and the Result object (against hand-made RunResult fixtures)."""
+
 import json
 import sys
 import threading
@@ -6,15 +7,14 @@ import types
 
 import pandas as pd
 import pytest
-
 import thplab
+from fixtures.helpers import EXAMPLES, FIXTURES, seed000_doc, write_workload  # noqa: F401 (pytest fixtures)
 from thplab import api
 from thplab.errors import InputError
 from thplab.result import Result, write_atomic
-from fixtures.helpers import EXAMPLES, FIXTURES, seed000_doc, write_workload  # noqa: F401 (pytest fixtures)
-
 
 # ---- thplab.run: inputs ----
+
 
 def test_run_accepts_every_workload_form(seed000_doc, write_workload):
     from thplab.builder import Workload
@@ -45,25 +45,38 @@ def test_load_workload_normalises(seed000_doc):
 def test_run_with_machine_knobs_costs_seed(seed000_doc, tmp_path):
     costs = tmp_path / "c.toml"
     costs.write_text("clear_4k_ns = 99\n")
-    res = thplab.run(seed000_doc, machine="24G,swap=zram:10G", knobs={"enabled": "always", "vm.swappiness": 100},
-                     costs=costs, seed=7, check=True)
+    res = thplab.run(
+        seed000_doc,
+        machine="24G,swap=zram:10G",
+        knobs={"enabled": "always", "vm.swappiness": 100},
+        costs=costs,
+        seed=7,
+        check=True,
+    )
     assert res.backend == "model"
-    res = thplab.run(seed000_doc, machine={"nodes": [{"mem": "4G", "cpus": 2}]},
-                     knobs=[("transparent_hugepage/defrag", "never")], costs="clear_4k_ns = 99\n")
+    res = thplab.run(
+        seed000_doc,
+        machine={"nodes": [{"mem": "4G", "cpus": 2}]},
+        knobs=[("transparent_hugepage/defrag", "never")],
+        costs="clear_4k_ns = 99\n",
+    )
     assert res.backend == "model"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"knobs": {"enabled": "sometimes"}}, "accepted values: always, madvise, never"),
-    ({"knobs": {"nonsense": 1}}, "unknown knob"),
-    ({"knobs": ["enabled"]}, "NAME=VALUE"),
-    ({"machine": "16M"}, "too small"),
-    ({"costs": "bogus = 1\n"}, "bogus"),
-    ({"costs": "/nonexistent/c.toml"}, "no such cost profile file"),
-    ({"backend": "qemu"}, "backend `qemu`"),
-    ({"seed": -1}, "seed"),
-    ({"timeout": 0}, "timeout"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"knobs": {"enabled": "sometimes"}}, "accepted values: always, madvise, never"),
+        ({"knobs": {"nonsense": 1}}, "unknown knob"),
+        ({"knobs": ["enabled"]}, "NAME=VALUE"),
+        ({"machine": "16M"}, "too small"),
+        ({"costs": "bogus = 1\n"}, "bogus"),
+        ({"costs": "/nonexistent/c.toml"}, "no such cost profile file"),
+        ({"backend": "qemu"}, "backend `qemu`"),
+        ({"seed": -1}, "seed"),
+        ({"timeout": 0}, "timeout"),
+    ],
+)
 def test_run_bad_input(seed000_doc, kwargs, message):
     with pytest.raises(InputError, match=None) as e:
         thplab.run(seed000_doc, **kwargs)
@@ -81,12 +94,15 @@ def test_bad_workloads_raise_input_error(write_workload):
 
 def test_knob_value_types():
     assert api.parse_knobs({"use_zero_page": True, "vm.swappiness": 10}) == [
-        ("transparent_hugepage/use_zero_page", "1"), ("vm.swappiness", "10")]
+        ("transparent_hugepage/use_zero_page", "1"),
+        ("vm.swappiness", "10"),
+    ]
     assert api.parse_knobs(["enabled=never"]) == [("transparent_hugepage/enabled", "never")]
     assert api.parse_knobs(None) == []
 
 
 # ---- backends ----
+
 
 def test_kernel_backend_missing(seed000_doc, monkeypatch):
     monkeypatch.setitem(sys.modules, "thplab.live", None)
@@ -101,6 +117,7 @@ def test_kernel_backend_delegates(seed000_doc, monkeypatch):
     def run_kernel(workload, machine=None, knobs=None, timeout=None):
         calls.update(workload=workload, machine=machine, knobs=knobs, timeout=timeout)
         return json.loads((FIXTURES / "result_seed000.json").read_text()) | {"backend": "kernel"}
+
     live.run_kernel = run_kernel
     monkeypatch.setitem(sys.modules, "thplab.live", live)
     res = thplab.run(seed000_doc, backend="kernel", knobs={"enabled": "always"}, timeout=30)
@@ -115,6 +132,7 @@ def test_timeout(seed000_doc, monkeypatch):
     def slow(*a, **k):
         release.wait()
         return json.dumps({"backend": "model"})
+
     monkeypatch.setattr(api._native, "run_model", slow)
     try:
         with pytest.raises(api.TimeoutExpired):
@@ -126,6 +144,7 @@ def test_timeout(seed000_doc, monkeypatch):
 def test_model_value_error_becomes_input_error(seed000_doc, monkeypatch):
     def refuse(*a, **k):
         raise ValueError("workload needs 10G of memory, machine has 4G")
+
     monkeypatch.setattr(api._native, "run_model", refuse)
     with pytest.raises(InputError, match="machine has 4G"):
         thplab.run(seed000_doc)
@@ -136,6 +155,7 @@ def test_deterministic(seed000_doc):
 
 
 # ---- Result from fixtures ----
+
 
 @pytest.fixture
 def seed000_result():
@@ -186,22 +206,50 @@ def test_smaps_latency_tlb_frames(seed000_result, hot_cold_result):
     assert sm.loc["hot2", "AnonHugePages"] == 49152 and sm.loc["cold", "pid"] == 1001
     lat = seed000_result.latency
     assert list(lat.index) == ["thp_fault"]
-    assert list(lat.columns) == ["count", "p05", "p10", "p25", "p30", "p40", "p50", "p60", "p75", "p80", "p90",
-                                 "p95", "p99"]
+    assert list(lat.columns) == [
+        "count",
+        "p05",
+        "p10",
+        "p25",
+        "p30",
+        "p40",
+        "p50",
+        "p60",
+        "p75",
+        "p80",
+        "p90",
+        "p95",
+        "p99",
+    ]
     assert lat.loc["thp_fault", "p99"] == 140000
     assert hot_cold_result.latency.empty
     tlb = hot_cold_result.tlb
     assert tlb.loc["hot2", "dtlb_load_misses"] == 2_600_000
-    assert hot_cold_result.errors == [{"process": "hot2", "op_index": 5, "op": "move_pages", "errno": "ENODEV",
-                                       "message": "node 1 does not exist on this machine"}]
+    assert hot_cold_result.errors == [
+        {
+            "process": "hot2",
+            "op_index": 5,
+            "op": "move_pages",
+            "errno": "ENODEV",
+            "message": "node 1 does not exist on this machine",
+        }
+    ]
     frag = seed000_result.fragmentation
     assert frag.loc[0, "zone"] == "Normal" and frag.loc[0, "index_10"] == -1000
 
 
 def test_empty_result_frames():
     # A result with nothing recorded (schema defaults) still gives empty, typed frames.
-    r = Result({"backend": "model", "phases": [], "series": {"columns": [], "rows": []},
-                "processes": [], "latency": {}, "fragmentation": []})
+    r = Result(
+        {
+            "backend": "model",
+            "phases": [],
+            "series": {"columns": [], "rows": []},
+            "processes": [],
+            "latency": {},
+            "fragmentation": [],
+        }
+    )
     for df in (r.phases, r.series, r.smaps, r.latency, r.tlb, r.fragmentation):
         assert isinstance(df, pd.DataFrame) and df.empty
     assert r.series.index.name == "t_ns"

@@ -1,13 +1,13 @@
 """The workload builder: every op, validated by the native parser."""
+
 import json
 
 import pytest
-
+from fixtures.helpers import EXAMPLES, SEED000
 from thplab import _native
 from thplab.api import load_workload
 from thplab.builder import Workload, format_workload
 from thplab.errors import InputError
-from fixtures.helpers import EXAMPLES, SEED000
 
 
 def seed000_builder():
@@ -24,14 +24,16 @@ def seed000_builder():
 def test_seed000_matches_hand_written():
     w = seed000_builder()
     assert json.loads(_native.parse_workload_json(w.to_json())) == json.loads(
-        _native.parse_workload_json(json.dumps(SEED000)))
+        _native.parse_workload_json(json.dumps(SEED000))
+    )
 
 
 def test_every_op_round_trips():
     w = Workload("all-ops", seed=3, description="every op of the language")
     w.machine("2x4G,cpus=4,swap=zram:1G").knob("transparent_hugepage/enabled", "always")
-    w.knob("khugepaged/max_ptes_none", 0).record(fault_latency=True, series_interval="10ms",
-                                                 trace=["huge_memory:mm_khugepaged_scan_pmd"])
+    w.knob("khugepaged/max_ptes_none", 0).record(
+        fault_latency=True, series_interval="10ms", trace=["huge_memory:mm_khugepaged_scan_pmd"]
+    )
     p = w.process("a")
     p.phase("setup")
     r = p.mmap("buf", "64M", populate=True, align="2M")
@@ -50,8 +52,23 @@ def test_every_op_round_trips():
     q.op("munmap", region="x")
     norm = w.validate()
     kinds = [o["op"] for o in norm["processes"][0]["ops"]]
-    assert set(kinds) == {"phase", "mmap", "mprotect", "madvise", "write", "read", "access", "sleep", "set",
-                          "prctl", "kalloc", "kfree", "drop_caches", "move_pages", "munmap"}
+    assert set(kinds) == {
+        "phase",
+        "mmap",
+        "mprotect",
+        "madvise",
+        "write",
+        "read",
+        "access",
+        "sleep",
+        "set",
+        "prctl",
+        "kalloc",
+        "kfree",
+        "drop_caches",
+        "move_pages",
+        "munmap",
+    }
     assert norm["processes"][1]["start"] == "1ms"
     assert norm["knobs"]["transparent_hugepage/khugepaged/max_ptes_none"] == "0"
     assert norm["record"]["fault_latency"] is True
@@ -80,8 +97,10 @@ def test_to_json_layout_and_save(tmp_path):
     text = w.to_json()
     assert json.loads(text) == w.to_dict()
     assert '      {"op": "mmap", "name": "buf", "size": "10G"},\n' in text
-    assert json.loads(format_workload({"name": "e", "processes": [{"name": "p", "ops": []}]})) == \
-        {"name": "e", "processes": [{"name": "p", "ops": []}]}
+    assert json.loads(format_workload({"name": "e", "processes": [{"name": "p", "ops": []}]})) == {
+        "name": "e",
+        "processes": [{"name": "p", "ops": []}],
+    }
     assert json.loads(w.to_json(indent=None)) == w.to_dict()
     for name in ("w.json", "w.yaml"):
         path = w.save(tmp_path / name)

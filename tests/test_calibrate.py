@@ -1,30 +1,58 @@
 """thplab calibrate: profile construction from samples (always), and a quick live calibration."""
+
 import argparse
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 sys.path.insert(0, str(Path(__file__).parent))
-from livehelp import need_root, state  # noqa: E402
-
-from thplab import calibrate  # noqa: E402
-from thplab import _native as n  # noqa: E402
+from livehelp import need_root, state
+from thplab import _native as n
+from thplab import calibrate
 
 FIXTURE = {
-    "host": "testhost", "kernel": "6.18", "quick": True, "reps": 3,
+    "host": "testhost",
+    "kernel": "6.18",
+    "quick": True,
+    "reps": 3,
     "samples": {
-        "cpu_ghz": [3.0, 3.1, 2.9], "clear_4k": [150, 160, 170], "clear_2m": [80000, 90000, 85000],
-        "copy_4k": [250, 260, 240], "copy_2m": [150000, 140000, 145000], "memchr_inv_4k_worst": [150, 150, 160],
-        "memchr_inv_4k_best": [10, 11, 9], "same_filled_4k": [190, 200, 180], "touch_page": [20, 20, 20], "syscall": [130, 120, 140],
-        "fault_4k_total": [1500, 1400, 1600], "fault_zero": [600, 650, 700], "fault_2m_total": [100000, 110000, 105000],
+        "cpu_ghz": [3.0, 3.1, 2.9],
+        "clear_4k": [150, 160, 170],
+        "clear_2m": [80000, 90000, 85000],
+        "copy_4k": [250, 260, 240],
+        "copy_2m": [150000, 140000, 145000],
+        "memchr_inv_4k_worst": [150, 150, 160],
+        "memchr_inv_4k_best": [10, 11, 9],
+        "same_filled_4k": [190, 200, 180],
+        "touch_page": [20, 20, 20],
+        "syscall": [130, 120, 140],
+        "fault_4k_total": [1500, 1400, 1600],
+        "fault_zero": [600, 650, 700],
+        "fault_2m_total": [100000, 110000, 105000],
         "refault_reported_2m_total": [105000, 6_000_000, 5_000_000, 7_000_000],
-        **{f"zram.lz4.{c}.{d}": v for c, (o, i) in {"same": (4000, 3000), "sparse": (5000, 4000), "text": (12000, 6000), "random": (6000, 4200)}.items()
-           for d, v in (("out", [o] * 3), ("in", [i] * 3))},
-        "file.write_single": [30000] * 3, "file.read_single": [60000] * 3, "file.write_page": [40000] * 3, "file.read_seq_page": [2000] * 3,
+        **{
+            f"zram.lz4.{c}.{d}": v
+            for c, (o, i) in {
+                "same": (4000, 3000),
+                "sparse": (5000, 4000),
+                "text": (12000, 6000),
+                "random": (6000, 4200),
+            }.items()
+            for d, v in (("out", [o] * 3), ("in", [i] * 3))
+        },
+        "file.write_single": [30000] * 3,
+        "file.read_single": [60000] * 3,
+        "file.write_page": [40000] * 3,
+        "file.read_seq_page": [2000] * 3,
     },
-    "values": {"zram.lz4.same.bytes": 1, "zram.lz4.sparse.bytes": 120, "zram.lz4.text.bytes": 2400, "zram.lz4.random.bytes": 4096},
+    "values": {
+        "zram.lz4.same.bytes": 1,
+        "zram.lz4.sparse.bytes": 120,
+        "zram.lz4.text.bytes": 2400,
+        "zram.lz4.random.bytes": 4096,
+    },
     "notes": [],
 }
 

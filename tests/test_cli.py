@@ -1,13 +1,13 @@
 """The `thplab` command line: exit statuses, messages naming the field, output files."""
+
 import json
 import subprocess
 import sys
 import types
 
 import pytest
-
-from thplab import cli
 from fixtures.helpers import EXAMPLES, FIXTURES, seed000_doc, write_workload  # noqa: F401 (pytest fixtures)
+from thplab import cli
 
 
 def run_cli(capsys, *argv):
@@ -27,6 +27,7 @@ def expect_input_error(capsys, *argv, contains=()):
 
 # ---- bad workloads: exit 2, the message names the field ----
 
+
 def test_malformed_json(capsys, write_workload):
     p = write_workload('{"name": "x", "processes": [')
     expect_input_error(capsys, "run", str(p), contains=(str(p), "not valid JSON", "line 1"))
@@ -41,8 +42,9 @@ def test_unknown_operation_named_with_index(capsys, write_workload, seed000_doc)
 def test_unknown_field(capsys, write_workload, seed000_doc):
     seed000_doc["processes"][0]["ops"][1]["bogus"] = 1
     p = write_workload(seed000_doc)
-    expect_input_error(capsys, "run", str(p),
-                       contains=("processes[0].ops[1] (madvise): unknown field `bogus`", "advice"))
+    expect_input_error(
+        capsys, "run", str(p), contains=("processes[0].ops[1] (madvise): unknown field `bogus`", "advice")
+    )
 
 
 def test_unknown_top_level_field(capsys, write_workload, seed000_doc):
@@ -52,43 +54,75 @@ def test_unknown_top_level_field(capsys, write_workload, seed000_doc):
 
 def test_negative_size(capsys, write_workload, seed000_doc):
     seed000_doc["processes"][0]["ops"][0]["size"] = -5
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)),
-                       contains=("processes[0].ops[0]", "negative size"))
+    expect_input_error(
+        capsys, "run", str(write_workload(seed000_doc)), contains=("processes[0].ops[0]", "negative size")
+    )
 
 
 def test_unaligned_size(capsys, write_workload, seed000_doc):
     seed000_doc["processes"][0]["ops"][0]["size"] = "10000"
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)),
-                       contains=("processes[0].ops[0] (mmap)", "not a multiple of the 4K page size"))
+    expect_input_error(
+        capsys,
+        "run",
+        str(write_workload(seed000_doc)),
+        contains=("processes[0].ops[0] (mmap)", "not a multiple of the 4K page size"),
+    )
 
 
 def test_knob_value_outside_accepted_set(capsys, write_workload, seed000_doc):
     p = write_workload(seed000_doc)
-    expect_input_error(capsys, "run", str(p), "--set", "transparent_hugepage/enabled=sometimes",
-                       contains=("transparent_hugepage/enabled", "`sometimes`", "accepted values: always, madvise, never"))
+    expect_input_error(
+        capsys,
+        "run",
+        str(p),
+        "--set",
+        "transparent_hugepage/enabled=sometimes",
+        contains=("transparent_hugepage/enabled", "`sometimes`", "accepted values: always, madvise, never"),
+    )
     seed000_doc["knobs"] = {"enabled": "sometimes"}
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)),
-                       contains=("workload.knobs", "accepted values: always, madvise, never"))
+    expect_input_error(
+        capsys,
+        "run",
+        str(write_workload(seed000_doc)),
+        contains=("workload.knobs", "accepted values: always, madvise, never"),
+    )
 
 
 def test_knob_int_out_of_range(capsys, write_workload, seed000_doc):
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)), "--set", "khugepaged/max_ptes_none=512",
-                       contains=("max_ptes_none", "0..=511"))
+    expect_input_error(
+        capsys,
+        "run",
+        str(write_workload(seed000_doc)),
+        "--set",
+        "khugepaged/max_ptes_none=512",
+        contains=("max_ptes_none", "0..=511"),
+    )
 
 
 def test_unknown_knob(capsys, write_workload, seed000_doc):
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)), "--set", "transparent_hugepage/bogus=1",
-                       contains=("unknown knob `transparent_hugepage/bogus`", "known knobs"))
+    expect_input_error(
+        capsys,
+        "run",
+        str(write_workload(seed000_doc)),
+        "--set",
+        "transparent_hugepage/bogus=1",
+        contains=("unknown knob `transparent_hugepage/bogus`", "known knobs"),
+    )
 
 
 def test_set_without_equals(capsys, write_workload, seed000_doc):
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)), "--set", "enabled",
-                       contains=("NAME=VALUE",))
+    expect_input_error(capsys, "run", str(write_workload(seed000_doc)), "--set", "enabled", contains=("NAME=VALUE",))
 
 
 def test_machine_too_small(capsys, write_workload, seed000_doc):
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)), "--machine", "16M",
-                       contains=("machine.nodes[0].mem", "too small"))
+    expect_input_error(
+        capsys,
+        "run",
+        str(write_workload(seed000_doc)),
+        "--machine",
+        "16M",
+        contains=("machine.nodes[0].mem", "too small"),
+    )
 
 
 def test_bad_machine_shorthand(capsys):
@@ -112,14 +146,17 @@ def test_bad_yaml(capsys, write_workload):
 def test_bad_costs(capsys, write_workload, seed000_doc, tmp_path):
     c = tmp_path / "c.toml"
     c.write_text("bogus_ns = 1\n")
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)), "--costs", str(c),
-                       contains=(str(c), "bogus_ns"))
+    expect_input_error(
+        capsys, "run", str(write_workload(seed000_doc)), "--costs", str(c), contains=(str(c), "bogus_ns")
+    )
 
 
 # ---- things that work ----
 
+
 def test_yaml_workload_runs(capsys, write_workload):
-    p = write_workload("""
+    p = write_workload(
+        """
 name: yaml-demo
 processes:
   - name: test
@@ -131,7 +168,9 @@ processes:
         every: 2M
         length: 4K
         bytes: 1
-""", name="w.yaml")
+""",
+        name="w.yaml",
+    )
     rc, out, err = run_cli(capsys, "run", str(p), "--set", "enabled=always", "--machine", "4G")
     assert rc == 0, err
     assert "yaml-demo" in out
@@ -139,8 +178,14 @@ processes:
 
 def test_examples_all_valid(capsys):
     files = sorted(str(p) for p in EXAMPLES.glob("*.json"))
-    assert {"seed000.json", "thp_always.json", "zero_page_reads.json", "fragmented.json", "hot_cold.json",
-            "base_pages.json"} <= {p.rsplit("/", 1)[1] for p in files}
+    assert {
+        "seed000.json",
+        "thp_always.json",
+        "zero_page_reads.json",
+        "fragmented.json",
+        "hot_cold.json",
+        "base_pages.json",
+    } <= {p.rsplit("/", 1)[1] for p in files}
     from thplab.api import load_workload
 
     for f in files:
@@ -178,6 +223,7 @@ def test_json_not_written_when_run_fails(capsys, write_workload, seed000_doc, tm
 
     def boom(*a, **k):
         raise InputError("model refused the run")
+
     monkeypatch.setattr(api, "run", boom)
     out_file = tmp_path / "r.json"
     rc, _, err = run_cli(capsys, "run", str(write_workload(seed000_doc)), "--json", str(out_file))
@@ -201,8 +247,14 @@ def test_json_several_workloads(capsys, write_workload, seed000_doc, tmp_path):
 
 
 def test_json_missing_directory(capsys, write_workload, seed000_doc, tmp_path):
-    expect_input_error(capsys, "run", str(write_workload(seed000_doc)), "--json", str(tmp_path / "no/r.json"),
-                       contains=("does not exist",))
+    expect_input_error(
+        capsys,
+        "run",
+        str(write_workload(seed000_doc)),
+        "--json",
+        str(tmp_path / "no/r.json"),
+        contains=("does not exist",),
+    )
 
 
 def test_deterministic_json(capsys, tmp_path):
@@ -269,6 +321,7 @@ def test_ctrl_c_exits_130(capsys, write_workload, seed000_doc, monkeypatch):
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(api, "run", interrupted)
     rc, _, err = run_cli(capsys, "run", str(write_workload(seed000_doc)))
     assert rc == 130 and "interrupted" in err
@@ -289,6 +342,7 @@ def test_delegated_subcommand_present(capsys, monkeypatch):
     def cmd(args):
         print(f"validated n={args.n}")
         return 0
+
     mod.add_arguments, mod.cmd = add_arguments, cmd
     monkeypatch.setitem(sys.modules, "thplab.validate", mod)
     rc, out, _ = run_cli(capsys, "validate", "--n", "3")
@@ -300,8 +354,11 @@ def test_python_dash_m_and_help():
     assert r.returncode == 0
     for sub in ("run", "knobs", "machine", "calibrate", "validate", "show"):
         assert sub in r.stdout
-    r = subprocess.run([sys.executable, "-m", "thplab", "run", "--set", "enabled=x", str(EXAMPLES / "seed000.json")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "thplab", "run", "--set", "enabled=x", str(EXAMPLES / "seed000.json")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and r.stderr.startswith("thplab: error: ") and "Traceback" not in r.stderr
 
 
@@ -325,8 +382,12 @@ sys.exit(cli.main(sys.argv[1:]))
 
 
 def _blocking_child(*argv):
-    return subprocess.Popen([sys.executable, "-c", BLOCKING_RUN, "run", str(EXAMPLES / "seed000.json"), *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", BLOCKING_RUN, "run", str(EXAMPLES / "seed000.json"), *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_ctrl_c_during_native_run(tmp_path):

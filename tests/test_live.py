@@ -1,19 +1,18 @@
 """The live-kernel backend: real runs at small sizes, and that the machine is left as found —
 also after a failing op, a killed process, a time limit, SIGTERM and SIGINT."""
+
 import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from livehelp import binary, need_root, need_zram, seed000, state, wait_for  # noqa: E402
-
-from thplab.errors import InputError  # noqa: E402
+from livehelp import binary, need_root, need_zram, seed000, state, wait_for
+from thplab.errors import InputError
 
 
 def test_missing_binary_is_a_clear_error(monkeypatch):
@@ -39,7 +38,9 @@ def test_seed000_counters_and_restore():
     need_root()
     before = state()
     w = seed000("64M", record={"fault_latency": True})
-    w["knobs"]["transparent_hugepage/defrag"] = "always" if before["knobs"]["transparent_hugepage/defrag"] != "always" else "madvise"
+    w["knobs"]["transparent_hugepage/defrag"] = (
+        "always" if before["knobs"]["transparent_hugepage/defrag"] != "always" else "madvise"
+    )
     r = live.run_kernel(w)
     assert r["backend"] == "kernel" and r["workload"] == "seed000"
     assert r["vmstat_delta"].get("thp_fault_alloc", 0) >= 32
@@ -57,7 +58,13 @@ def test_zram_swap_is_set_up_and_torn_down():
 
     need_zram()
     before = state()
-    w = seed000("64M", machine={"nodes": [{"mem": "24G", "cpus": 2}], "swap": [{"type": "zram", "size": "256M", "comp_algorithm": "lzo"}]})
+    w = seed000(
+        "64M",
+        machine={
+            "nodes": [{"mem": "24G", "cpus": 2}],
+            "swap": [{"type": "zram", "size": "256M", "comp_algorithm": "lzo"}],
+        },
+    )
     w["processes"][0]["ops"].insert(4, {"op": "phase", "name": "swapped"})
     r = live.run_kernel(w)
     d = r["vmstat_delta"]
@@ -74,11 +81,28 @@ def test_failing_op_and_killed_process_leave_machine_restored():
 
     need_root()
     before = state()
-    w = {"name": "fail", "knobs": {"transparent_hugepage/defrag": "never", "vm.swappiness": "33"}, "processes": [
-        {"name": "a", "ops": [{"op": "mmap", "name": "b", "size": "4M"}, {"op": "munmap", "region": "b"},
-                              {"op": "madvise", "region": "b", "advice": "pageout"}]},
-        {"name": "b", "ops": [{"op": "mmap", "name": "b", "size": "4M"}, {"op": "munmap", "region": "b"},
-                              {"op": "write", "region": "b", "bytes": 1}]}]}
+    w = {
+        "name": "fail",
+        "knobs": {"transparent_hugepage/defrag": "never", "vm.swappiness": "33"},
+        "processes": [
+            {
+                "name": "a",
+                "ops": [
+                    {"op": "mmap", "name": "b", "size": "4M"},
+                    {"op": "munmap", "region": "b"},
+                    {"op": "madvise", "region": "b", "advice": "pageout"},
+                ],
+            },
+            {
+                "name": "b",
+                "ops": [
+                    {"op": "mmap", "name": "b", "size": "4M"},
+                    {"op": "munmap", "region": "b"},
+                    {"op": "write", "region": "b", "bytes": 1},
+                ],
+            },
+        ],
+    }
     r = live.run_kernel(w)
     a, b = r["processes"]
     assert a["errors"] and a["errors"][0]["errno"] == "ENOMEM" and a["errors"][0]["op"] == "madvise"
@@ -96,10 +120,19 @@ def test_signal_mid_run_restores(sig, tmp_path):
     w["processes"][0]["ops"].insert(4, {"op": "sleep", "duration": "30s"})
     wf = tmp_path / "w.json"
     wf.write_text(json.dumps(w))
-    p = subprocess.Popen([binary(), "run", "--workload", str(wf), "--out", str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [binary(), "run", "--workload", str(wf), "--out", str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True
+    )
     try:
         assert wait_for(lambda: "/dev/zram0" in Path("/proc/swaps").read_text(), 15), "zram never came up"
-        assert wait_for(lambda: any("thplab:test" in Path(f"/proc/{x}/comm").read_text() for x in os.listdir("/proc") if x.isdigit() and Path(f"/proc/{x}/comm").exists()), 5)
+        assert wait_for(
+            lambda: any(
+                "thplab:test" in Path(f"/proc/{x}/comm").read_text()
+                for x in os.listdir("/proc")
+                if x.isdigit() and Path(f"/proc/{x}/comm").exists()
+            ),
+            5,
+        )
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
     finally:
@@ -125,14 +158,39 @@ def test_time_limit_restores():
 
 
 @pytest.mark.live
-@pytest.mark.parametrize("change,match", [
-    (lambda w: w["processes"][0]["ops"].__setitem__(0, {"op": "mmap", "name": "buf", "size": "1T"}), "MemAvailable"),
-    (lambda w: w.update(machine={"nodes": [{"mem": "24G"}], "swap": [{"type": "zram", "size": "64M", "path": "/dev/zram77"}]}), "unknown device"),
-    (lambda w: w.update(machine={"nodes": [{"mem": "24G"}], "swap": [{"type": "disk", "size": "64M", "path": "/dev/nonexistent-disk"}]}), "unknown device"),
-    (lambda w: w["knobs"].update({"transparent_hugepage/swapin_enabled": "always"}), "does not exist on this kernel"),
-    (lambda w: w["knobs"].update({"thplab.pmd_swap_entries": "1"}), "cannot be honoured live"),
-    (lambda w: w["processes"][0]["ops"].append({"op": "kalloc", "name": "k", "size": "16K", "order": 2}), "not supported live"),
-])
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        (
+            lambda w: w["processes"][0]["ops"].__setitem__(0, {"op": "mmap", "name": "buf", "size": "1T"}),
+            "MemAvailable",
+        ),
+        (
+            lambda w: w.update(
+                machine={"nodes": [{"mem": "24G"}], "swap": [{"type": "zram", "size": "64M", "path": "/dev/zram77"}]}
+            ),
+            "unknown device",
+        ),
+        (
+            lambda w: w.update(
+                machine={
+                    "nodes": [{"mem": "24G"}],
+                    "swap": [{"type": "disk", "size": "64M", "path": "/dev/nonexistent-disk"}],
+                }
+            ),
+            "unknown device",
+        ),
+        (
+            lambda w: w["knobs"].update({"transparent_hugepage/swapin_enabled": "always"}),
+            "does not exist on this kernel",
+        ),
+        (lambda w: w["knobs"].update({"thplab.pmd_swap_entries": "1"}), "cannot be honoured live"),
+        (
+            lambda w: w["processes"][0]["ops"].append({"op": "kalloc", "name": "k", "size": "16K", "order": 2}),
+            "not supported live",
+        ),
+    ],
+)
 def test_refusals_touch_nothing(change, match):
     from thplab import live
 
@@ -156,8 +214,24 @@ def test_not_root_is_refused(tmp_path):
     before = state()
     w = seed000("16M")
     w["knobs"]["vm.swappiness"] = "13"
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary(), "run", "--workload", "-", "--out", "-"],
-                       input=json.dumps(w), capture_output=True, text=True, cwd="/")
+    r = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            binary(),
+            "run",
+            "--workload",
+            "-",
+            "--out",
+            "-",
+        ],
+        input=json.dumps(w),
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
     if "Permission denied" in r.stderr and "refused" not in r.stderr:
         pytest.skip(f"the runner is not executable as nobody: {r.stderr.strip()}")
     assert r.returncode == 2 and "needs root" in r.stderr, r.stderr
@@ -169,16 +243,26 @@ def test_kalloc_kfree_and_access_streams():
     from thplab import live
 
     need_root()
-    w = {"name": "misc", "seed": 3, "processes": [{"name": "p", "ops": [
-        {"op": "kalloc", "name": "k", "size": "8M"},
-        {"op": "kfree", "region": "k", "every": "8K", "length": "4K"},
-        {"op": "mmap", "name": "m", "size": "8M"},
-        {"op": "write", "region": "m", "data": "random"},
-        {"op": "write", "region": "m", "offset": "4M", "data": "text"},
-        {"op": "access", "region": "m", "pattern": "zipf", "count": 100000, "write": 0.5},
-        {"op": "access", "region": "m", "pattern": "seq", "duration": "20ms"},
-        {"op": "access", "region": "m", "pattern": "random", "count": 1000},
-        {"op": "prctl", "thp_disable": True}]}]}
+    w = {
+        "name": "misc",
+        "seed": 3,
+        "processes": [
+            {
+                "name": "p",
+                "ops": [
+                    {"op": "kalloc", "name": "k", "size": "8M"},
+                    {"op": "kfree", "region": "k", "every": "8K", "length": "4K"},
+                    {"op": "mmap", "name": "m", "size": "8M"},
+                    {"op": "write", "region": "m", "data": "random"},
+                    {"op": "write", "region": "m", "offset": "4M", "data": "text"},
+                    {"op": "access", "region": "m", "pattern": "zipf", "count": 100000, "write": 0.5},
+                    {"op": "access", "region": "m", "pattern": "seq", "duration": "20ms"},
+                    {"op": "access", "region": "m", "pattern": "random", "count": 1000},
+                    {"op": "prctl", "thp_disable": True},
+                ],
+            }
+        ],
+    }
     r = live.run_kernel(w)
     p = r["processes"][0]
     assert p["errors"] == [] and p["killed"] is None if "killed" in p else p["errors"] == []

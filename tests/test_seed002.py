@@ -1,16 +1,24 @@
 """Seed 002 experiments (khugepaged scan prioritisation), quick variant."""
+
 import json
 import math
 from pathlib import Path
 
 import pytest
-
 import thplab
 from thplab.experiments import seed002
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-COLUMNS = ["metric", "seed before", "seed after", "seed delta %", "thplab before", "thplab after",
-           "thplab delta %", "same direction?"]
+COLUMNS = [
+    "metric",
+    "seed before",
+    "seed after",
+    "seed delta %",
+    "thplab before",
+    "thplab after",
+    "thplab delta %",
+    "same direction?",
+]
 
 
 def test_hot_cold_quick_v1_reaches_hot2_sooner():

@@ -1,7 +1,17 @@
 """Seed 003 (THP swap-out/swap-in in one piece): the experiment's table, quick size."""
+
 from thplab.experiments import seed003
 
-KEYS = {"metric", "seed_before", "seed_after", "seed_delta", "thplab_before", "thplab_after", "thplab_delta", "same_direction"}
+KEYS = {
+    "metric",
+    "seed_before",
+    "seed_after",
+    "seed_delta",
+    "thplab_before",
+    "thplab_after",
+    "thplab_delta",
+    "same_direction",
+}
 
 
 def test_seed003_quick_table():
@@ -14,8 +24,14 @@ def test_seed003_quick_table():
         assert (r["seed_before"], r["seed_after"], r["seed_delta"]) == seed003.SEED[r["metric"]]
     by = {r["metric"]: r for r in rows}
     # the seed's policy keeps THPs through swap and swaps faster; the model agrees in direction
-    for m in ("throughput (bytes written/s)", "THP share of anon memory (%)", "TLB-flush IPIs (CAL interrupts)",
-              "meminfo.AnonHugePages (kB, mean)", "vmstat.swap.si (kB/s)", "vmstat.swap.so (kB/s)"):
+    for m in (
+        "throughput (bytes written/s)",
+        "THP share of anon memory (%)",
+        "TLB-flush IPIs (CAL interrupts)",
+        "meminfo.AnonHugePages (kB, mean)",
+        "vmstat.swap.si (kB/s)",
+        "vmstat.swap.so (kB/s)",
+    ):
         assert by[m]["same_direction"], by[m]
     assert by["THP share of anon memory (%)"]["thplab_after"] > 90
     assert by["THP share of anon memory (%)"]["thplab_before"] < 20
@@ -27,9 +43,23 @@ def test_seed003_quick_table():
 
 
 def test_seed003_prints(capsys):
-    meta = {"machine": "m", "before": {"_sim_s": 1.0, "_host_s": 1.0, "_counters": {}}, "after": {"_sim_s": 0.5, "_host_s": 0.1, "_counters": {}}}
-    rows = [{"metric": "x", "seed_before": 1, "seed_after": 2, "seed_delta": "+100%", "thplab_before": 1.0, "thplab_after": 3.0,
-             "thplab_delta": "+200.0%", "same_direction": True}]
+    meta = {
+        "machine": "m",
+        "before": {"_sim_s": 1.0, "_host_s": 1.0, "_counters": {}},
+        "after": {"_sim_s": 0.5, "_host_s": 0.1, "_counters": {}},
+    }
+    rows = [
+        {
+            "metric": "x",
+            "seed_before": 1,
+            "seed_after": 2,
+            "seed_delta": "+100%",
+            "thplab_before": 1.0,
+            "thplab_after": 3.0,
+            "thplab_delta": "+200.0%",
+            "same_direction": True,
+        }
+    ]
     seed003.print_table(rows, meta)
     out = capsys.readouterr().out
     assert "seed_before" in out and "+200.0%" in out and "reference only" in out

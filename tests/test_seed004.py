@@ -1,12 +1,22 @@
 """Seed 004 (proactive compaction) at the quick scale: the experiment module runs and its rows
 show the seed's effects in the model (direction, and the 32 s back-off)."""
+
 import math
 
 import pytest
-
 from thplab.experiments import seed004
 
-KEYS = {"experiment", "metric", "seed_before", "seed_after", "seed_delta", "thplab_before", "thplab_after", "thplab_delta", "same_direction"}
+KEYS = {
+    "experiment",
+    "metric",
+    "seed_before",
+    "seed_after",
+    "seed_delta",
+    "thplab_before",
+    "thplab_after",
+    "thplab_delta",
+    "same_direction",
+}
 
 
 @pytest.fixture(scope="module")

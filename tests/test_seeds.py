@@ -1,7 +1,7 @@
 """`thplab seeds --quick` end to end, the report folder, `thplab compare`, and the browser
 check: report.html opened in headless Chromium renders every plot."""
+
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from thplab import seeds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,8 +56,11 @@ def test_compare_two_results(tmp_path):
     wl = ROOT / "examples" / "thp_always.json"
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     subprocess.run(THPLAB + ["run", str(wl), "-q", "--json", str(a)], check=True, cwd=ROOT)
-    subprocess.run(THPLAB + ["run", str(wl), "-q", "--set", "transparent_hugepage/enabled=never", "--json", str(b)],
-                   check=True, cwd=ROOT)
+    subprocess.run(
+        THPLAB + ["run", str(wl), "-q", "--set", "transparent_hugepage/enabled=never", "--json", str(b)],
+        check=True,
+        cwd=ROOT,
+    )
     p = subprocess.run(THPLAB + ["compare", str(a), str(b)], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert "thp_fault_alloc" in p.stdout and "(-100.00%)" in p.stdout
@@ -76,11 +78,24 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
         pytest.skip("chromium is not installed (tests/setup_chromium.sh installs it as root)")
     out, _ = report
     html = (out / "report.html").resolve()
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,3000"]
-    dom = subprocess.run([exe, *flags, "--virtual-time-budget=5000", "--dump-dom", html.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1200,3000",
+    ]
+    dom = subprocess.run(
+        [exe, *flags, "--virtual-time-budget=5000", "--dump-dom", html.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     m = re.search(r"<title>plots-ok (\d+)/(\d+)</title>", dom.stdout)
     assert m, dom.stdout[:500] + dom.stderr[-500:]
     ok, total = int(m.group(1)), int(m.group(2))

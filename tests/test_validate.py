@@ -1,5 +1,6 @@
 """thplab validate: tolerance logic on hand-made results, replay of saved kernel results, and a
 small live run of the fault-path scenarios."""
+
 import argparse
 import copy
 import json
@@ -9,17 +10,32 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from livehelp import need_root, state  # noqa: E402
-
-from thplab import validate as v  # noqa: E402
-from thplab.errors import InputError  # noqa: E402
+from livehelp import need_root, state
+from thplab import validate as v
+from thplab.errors import InputError
 
 
 def kernel_result(**vm):
-    return {"backend": "kernel", "workload": "t", "sim_time_ns": 10_000_000, "vmstat_delta": dict(vm),
-            "knobs": {"transparent_hugepage/enabled": "always"}, "machine": {"nodes": [{"mem": "24G", "cpus": 2}], "swap": []},
-            "phases": [{"name": "p:fault", "process": "p", "start_ns": 0, "end_ns": 8_000_000, "sys_ns": 7_000_000, "vmstat_delta": {}}],
-            "processes": [{"name": "p", "smaps_rollup": {"AnonHugePages": 2048 * vm.get("thp_fault_alloc", 0)}}], "extra": {}}
+    return {
+        "backend": "kernel",
+        "workload": "t",
+        "sim_time_ns": 10_000_000,
+        "vmstat_delta": dict(vm),
+        "knobs": {"transparent_hugepage/enabled": "always"},
+        "machine": {"nodes": [{"mem": "24G", "cpus": 2}], "swap": []},
+        "phases": [
+            {
+                "name": "p:fault",
+                "process": "p",
+                "start_ns": 0,
+                "end_ns": 8_000_000,
+                "sys_ns": 7_000_000,
+                "vmstat_delta": {},
+            }
+        ],
+        "processes": [{"name": "p", "smaps_rollup": {"AnonHugePages": 2048 * vm.get("thp_fault_alloc", 0)}}],
+        "extra": {},
+    }
 
 
 def model_like(k, **override):
@@ -55,13 +71,17 @@ def test_retry_only_when_kernel_has_excess_events():
     model = lambda w, k, c: model_like(kernel_result(thp_fault_alloc=64))
     rep = v.validate({"s": {"processes": []}}, run_kernel=lambda w, timeout: next(runs), run_model_fn=model)
     assert rep["ok"] and rep["scenarios"]["s"]["attempts"] == 2
-    rep = v.validate({"s": {"processes": []}}, run_kernel=lambda w, timeout: kernel_result(thp_fault_alloc=50), run_model_fn=model)
+    rep = v.validate(
+        {"s": {"processes": []}}, run_kernel=lambda w, timeout: kernel_result(thp_fault_alloc=50), run_model_fn=model
+    )
     assert not rep["ok"] and rep["scenarios"]["s"]["attempts"] == 1
 
 
 def test_resize_and_scenarios():
     sc = v.load_scenarios(None)
-    assert {"enabled-always", "enabled-madvise-hugepage", "zero-page-read", "prctl-disable", "partial-munmap"} <= set(sc)
+    assert {"enabled-always", "enabled-madvise-hugepage", "zero-page-read", "prctl-disable", "partial-munmap"} <= set(
+        sc
+    )
     w = v.resize(sc["enabled-always"], 32 << 20)
     assert [op["size"] for op in w["processes"][0]["ops"] if op["op"] == "mmap"] == ["32M"]
     with pytest.raises(InputError):
@@ -72,10 +92,16 @@ def test_resize_and_scenarios():
 
 def test_replay_saved_kernel_results(tmp_path, capsys):
     k = kernel_result(thp_fault_alloc=16, thp_split_pmd=16)
-    k["extra"]["workload"] = {"name": "t", "processes": [{"name": "p", "ops": [{"op": "mmap", "name": "b", "size": "32M"}]}]}
+    k["extra"]["workload"] = {
+        "name": "t",
+        "processes": [{"name": "p", "ops": [{"op": "mmap", "name": "b", "size": "32M"}]}],
+    }
     (tmp_path / "enabled-always.json").write_text(json.dumps(k))
-    rep = v.validate(v.load_scenarios("enabled-always,partial-munmap"), kernel_dir=str(tmp_path),
-                     run_model_fn=lambda w, kr, c: model_like(kr))
+    rep = v.validate(
+        v.load_scenarios("enabled-always,partial-munmap"),
+        kernel_dir=str(tmp_path),
+        run_model_fn=lambda w, kr, c: model_like(kr),
+    )
     assert rep["ok"] and "partial-munmap" in rep["skipped"]
     v.print_report(rep)
     out = capsys.readouterr().out
@@ -83,7 +109,11 @@ def test_replay_saved_kernel_results(tmp_path, capsys):
     # Through the command with the real model: the table prints whatever the model says.
     p = argparse.ArgumentParser()
     v.add_arguments(p)
-    rc = v.cmd(p.parse_args(["--only", "enabled-always", "--kernel-results", str(tmp_path), "--json", str(tmp_path / "rep.json")]))
+    rc = v.cmd(
+        p.parse_args(
+            ["--only", "enabled-always", "--kernel-results", str(tmp_path), "--json", str(tmp_path / "rep.json")]
+        )
+    )
     assert rc in (0, 1)
     assert "enabled-always" in capsys.readouterr().out
     assert json.loads((tmp_path / "rep.json").read_text())["scenarios"]["enabled-always"]["rows"]
@@ -109,7 +139,11 @@ def test_live_fault_path_scenarios_small(tmp_path):
     assert get("partial-munmap", "thp_split_pmd") >= 8
     assert len(list(tmp_path.glob("*.json"))) == len(s)
     # Replaying what was saved needs no kernel.
-    rep2 = v.validate(v.load_scenarios(None), kernel_dir=str(tmp_path), run_model_fn=echo,
-                      run_kernel=lambda *a, **k: pytest.fail("replay must not run the kernel"))
+    rep2 = v.validate(
+        v.load_scenarios(None),
+        kernel_dir=str(tmp_path),
+        run_model_fn=echo,
+        run_kernel=lambda *a, **k: pytest.fail("replay must not run the kernel"),
+    )
     assert rep2["ok"] and set(rep2["scenarios"]) == set(s)
     assert state() == before

@@ -1,4 +1,5 @@
 """`python -m thplab` is the `thplab` command."""
+
 import sys
 
 from thplab.cli import main

@@ -4,14 +4,16 @@ Input handling lives here (workload files, YAML, knob lists, cost profiles, mach
 arguments); every check of *meaning* is done by the Rust side (`thplab._native`), whose
 ValueError messages name the bad field and are passed on unchanged as `InputError`.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -19,8 +21,16 @@ from thplab import _native
 from thplab.errors import InputError
 from thplab.result import Result
 
-__all__ = ["run", "load_workload", "parse_knobs", "load_costs", "parse_machine", "TimeoutExpired",
-           "knob_registry", "BACKENDS"]
+__all__ = [
+    "BACKENDS",
+    "TimeoutExpired",
+    "knob_registry",
+    "load_costs",
+    "load_workload",
+    "parse_knobs",
+    "parse_machine",
+    "run",
+]
 
 BACKENDS = ("model", "kernel")
 WORKLOAD_SUFFIXES = (".json", ".yaml", ".yml")
@@ -43,8 +53,9 @@ def _read_text(path: Path, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise InputError(f"{path}: {what} file is not valid UTF-8 text "
-                         f"(byte 0x{data[e.start]:02x} at offset {e.start}, line {line})") from None
+        raise InputError(
+            f"{path}: {what} file is not valid UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}, line {line})"
+        ) from None
 
 
 def _yaml_to_json(text: str, origin: str) -> str:
@@ -66,8 +77,9 @@ def workload_text_from_bytes(data: bytes, origin: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{origin}: workload is not valid UTF-8 text "
-                         f"(byte 0x{data[e.start]:02x} at offset {e.start})") from None
+        raise InputError(
+            f"{origin}: workload is not valid UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
     return text if text.lstrip().startswith("{") else _yaml_to_json(text, origin)
 
 
@@ -95,8 +107,9 @@ def _workload_text(workload: Any) -> tuple[str, str]:
         if path.suffix.lower() in (".yaml", ".yml"):
             return _yaml_to_json(text, str(path)), str(path)
         return text, str(path)
-    raise InputError(f"workload: expected a path, a dict, JSON text or a thplab.builder.Workload, "
-                     f"got {type(workload).__name__}")
+    raise InputError(
+        f"workload: expected a path, a dict, JSON text or a thplab.builder.Workload, got {type(workload).__name__}"
+    )
 
 
 def load_workload(workload: Any) -> dict[str, Any]:
@@ -134,8 +147,9 @@ def parse_knobs(knobs: Mapping[str, Any] | Iterable[Any] | None) -> list[tuple[s
         if isinstance(item, str):
             name, sep, value = item.partition("=")
             if not sep or not name.strip():
-                raise InputError(f"knob assignment `{item}`: expected NAME=VALUE "
-                                 f"(e.g. transparent_hugepage/enabled=always)")
+                raise InputError(
+                    f"knob assignment `{item}`: expected NAME=VALUE (e.g. transparent_hugepage/enabled=always)"
+                )
         else:
             try:
                 name, value = item
@@ -181,8 +195,7 @@ def _machine_text(machine: Any) -> str | None:
         return None
     if isinstance(machine, Mapping):
         return json.dumps(machine)
-    if isinstance(machine, os.PathLike) or (isinstance(machine, str)
-                                            and machine.lower().endswith(WORKLOAD_SUFFIXES)):
+    if isinstance(machine, os.PathLike) or (isinstance(machine, str) and machine.lower().endswith(WORKLOAD_SUFFIXES)):
         path = Path(machine)
         text = _read_text(path, "machine")
         if path.suffix.lower() in (".yaml", ".yml"):
@@ -210,7 +223,7 @@ def _call(fn, timeout: float | None):
     def target():
         try:
             box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+        except BaseException as e:
             box["error"] = e
 
     t = threading.Thread(target=target, name="thplab-run", daemon=True)
@@ -227,9 +240,16 @@ def _call(fn, timeout: float | None):
     return box["value"]
 
 
-def run(workload: Any, machine: Any = None, knobs: Any = None, costs: str | os.PathLike | None = None,
-        seed: int | None = None, backend: str = "model", check: bool = False,
-        timeout: float | None = None) -> Result:
+def run(
+    workload: Any,
+    machine: Any = None,
+    knobs: Any = None,
+    costs: str | os.PathLike | None = None,
+    seed: int | None = None,
+    backend: str = "model",
+    check: bool = False,
+    timeout: float | None = None,
+) -> Result:
     """Run a workload and return its Result.
 
     workload: path (.json/.yaml/.yml), dict, JSON text or `thplab.builder.Workload`.
@@ -260,15 +280,20 @@ def run(workload: Any, machine: Any = None, knobs: Any = None, costs: str | os.P
             raise InputError("--costs applies to the model backend only")
         try:
             import importlib
+
             live = importlib.import_module("thplab.live")
         except ImportError as e:
             if getattr(e, "name", None) in ("thplab.live", "thplab"):
-                raise InputError("backend `kernel` is not available: the module thplab.live "
-                                 "(the live-kernel runner) is not installed in this build") from None
+                raise InputError(
+                    "backend `kernel` is not available: the module thplab.live "
+                    "(the live-kernel runner) is not installed in this build"
+                ) from None
             raise
-        data = live.run_kernel(wl, machine=mspec, knobs=knob_pairs, timeout=timeout, seed=seed, check=check) \
-            if _accepts(live.run_kernel, "seed") else \
-            live.run_kernel(wl, machine=mspec, knobs=knob_pairs, timeout=timeout)
+        data = (
+            live.run_kernel(wl, machine=mspec, knobs=knob_pairs, timeout=timeout, seed=seed, check=check)
+            if _accepts(live.run_kernel, "seed")
+            else live.run_kernel(wl, machine=mspec, knobs=knob_pairs, timeout=timeout)
+        )
         return _as_result(data)
 
     wtext = json.dumps(wl)

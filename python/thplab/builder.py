@@ -16,6 +16,7 @@ durations are ns (int) or strings such as "500ms". The Rust parser is the judge:
 `to_json()`, `validate()` and `save()` check the document with it and raise InputError
 naming the field.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ from thplab import _native
 from thplab.errors import InputError
 from thplab.result import write_atomic
 
-__all__ = ["Workload", "Process", "Region", "KallocSet"]
+__all__ = ["KallocSet", "Process", "Region", "Workload"]
 
 Size = int | str
 Duration = int | float | str
@@ -37,6 +38,7 @@ Duration = int | float | str
 @dataclass(frozen=True)
 class Region:
     """A mapping made by `Process.mmap`."""
+
     name: str
     size: Size
     process: str
@@ -48,6 +50,7 @@ class Region:
 @dataclass(frozen=True)
 class KallocSet:
     """A set of unmovable kernel pages made by `Process.kalloc`."""
+
     name: str
     size: Size
     process: str
@@ -68,7 +71,7 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 class Process:
     """One process of a workload: a name, a start time and a list of ops."""
 
-    def __init__(self, workload: "Workload", name: str, start: Duration | None = None):
+    def __init__(self, workload: Workload, name: str, start: Duration | None = None):
         self._workload = workload
         self.name = name
         self.start = start
@@ -81,20 +84,39 @@ class Process:
                 want = "a region from mmap" if kind is Region else "a kalloc set"
                 raise InputError(f"process {self.name!r}: op needs {want}, got {type(r).__name__} {r.name!r}")
             if r.process != self.name:
-                raise InputError(f"process {self.name!r}: {r.name!r} belongs to process {r.process!r}; "
-                                 f"regions are per process")
+                raise InputError(
+                    f"process {self.name!r}: {r.name!r} belongs to process {r.process!r}; regions are per process"
+                )
             return r.name
         if isinstance(r, str):
             return r
         raise InputError(f"process {self.name!r}: expected a region handle or name, got {type(r).__name__}")
 
-    def _range(self, op: str, region: Any, offset: Size | None, length: Size | None, every: Size | None,
-               kind: type = Region, **fields: Any) -> "Process":
-        self.ops.append(_drop_none({"op": op, "region": self._ref(region, kind), "offset": offset,
-                                    "length": length, "every": every, **fields}))
+    def _range(
+        self,
+        op: str,
+        region: Any,
+        offset: Size | None,
+        length: Size | None,
+        every: Size | None,
+        kind: type = Region,
+        **fields: Any,
+    ) -> Process:
+        self.ops.append(
+            _drop_none(
+                {
+                    "op": op,
+                    "region": self._ref(region, kind),
+                    "offset": offset,
+                    "length": length,
+                    "every": every,
+                    **fields,
+                }
+            )
+        )
         return self
 
-    def op(self, op: str, **fields: Any) -> "Process":
+    def op(self, op: str, **fields: Any) -> Process:
         """Append a raw op (escape hatch; fields as in the language)."""
         self.ops.append(_drop_none({"op": op, **fields}))
         return self
@@ -102,54 +124,103 @@ class Process:
     # ---- the language ----
     def mmap(self, name: str, size: Size, populate: bool = False, align: Size | None = None) -> Region:
         """Anonymous private mapping: mmap(NULL, size, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS)."""
-        self.ops.append(_drop_none({"op": "mmap", "name": name, "size": size,
-                                    "populate": True if populate else None, "align": align}))
+        self.ops.append(
+            _drop_none(
+                {"op": "mmap", "name": name, "size": size, "populate": True if populate else None, "align": align}
+            )
+        )
         return Region(name, size, self.name)
 
-    def munmap(self, region: Region | str, offset: Size | None = None, length: Size | None = None,
-               every: Size | None = None) -> "Process":
+    def munmap(
+        self, region: Region | str, offset: Size | None = None, length: Size | None = None, every: Size | None = None
+    ) -> Process:
         return self._range("munmap", region, offset, length, every)
 
-    def mprotect(self, region: Region | str, prot: str, offset: Size | None = None, length: Size | None = None,
-                 every: Size | None = None) -> "Process":
+    def mprotect(
+        self,
+        region: Region | str,
+        prot: str,
+        offset: Size | None = None,
+        length: Size | None = None,
+        every: Size | None = None,
+    ) -> Process:
         """prot: "none", "r" or "rw"."""
         return self._range("mprotect", region, offset, length, every, prot=prot)
 
-    def madvise(self, region: Region | str, advice: str, offset: Size | None = None,
-                length: Size | None = None, every: Size | None = None) -> "Process":
+    def madvise(
+        self,
+        region: Region | str,
+        advice: str,
+        offset: Size | None = None,
+        length: Size | None = None,
+        every: Size | None = None,
+    ) -> Process:
         """advice: hugepage, nohugepage, cold, pageout, free, dontneed, collapse, willneed
         (the MADV_ prefix is accepted too)."""
         return self._range("madvise", region, offset, length, every, advice=_advice(advice))
 
-    def write(self, region: Region | str, offset: Size | None = None, length: Size | None = None,
-              every: Size | None = None, byte: int | None = None, bytes: int | None = None,  # noqa: A002
-              data: int | str | None = None) -> "Process":
+    def write(
+        self,
+        region: Region | str,
+        offset: Size | None = None,
+        length: Size | None = None,
+        every: Size | None = None,
+        byte: int | None = None,
+        bytes: int | None = None,
+        data: int | str | None = None,
+    ) -> Process:
         """For every 4 KiB page of the range, write `bytes` bytes at `byte` within the page:
         `data` is a byte value (memset), "random" or "text"."""
         return self._range("write", region, offset, length, every, byte=byte, bytes=bytes, data=data)
 
-    def read(self, region: Region | str, offset: Size | None = None, length: Size | None = None,
-             every: Size | None = None, byte: int | None = None) -> "Process":
+    def read(
+        self,
+        region: Region | str,
+        offset: Size | None = None,
+        length: Size | None = None,
+        every: Size | None = None,
+        byte: int | None = None,
+    ) -> Process:
         """A one-byte load at `byte` of every 4 KiB page of the range."""
         return self._range("read", region, offset, length, every, byte=byte)
 
-    def access(self, region: Region | str, pattern: str = "seq", count: int | None = None,
-               duration: Duration | None = None, write: float | None = None, stride: Size | None = None,
-               theta: float | None = None, offset: Size | None = None, length: Size | None = None) -> "Process":
+    def access(
+        self,
+        region: Region | str,
+        pattern: str = "seq",
+        count: int | None = None,
+        duration: Duration | None = None,
+        write: float | None = None,
+        stride: Size | None = None,
+        theta: float | None = None,
+        offset: Size | None = None,
+        length: Size | None = None,
+    ) -> Process:
         """A stream of 8-byte loads/stores (pattern seq, random or zipf): `count` of them or for `duration`."""
-        return self._range("access", region, offset, length, None, pattern=pattern, count=count,
-                           duration=duration, write=write, stride=stride, theta=theta)
+        return self._range(
+            "access",
+            region,
+            offset,
+            length,
+            None,
+            pattern=pattern,
+            count=count,
+            duration=duration,
+            write=write,
+            stride=stride,
+            theta=theta,
+        )
 
-    def sleep(self, duration: Duration) -> "Process":
+    def sleep(self, duration: Duration) -> Process:
         self.ops.append({"op": "sleep", "duration": duration})
         return self
 
-    def set(self, knob: str, value: Any) -> "Process":
+    def set(self, knob: str, value: Any) -> Process:
         """Write a knob (sysfs/sysctl file) at this point of the run."""
         self.ops.append({"op": "set", "knob": knob, "value": value})
         return self
 
-    def prctl(self, thp_disable: bool = True) -> "Process":
+    def prctl(self, thp_disable: bool = True) -> Process:
         """prctl(PR_SET_THP_DISABLE, thp_disable)."""
         self.ops.append({"op": "prctl", "thp_disable": bool(thp_disable)})
         return self
@@ -159,20 +230,27 @@ class Process:
         self.ops.append(_drop_none({"op": "kalloc", "name": name, "size": size, "order": order}))
         return KallocSet(name, size, self.name)
 
-    def kfree(self, kset: KallocSet | str, offset: Size | None = None, length: Size | None = None,
-              every: Size | None = None) -> "Process":
+    def kfree(
+        self, kset: KallocSet | str, offset: Size | None = None, length: Size | None = None, every: Size | None = None
+    ) -> Process:
         """Release part (a range over its bytes) of a kalloc set."""
         return self._range("kfree", kset, offset, length, every, kind=KallocSet)
 
-    def drop_caches(self, value: int = 3) -> "Process":
+    def drop_caches(self, value: int = 3) -> Process:
         self.ops.append({"op": "drop_caches", "value": value})
         return self
 
-    def move_pages(self, region: Region | str, node: int, offset: Size | None = None,
-                   length: Size | None = None, every: Size | None = None) -> "Process":
+    def move_pages(
+        self,
+        region: Region | str,
+        node: int,
+        offset: Size | None = None,
+        length: Size | None = None,
+        every: Size | None = None,
+    ) -> Process:
         return self._range("move_pages", region, offset, length, every, node=node)
 
-    def phase(self, name: str) -> "Process":
+    def phase(self, name: str) -> Process:
         """Start a phase: counters and times are reported per phase."""
         self.ops.append({"op": "phase", "name": name})
         return self
@@ -197,9 +275,9 @@ def format_workload(doc: dict[str, Any], indent: int = 2) -> str:
                 head_txt = json.dumps(head)[1:-1]
                 ops = proc.get("ops", [])
                 if not ops:
-                    lines.append(f"{sp * 2}{{{head_txt}{', ' if head_txt else ''}\"ops\": []}}{pcomma}")
+                    lines.append(f'{sp * 2}{{{head_txt}{", " if head_txt else ""}"ops": []}}{pcomma}')
                     continue
-                lines.append(f"{sp * 2}{{{head_txt}{', ' if head_txt else ''}\"ops\": [")
+                lines.append(f'{sp * 2}{{{head_txt}{", " if head_txt else ""}"ops": [')
                 for oi, op in enumerate(ops):
                     lines.append(f"{sp * 3}{json.dumps(op)}{',' if oi < len(ops) - 1 else ''}")
                 lines.append(f"{sp * 2}]}}{pcomma}")
@@ -231,25 +309,33 @@ class Workload:
         self._processes.append(p)
         return p
 
-    def knob(self, name: str, value: Any) -> "Workload":
+    def knob(self, name: str, value: Any) -> Workload:
         """Set a knob's value at the start of the run."""
         self._knobs[name] = value
         return self
 
-    def machine(self, spec: str | dict[str, Any]) -> "Workload":
+    def machine(self, spec: str | dict[str, Any]) -> Workload:
         """The machine: shorthand such as "24G" or "2x512G,cpus=80,swap=zram:8G", or the full form."""
         self._machine = spec
         return self
 
-    def record(self, fault_latency: bool | None = None, series_interval: Duration | None = None,
-               trace: list[str] | None = None) -> "Workload":
+    def record(
+        self, fault_latency: bool | None = None, series_interval: Duration | None = None, trace: list[str] | None = None
+    ) -> Workload:
         """What to record beyond the counters: fault latency percentiles, a time series
         sampled every `series_interval`, tracepoints to export."""
-        self._record.update(_drop_none({"fault_latency": fault_latency, "series_interval": series_interval,
-                                        "trace": list(trace) if trace is not None else None}))
+        self._record.update(
+            _drop_none(
+                {
+                    "fault_latency": fault_latency,
+                    "series_interval": series_interval,
+                    "trace": list(trace) if trace is not None else None,
+                }
+            )
+        )
         return self
 
-    def describe(self, text: str) -> "Workload":
+    def describe(self, text: str) -> Workload:
         self.description = text
         return self
 

@@ -7,16 +7,17 @@ the guest to report it to its host, zram swap-out/swap-in per content class and 
 and swap-file write/read. This module turns the samples into a profile (median of the
 repetitions; ``spread`` = relative standard deviation) that ``thplab run --costs FILE`` uses.
 """
+
 from __future__ import annotations
 
 import datetime
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from thplab.errors import InputError
 from thplab.live import LiveError, find_binary, invoke_json
@@ -25,7 +26,9 @@ CLASSES = ("same", "sparse", "text", "random")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--out", default="thplab-costs.toml", help="cost profile to write (TOML; default thplab-costs.toml)")
+    parser.add_argument(
+        "--out", default="thplab-costs.toml", help="cost profile to write (TOML; default thplab-costs.toml)"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer, smaller repetitions (seconds, for tests)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per primitive (default 7, quick 3)")
 
@@ -65,8 +68,16 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         spread[field] = round(sp, 4)
         rows.append((field, prof[field], sp, note))
 
-    for f, k in [("clear_4k_ns", "clear_4k"), ("clear_2m_ns", "clear_2m"), ("copy_4k_ns", "copy_4k"), ("copy_2m_ns", "copy_2m"),
-                 ("memchr_inv_4k_ns", "memchr_inv_4k_worst"), ("touch_page_ns", "touch_page"), ("syscall_ns", "syscall"), ("fault_zero_ns", "fault_zero")]:
+    for f, k in [
+        ("clear_4k_ns", "clear_4k"),
+        ("clear_2m_ns", "clear_2m"),
+        ("copy_4k_ns", "copy_4k"),
+        ("copy_2m_ns", "copy_2m"),
+        ("memchr_inv_4k_ns", "memchr_inv_4k_worst"),
+        ("touch_page_ns", "touch_page"),
+        ("syscall_ns", "syscall"),
+        ("fault_zero_ns", "fault_zero"),
+    ]:
         if have(k):
             put(f, _med(S[k]), k)
     if have("cpu_ghz"):
@@ -74,21 +85,47 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         spread["cpu_ghz"] = round(_spread(S["cpu_ghz"]), 4)
         rows.append(("cpu_ghz", prof["cpu_ghz"], spread["cpu_ghz"], "dependent-add chain"))
     if have("memchr_inv_4k_best"):
-        rows.append(("(memchr_inv_4k best case)", _med(S["memchr_inv_4k_best"]), _spread(S["memchr_inv_4k_best"]), "first byte non-zero; not a profile field"))
+        rows.append(
+            (
+                "(memchr_inv_4k best case)",
+                _med(S["memchr_inv_4k_best"]),
+                _spread(S["memchr_inv_4k_best"]),
+                "first byte non-zero; not a profile field",
+            )
+        )
     if have("fault_4k_total"):
-        put("fault_4k_ns", _med(S["fault_4k_total"]) - prof["clear_4k_ns"], "fault_4k_total", "4K write fault minus clear_4k")
+        put(
+            "fault_4k_ns",
+            _med(S["fault_4k_total"]) - prof["clear_4k_ns"],
+            "fault_4k_total",
+            "4K write fault minus clear_4k",
+        )
     if have("fault_2m_total"):
-        put("fault_2m_ns", _med(S["fault_2m_total"]) - prof["clear_2m_ns"], "fault_2m_total", "THP write fault minus clear_2m")
+        put(
+            "fault_2m_ns",
+            _med(S["fault_2m_total"]) - prof["clear_2m_ns"],
+            "fault_2m_total",
+            "THP write fault minus clear_2m",
+        )
     if have("refault_reported_2m_total") and have("fault_2m_total"):
         warm = _med(S["fault_2m_total"])
         cold = [x for x in S["refault_reported_2m_total"] if x > 10 * warm]
         frac = len(cold) / len(S["refault_reported_2m_total"])
         if cold:
-            put("refault_reported_2m_ns", _med(cold) - warm, "refault_reported_2m_total",
-                f"{frac:.0%} of idle blocks were reported; extra cost over a warm THP fault")
+            put(
+                "refault_reported_2m_ns",
+                _med(cold) - warm,
+                "refault_reported_2m_total",
+                f"{frac:.0%} of idle blocks were reported; extra cost over a warm THP fault",
+            )
             spread["refault_reported_2m_ns"] = round(_spread(cold), 4)
         else:
-            put("refault_reported_2m_ns", 0, "refault_reported_2m_total", "no idle block cost more than 10x a warm THP fault (no free page reporting?)")
+            put(
+                "refault_reported_2m_ns",
+                0,
+                "refault_reported_2m_total",
+                "no idle block cost more than 10x a warm THP fault (no free page reporting?)",
+            )
     # zram: swap-out/in per page per class; compression = extra over the same-filled path.
     zram = prof.setdefault("zram", {})
     algs = sorted({k.split(".")[1] for k in S if k.startswith("zram.")})
@@ -109,7 +146,14 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         for c in CLASSES:
             for d, what in (("out", "swap-out (MADV_PAGEOUT) per page"), ("in", "swap-in fault per page")):
                 k = f"zram.{alg}.{c}.{d}"
-                rows.append((f"zram {alg} {c} {d}", _med(S[k]), _spread(S[k]), what + (f", {V.get(f'zram.{alg}.{c}.bytes', 0):.0f} B stored" if d == "out" else "")))
+                rows.append(
+                    (
+                        f"zram {alg} {c} {d}",
+                        _med(S[k]),
+                        _spread(S[k]),
+                        what + (f", {V.get(f'zram.{alg}.{c}.bytes', 0):.0f} B stored" if d == "out" else ""),
+                    )
+                )
     if have("file.write_page"):
         f = dict(prof.get("file", {}))
         f["write_latency_ns"] = int(round(_med(S["file.write_single"])))
@@ -118,15 +162,21 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         f["read_mb_per_s"] = max(1, int(round(4096 / _med(S["file.read_seq_page"]) * 1e9 / 1e6)))
         f["random_penalty_ns"] = 0
         prof["file"] = f
-        for k, note in [("file.write_single", "one page out and written back"), ("file.read_single", "one isolated page read back (with readahead)"),
-                        ("file.write_page", "bulk write per page"), ("file.read_seq_page", "sequential read-back per page")]:
+        for k, note in [
+            ("file.write_single", "one page out and written back"),
+            ("file.read_single", "one isolated page read back (with readahead)"),
+            ("file.write_page", "bulk write per page"),
+            ("file.read_seq_page", "sequential read-back per page"),
+        ]:
             rows.append((k, _med(S[k]), _spread(S[k]), note))
             spread[k.replace(".", "_")] = round(_spread(S[k]), 4)
     host = cal.get("host") or "host"
     prof["name"] = f"calibrated-{host}"
     date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    prof["source"] = (f"calibrated on {host} (kernel {cal.get('kernel', '?')}) {date} by thplab calibrate"
-                      f"{' --quick' if cal.get('quick') else ''}, {cal.get('reps')} repetitions; medians, spread = relative stddev")
+    prof["source"] = (
+        f"calibrated on {host} (kernel {cal.get('kernel', '?')}) {date} by thplab calibrate"
+        f"{' --quick' if cal.get('quick') else ''}, {cal.get('reps')} repetitions; medians, spread = relative stddev"
+    )
     prof["spread"] = spread
     return prof, rows
 

@@ -12,6 +12,7 @@ Exit status: 0 success; 2 bad input (workload, knob, machine, cost profile, argu
 with `thplab: error: ...` on stderr and no output file written; 124 a run exceeded
 --timeout; 130 interrupted (Ctrl-C).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,9 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from thplab import __version__
 from thplab.errors import InputError
@@ -53,13 +55,16 @@ def _err(msg: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # run / show
 
+
 def _json_targets(out: str, workloads: list[tuple[str, dict[str, Any]]]) -> list[Path]:
     """Where each result goes (see JSON_HELP); checked before anything runs."""
     templ = any(t in out for t in ("{name}", "{stem}", "{index}"))
     is_dir = out.endswith(("/", os.sep)) or Path(out).is_dir()
     if len(workloads) > 1 and not (templ or is_dir):
-        raise InputError(f"--json {out}: with {len(workloads)} workloads, give a directory "
-                         f"(ending in '/') or a template with {{name}}, {{stem}} or {{index}}")
+        raise InputError(
+            f"--json {out}: with {len(workloads)} workloads, give a directory "
+            f"(ending in '/') or a template with {{name}}, {{stem}} or {{index}}"
+        )
     targets = []
     for i, (src, wl) in enumerate(workloads):
         name = wl.get("name") or "workload"
@@ -77,8 +82,10 @@ def _json_targets(out: str, workloads: list[tuple[str, dict[str, Any]]]) -> list
     seen: dict[Path, int] = {}
     for i, p in enumerate(targets):
         if p.resolve() in seen:
-            raise InputError(f"--json {out}: workloads {seen[p.resolve()]} and {i} would both be written "
-                             f"to {p}; use {{stem}} or {{index}} in the template")
+            raise InputError(
+                f"--json {out}: workloads {seen[p.resolve()]} and {i} would both be written "
+                f"to {p}; use {{stem}} or {{index}} in the template"
+            )
         seen[p.resolve()] = i
         parent = p.parent
         if is_dir and not templ and not parent.exists():
@@ -122,8 +129,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     defaults = _knob_defaults()
     for (src, wl), target in zip(workloads, targets):
         try:
-            res = api.run(wl, machine=machine, knobs=knobs, costs=costs, seed=args.seed, backend=args.backend,
-                          check=args.check, timeout=args.timeout)
+            res = api.run(
+                wl,
+                machine=machine,
+                knobs=knobs,
+                costs=costs,
+                seed=args.seed,
+                backend=args.backend,
+                check=args.check,
+                timeout=args.timeout,
+            )
         except InputError as e:
             raise InputError(f"{src}: {e}" if src != "-" and not str(e).startswith(src) else str(e)) from None
         except api.TimeoutExpired as e:
@@ -152,6 +167,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------
 # knobs / machine
 
+
 def cmd_knobs(args: argparse.Namespace) -> int:
     from thplab import api
     from thplab.textout import knob_accepted, knob_show, make_console, render_knobs
@@ -167,8 +183,10 @@ def cmd_knobs(args: argparse.Namespace) -> int:
         if not reg:
             raise InputError(f"no knob matches `{args.pattern}`")
     if args.json:
-        out = [{**k, "value": current[k["name"]], "shown": knob_show(k, current[k["name"]]),
-                "accepted": knob_accepted(k)} for k in reg]
+        out = [
+            {**k, "value": current[k["name"]], "shown": knob_show(k, current[k["name"]]), "accepted": knob_accepted(k)}
+            for k in reg
+        ]
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     render_knobs(reg, current, make_console(), changed=changed)
@@ -189,6 +207,7 @@ def cmd_machine(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # the parser
+
 
 def _add_delegated(sub: argparse._SubParsersAction, name: str, load: bool) -> str | None:
     """Add subcommand `name`, provided by module DELEGATED[name]: add_arguments(parser) and
@@ -221,26 +240,45 @@ def _subcommand_of(argv: Sequence[str]) -> str | None:
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="thplab", description="A Linux-faithful laboratory for transparent huge pages.",
-        epilog="Exit status: 0 ok, 2 bad input, 124 timeout, 130 interrupted.")
+        prog="thplab",
+        description="A Linux-faithful laboratory for transparent huge pages.",
+        epilog="Exit status: 0 ok, 2 bad input, 124 timeout, 130 interrupted.",
+    )
     parser.add_argument("--version", action="version", version=f"thplab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("run", help="run workloads and print what the kernel would show",
-                       description="Run each workload (JSON or YAML) and print per-phase times, vmstat deltas, "
-                                   "meminfo, buddyinfo, smaps_rollup, latency and op errors.")
+    p = sub.add_parser(
+        "run",
+        help="run workloads and print what the kernel would show",
+        description="Run each workload (JSON or YAML) and print per-phase times, vmstat deltas, "
+        "meminfo, buddyinfo, smaps_rollup, latency and op errors.",
+    )
     p.add_argument("workloads", nargs="+", metavar="WORKLOAD", help="workload file (.json, .yaml, .yml) or - for stdin")
-    p.add_argument("--machine", "-m", metavar="M",
-                   help="machine: shorthand (24G, 2x512G,cpus=80,swap=zram:8G), JSON, or a .json/.yaml file "
-                        "(default: the workload's, else 24G)")
-    p.add_argument("--set", "-s", action="append", default=[], metavar="KNOB=VALUE",
-                   help="set a knob (repeatable), e.g. transparent_hugepage/enabled=always")
+    p.add_argument(
+        "--machine",
+        "-m",
+        metavar="M",
+        help="machine: shorthand (24G, 2x512G,cpus=80,swap=zram:8G), JSON, or a .json/.yaml file "
+        "(default: the workload's, else 24G)",
+    )
+    p.add_argument(
+        "--set",
+        "-s",
+        action="append",
+        default=[],
+        metavar="KNOB=VALUE",
+        help="set a knob (repeatable), e.g. transparent_hugepage/enabled=always",
+    )
     p.add_argument("--costs", metavar="FILE", help="cost profile (TOML), e.g. from `thplab calibrate`")
     p.add_argument("--seed", type=int, metavar="N", help="override the workload's seed")
     p.add_argument("--check", action="store_true", help="run the model's invariant checker (slower)")
-    p.add_argument("--backend", choices=("model", "kernel"), default="model",
-                   help="model (default) or kernel (the live kernel; needs root)")
+    p.add_argument(
+        "--backend",
+        choices=("model", "kernel"),
+        default="model",
+        help="model (default) or kernel (the live kernel; needs root)",
+    )
     p.add_argument("--timeout", type=float, metavar="S", help="give up on a run after S seconds (exit 124)")
     p.add_argument("--json", metavar="OUT", help=JSON_HELP)
     p.add_argument("--full", action="store_true", help="show every meminfo, smaps_rollup and percentile field")
@@ -252,12 +290,21 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="show every field")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("knobs", help="list every knob as sysfs shows it",
-                       description="Every knob the model honours: its value as sysfs shows it "
-                                   "(`always [madvise] never`), default, accepted values, kind and meaning.")
+    p = sub.add_parser(
+        "knobs",
+        help="list every knob as sysfs shows it",
+        description="Every knob the model honours: its value as sysfs shows it "
+        "(`always [madvise] never`), default, accepted values, kind and meaning.",
+    )
     p.add_argument("pattern", nargs="?", metavar="PATTERN", help="only knobs whose name contains PATTERN")
-    p.add_argument("--set", "-s", action="append", default=[], metavar="KNOB=VALUE",
-                   help="show the values as they would be after these assignments")
+    p.add_argument(
+        "--set",
+        "-s",
+        action="append",
+        default=[],
+        metavar="KNOB=VALUE",
+        help="show the values as they would be after these assignments",
+    )
     p.add_argument("--json", action="store_true", help="print the registry as JSON")
     p.set_defaults(func=cmd_knobs)
 
@@ -296,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         from thplab.api import TimeoutExpired
 
         if isinstance(e, TimeoutExpired):
@@ -311,7 +358,7 @@ def _exit_now(code: int) -> int:
     if any(t.name == "thplab-run" and t.is_alive() for t in threading.enumerate()):
         try:
             sys.stdout.flush()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         sys.stderr.flush()
         os._exit(code)
@@ -321,7 +368,7 @@ def _exit_now(code: int) -> int:
 def _interrupted() -> int:
     try:
         sys.stderr.write("thplab: interrupted\n")
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return _exit_now(EXIT_INTERRUPT)
 

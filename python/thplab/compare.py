@@ -2,6 +2,7 @@
 either backend). The first result is the baseline, shown as (0.00%); the others show their
 value and the change against it. Rows: simulated/wall time, per-phase times, every
 non-zero /proc/vmstat delta, smaps AnonHugePages, TLB misses."""
+
 from __future__ import annotations
 
 import argparse
@@ -47,9 +48,9 @@ def metrics(r: dict) -> dict[str, float]:
 
 
 def cmd(args: argparse.Namespace) -> int:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
-    from rich import box
 
     rs = [load(p) for p in args.results]
     ms = [metrics(r) for r in rs]

@@ -8,6 +8,7 @@ its result (the ``RunResult`` schema, backend "kernel").
 The runner is found via ``$THPLAB_LIVE_BIN``, else ``<repo>/target/release/thplab-live``,
 else ``thplab-live`` on PATH.
 """
+
 from __future__ import annotations
 
 import json
@@ -100,7 +101,15 @@ def _message(err: str) -> str:
     return "; ".join(lines) or "thplab-live failed without a message"
 
 
-def run_kernel(workload, machine=None, knobs=(), timeout: float | None = None, *, max_mem_share: float | None = None, dry_run: bool = False) -> dict:
+def run_kernel(
+    workload,
+    machine=None,
+    knobs=(),
+    timeout: float | None = None,
+    *,
+    max_mem_share: float | None = None,
+    dry_run: bool = False,
+) -> dict:
     """Run ``workload`` on the live kernel; returns a dict in the RunResult schema (backend "kernel").
 
     machine: None (the workload's; only its swap devices are used live), a shorthand string or a dict.

@@ -4,15 +4,14 @@
 schema for the model and the live kernel — and offers pandas views of its tables.
 The dict stays the source of truth: `.raw` is exactly what `to_json()` writes.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,14 +57,14 @@ class Result:
 
     # ---- construction and persistence ----
     @classmethod
-    def from_json(cls, text: str | bytes) -> "Result":
+    def from_json(cls, text: str | bytes) -> Result:
         try:
             return cls(json.loads(text))
         except (ValueError, UnicodeDecodeError) as e:
             raise InputError(f"result is not valid JSON: {e}") from None
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Result":
+    def load(cls, path: str | os.PathLike) -> Result:
         p = Path(path)
         try:
             data = p.read_bytes()
@@ -181,14 +180,21 @@ class Result:
         end_ns, time_ns (end - start), sys_ns, then every vmstat counter that changed in
         any phase (0 where it did not change in that phase), columns sorted by name."""
         import pandas as pd
+
         rows = self._get("phases", [])
         counters = sorted({k for ph in rows for k in (ph.get("vmstat_delta") or {})})
         base = ["process", "start_ns", "end_ns", "time_ns", "sys_ns"]
         records = []
         for ph in rows:
             start, end = ph.get("start_ns", 0), ph.get("end_ns", 0)
-            rec = {"name": ph.get("name", ""), "process": ph.get("process", ""), "start_ns": start,
-                   "end_ns": end, "time_ns": end - start, "sys_ns": ph.get("sys_ns", 0)}
+            rec = {
+                "name": ph.get("name", ""),
+                "process": ph.get("process", ""),
+                "start_ns": start,
+                "end_ns": end,
+                "time_ns": end - start,
+                "sys_ns": ph.get("sys_ns", 0),
+            }
             delta = ph.get("vmstat_delta") or {}
             rec.update({c: delta.get(c, 0) for c in counters})
             records.append(rec)
@@ -203,6 +209,7 @@ class Result:
         """The sampled time series: index `t_ns` (simulated ns), a `t_s` column (seconds),
         then one column per sampled quantity."""
         import pandas as pd
+
         s = self._get("series", {})
         cols = list(s.get("columns") or [])
         rows = s.get("rows") or []
@@ -220,14 +227,21 @@ class Result:
         """smaps_rollup (kB) per process just before exit: index process name,
         columns pid then the rollup fields."""
         import pandas as pd
+
         procs = self.processes
         fields: list[str] = []
         for p in procs:
             for k in p.get("smaps_rollup") or {}:
                 if k not in fields:
                     fields.append(k)
-        records = [{"process": p.get("name", ""), "pid": p.get("pid", 0),
-                    **{f: (p.get("smaps_rollup") or {}).get(f, 0) for f in fields}} for p in procs]
+        records = [
+            {
+                "process": p.get("name", ""),
+                "pid": p.get("pid", 0),
+                **{f: (p.get("smaps_rollup") or {}).get(f, 0) for f in fields},
+            }
+            for p in procs
+        ]
         df = pd.DataFrame.from_records(records, columns=["process", "pid", *fields])
         for c in df.columns[1:]:
             df[c] = df[c].astype("int64")
@@ -238,10 +252,13 @@ class Result:
         """Latency percentiles: index distribution name (e.g. `thp_fault`), columns
         `count` then `p05` ... `p99` in ns."""
         import pandas as pd
+
         lat = self._get("latency", {})
         pcols = sorted({k for v in lat.values() for k in (v.get("ns") or {})}, key=_pct_key)
-        records = [{"name": n, "count": v.get("count", 0), **{c: (v.get("ns") or {}).get(c) for c in pcols}}
-                   for n, v in lat.items()]
+        records = [
+            {"name": n, "count": v.get("count", 0), **{c: (v.get("ns") or {}).get(c) for c in pcols}}
+            for n, v in lat.items()
+        ]
         df = pd.DataFrame.from_records(records, columns=["name", "count", *pcols])
         df["count"] = df["count"].astype("int64")
         for c in pcols:
@@ -252,19 +269,29 @@ class Result:
     def tlb(self) -> pd.DataFrame:
         """TLB counters of access streams per process (index process name)."""
         import pandas as pd
-        records = [{"process": p.get("name", ""), "access_ns": p.get("access_ns", 0), **(p.get("tlb") or {})}
-                   for p in self.processes]
-        return pd.DataFrame.from_records(records).set_index("process") if records else \
-            pd.DataFrame(index=pd.Index([], name="process"))
+
+        records = [
+            {"process": p.get("name", ""), "access_ns": p.get("access_ns", 0), **(p.get("tlb") or {})}
+            for p in self.processes
+        ]
+        return (
+            pd.DataFrame.from_records(records).set_index("process")
+            if records
+            else pd.DataFrame(index=pd.Index([], name="process"))
+        )
 
     @property
     def fragmentation(self) -> pd.DataFrame:
         """Per-zone fragmentation score, extfrag and fragmentation index per order."""
         import pandas as pd
+
         records = []
         for z in self._get("fragmentation", []):
-            rec = {"node": z.get("node", 0), "zone": z.get("zone", ""),
-                   "fragmentation_score": z.get("fragmentation_score", 0)}
+            rec = {
+                "node": z.get("node", 0),
+                "zone": z.get("zone", ""),
+                "fragmentation_score": z.get("fragmentation_score", 0),
+            }
             for o, v in enumerate(z.get("extfrag") or []):
                 rec[f"extfrag_{o}"] = v
             for o, v in enumerate(z.get("fragmentation_index") or []):
@@ -273,8 +300,10 @@ class Result:
         return pd.DataFrame.from_records(records)
 
     def __repr__(self) -> str:
-        return (f"<Result {self.name!r} backend={self.backend} seed={self.seed} "
-                f"sim_time={self.sim_time_ns / 1e9:.6f}s phases={len(self._get('phases', []))}>")
+        return (
+            f"<Result {self.name!r} backend={self.backend} seed={self.seed} "
+            f"sim_time={self.sim_time_ns / 1e9:.6f}s phases={len(self._get('phases', []))}>"
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Result) and self._d == other._d

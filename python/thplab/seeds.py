@@ -11,6 +11,7 @@ Each experiment module (thplab.experiments.seedNNN) provides
 The report folder gets report.md, a self-contained report.html with the plots, and
 results.json with every row, every full result and the machine/knobs/costs/version used.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -85,9 +86,15 @@ def direction(seed_delta: Any, ours: Any) -> str:
     return "OPPOSITE"
 
 
-ALIASES = {"seed before": "seed_before", "seed after": "seed_after", "seed delta %": "seed_delta",
-           "thplab before": "thplab_before", "thplab after": "thplab_after", "thplab delta %": "thplab_delta",
-           "same direction?": "same_direction"}
+ALIASES = {
+    "seed before": "seed_before",
+    "seed after": "seed_after",
+    "seed delta %": "seed_delta",
+    "thplab before": "thplab_before",
+    "thplab after": "thplab_after",
+    "thplab delta %": "thplab_delta",
+    "same direction?": "same_direction",
+}
 
 
 def _num(*vs: Any) -> bool:
@@ -107,7 +114,11 @@ def normalise(row: dict) -> dict:
             r[f"{side}_delta"] = pct(b, a)
     # the direction always comes from the values, whatever a module printed as its delta
     sd = pct(r.get("seed_before"), r.get("seed_after")) if _num(r.get("seed_before"), r.get("seed_after")) else None
-    td = pct(r.get("thplab_before"), r.get("thplab_after")) if _num(r.get("thplab_before"), r.get("thplab_after")) else None
+    td = (
+        pct(r.get("thplab_before"), r.get("thplab_after"))
+        if _num(r.get("thplab_before"), r.get("thplab_after"))
+        else None
+    )
     if sd is not None and td is not None:
         r["same_direction"] = direction(sd, td)
     elif not r.get("same_direction") or isinstance(r.get("same_direction"), bool):
@@ -119,9 +130,16 @@ def row_cells(r: dict) -> list[str]:
     metric = r.get("metric", "")
     if r.get("unit"):
         metric = f"{metric} ({r['unit']})"
-    return [metric, _fmt_num(r.get("seed_before")), _fmt_num(r.get("seed_after")), fmt_delta(r.get("seed_delta")),
-            _fmt_num(r.get("thplab_before")), _fmt_num(r.get("thplab_after")), fmt_delta(r.get("thplab_delta")),
-            str(r.get("same_direction", ""))]
+    return [
+        metric,
+        _fmt_num(r.get("seed_before")),
+        _fmt_num(r.get("seed_after")),
+        fmt_delta(r.get("seed_delta")),
+        _fmt_num(r.get("thplab_before")),
+        _fmt_num(r.get("thplab_after")),
+        fmt_delta(r.get("thplab_delta")),
+        str(r.get("same_direction", "")),
+    ]
 
 
 def _groups(rows: list[dict]) -> dict[str, list[dict]]:
@@ -132,13 +150,17 @@ def _groups(rows: list[dict]) -> dict[str, list[dict]]:
 
 
 def print_tables(seed: str, title: str, rows: list[dict], console) -> None:
-    from rich.table import Table
     from rich import box
+    from rich.table import Table
 
     for exp, rs in _groups(rows).items():
-        t = Table(title=f"seed {seed}: {title}" + (f" — {exp}" if exp else ""), box=box.SIMPLE_HEAVY,
-                  title_justify="left", caption="seed columns: published reference figures; thplab columns: this model",
-                  caption_justify="left")
+        t = Table(
+            title=f"seed {seed}: {title}" + (f" — {exp}" if exp else ""),
+            box=box.SIMPLE_HEAVY,
+            title_justify="left",
+            caption="seed columns: published reference figures; thplab columns: this model",
+            caption_justify="left",
+        )
         for i, c in enumerate(COLUMNS):
             t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i > 0)
         for r in rs:
@@ -225,10 +247,15 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def write_report(out: Path, sections: list[dict], meta: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    md = ["# thplab seeds report", "",
-          f"thplab {meta['thplab_version']} · quick={meta['quick']} · host time {meta['host_seconds']:.1f} s", "",
-          "Seed columns are the figures published with each patch series, printed as reference values;",
-          "thplab columns are this model's. `direction` says whether our effect points the way the seed's does.", ""]
+    md = [
+        "# thplab seeds report",
+        "",
+        f"thplab {meta['thplab_version']} · quick={meta['quick']} · host time {meta['host_seconds']:.1f} s",
+        "",
+        "Seed columns are the figures published with each patch series, printed as reference values;",
+        "thplab columns are this model's. `direction` says whether our effect points the way the seed's does.",
+        "",
+    ]
     body = []
     for s in sections:
         md += [f"## seed {s['seed']}: {s['title']}", ""]
@@ -253,16 +280,18 @@ def write_report(out: Path, sections: list[dict], meta: dict) -> None:
             md += [f"![{title}]({name})", ""]
             write_atomic(out / name, png)
             b64 = base64.b64encode(png).decode()
-            body.append(f"<figure><img class=plot alt=\"{html.escape(title)}\" src=\"data:image/png;base64,{b64}\">"
-                        f"<figcaption>{html.escape(title)}</figcaption></figure>")
+            body.append(
+                f'<figure><img class=plot alt="{html.escape(title)}" src="data:image/png;base64,{b64}">'
+                f"<figcaption>{html.escape(title)}</figcaption></figure>"
+            )
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>thplab seeds report</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
 table{{border-collapse:collapse;margin:1em 0;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
 td:first-child,th:first-child{{text-align:left}}tr.opp td{{background:#fde2e2}}figure{{margin:1em 0}}
 img.plot{{max-width:100%;border:1px solid #ddd}}.err{{color:#a00}}</style></head><body>
-<h1>thplab seeds report</h1><p>thplab {html.escape(meta['thplab_version'])} · quick={meta['quick']} ·
-host time {meta['host_seconds']:.1f} s. Seed columns: published reference figures; thplab columns: this model.</p>
-{''.join(body)}
+<h1>thplab seeds report</h1><p>thplab {html.escape(meta["thplab_version"])} · quick={meta["quick"]} ·
+host time {meta["host_seconds"]:.1f} s. Seed columns: published reference figures; thplab columns: this model.</p>
+{"".join(body)}
 <script>
 // the browser check reads this: every plot decoded and laid out
 window.addEventListener('load', function () {{
@@ -278,17 +307,24 @@ window.addEventListener('load', function () {{
 
 
 def run_seeds(only: list[str], quick: bool, out: Path | None, console=None) -> list[dict]:
+    import shutil
+
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    import thplab
 
-    import shutil
+    import thplab
 
     console = console or Console(width=max(160, shutil.get_terminal_size((160, 40)).columns))
     sections = []
     t_all = time.monotonic()
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
-                  TimeElapsedColumn(), console=console, transient=False) as prog:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as prog:
         tasks = {s: prog.add_task(f"seed {s}", total=1, status="waiting") for s in only}
         for s in only:
             prog.update(tasks[s], status="running")
@@ -315,16 +351,25 @@ def run_seeds(only: list[str], quick: bool, out: Path | None, console=None) -> l
                 sec["error"] = f"experiment module {SEEDS[s]} is not available"
             sec["host_seconds"] = time.monotonic() - t0
             sec.setdefault("sim_seconds", 0.0)
-            prog.update(tasks[s], completed=1,
-                        status=f"host {sec['host_seconds']:.1f} s, simulated {sec['sim_seconds']:.1f} s" if "error" not in sec else "not available")
+            prog.update(
+                tasks[s],
+                completed=1,
+                status=f"host {sec['host_seconds']:.1f} s, simulated {sec['sim_seconds']:.1f} s"
+                if "error" not in sec
+                else "not available",
+            )
             sections.append(sec)
     for sec in sections:
         if sec.get("error"):
             console.print(f"[yellow]seed {sec['seed']}: {sec['error']}[/]")
         else:
             print_tables(sec["seed"], sec["title"], sec["rows"], console)
-    meta = {"thplab_version": thplab.__version__, "quick": quick, "seeds": only,
-            "host_seconds": time.monotonic() - t_all}
+    meta = {
+        "thplab_version": thplab.__version__,
+        "quick": quick,
+        "seeds": only,
+        "host_seconds": time.monotonic() - t_all,
+    }
     if out is not None:
         write_report(out, sections, meta)
         console.print(f"report: {out}/report.html, {out}/report.md, {out}/results.json")

@@ -4,12 +4,14 @@ Kernel texts (buddyinfo, meminfo lines, sysfs choices such as `always [madvise] 
 printed verbatim, never through rich markup (square brackets are markup to rich) and never
 wrapped, so they can be diffed against a real /proc file.
 """
+
 from __future__ import annotations
 
 import re
 import sys
 import textwrap
-from typing import Any, Iterable, TextIO
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 from rich import box
 from rich.console import Console
@@ -19,8 +21,16 @@ from rich.text import Text
 
 from thplab.result import Result
 
-__all__ = ["make_console", "render_result", "render_knobs", "render_machine", "fmt_ns", "vmstat_groups",
-           "meminfo_lines", "MEMINFO_ORDER"]
+__all__ = [
+    "MEMINFO_ORDER",
+    "fmt_ns",
+    "make_console",
+    "meminfo_lines",
+    "render_knobs",
+    "render_machine",
+    "render_result",
+    "vmstat_groups",
+]
 
 
 def make_console(file: TextIO | None = None) -> Console:
@@ -29,6 +39,7 @@ def make_console(file: TextIO | None = None) -> Console:
 
 # ---------------------------------------------------------------------------------------------
 # number formatting
+
 
 def fmt_ns(ns: float | int | None) -> str:
     """A duration for people: 850 ns, 2.50 µs, 12.345 ms, 7.170 s."""
@@ -98,8 +109,13 @@ _GROUPS: list[tuple[str, re.Pattern[str]]] = [
     ("compaction", re.compile(r"^(compact_|kcompactd_)")),
     ("migration", re.compile(r"^(pgmigrate_|numa_|pgpromote|pgdemote)")),
     ("swap", re.compile(r"^(pswp|swp|zswp|swap_|pgmajfault_swap)")),
-    ("reclaim", re.compile(r"^(pgscan|pgsteal|pgrefill|pgactivate|pgdeactivate|pglazyfree|pgrotated|pageoutrun|"
-                           r"workingset_|kswapd_|slabs_scanned|drop_|pginodesteal|pgpgin|pgpgout)")),
+    (
+        "reclaim",
+        re.compile(
+            r"^(pgscan|pgsteal|pgrefill|pgactivate|pgdeactivate|pglazyfree|pgrotated|pageoutrun|"
+            r"workingset_|kswapd_|slabs_scanned|drop_|pginodesteal|pgpgin|pgpgout)"
+        ),
+    ),
     ("counts", re.compile(r"^nr_")),
 ]
 
@@ -123,18 +139,80 @@ def vmstat_groups(names: Iterable[str]) -> list[tuple[str, list[str]]]:
 # meminfo in the kernel's order and format (fs/proc/meminfo.c)
 
 MEMINFO_ORDER = [
-    "MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SwapCached", "Active", "Inactive",
-    "Active(anon)", "Inactive(anon)", "Active(file)", "Inactive(file)", "Unevictable", "Mlocked",
-    "SwapTotal", "SwapFree", "Zswap", "Zswapped", "Dirty", "Writeback", "AnonPages", "Mapped", "Shmem",
-    "KReclaimable", "Slab", "SReclaimable", "SUnreclaim", "KernelStack", "PageTables", "SecPageTables",
-    "NFS_Unstable", "Bounce", "WritebackTmp", "CommitLimit", "Committed_AS", "VmallocTotal", "VmallocUsed",
-    "VmallocChunk", "Percpu", "HardwareCorrupted", "AnonHugePages", "ShmemHugePages", "ShmemPmdMapped",
-    "FileHugePages", "FilePmdMapped", "CmaTotal", "CmaFree", "Unaccepted", "Balloon", "HugePages_Total",
-    "HugePages_Free", "HugePages_Rsvd", "HugePages_Surp", "Hugepagesize", "Hugetlb", "DirectMap4k",
-    "DirectMap2M", "DirectMap1G",
+    "MemTotal",
+    "MemFree",
+    "MemAvailable",
+    "Buffers",
+    "Cached",
+    "SwapCached",
+    "Active",
+    "Inactive",
+    "Active(anon)",
+    "Inactive(anon)",
+    "Active(file)",
+    "Inactive(file)",
+    "Unevictable",
+    "Mlocked",
+    "SwapTotal",
+    "SwapFree",
+    "Zswap",
+    "Zswapped",
+    "Dirty",
+    "Writeback",
+    "AnonPages",
+    "Mapped",
+    "Shmem",
+    "KReclaimable",
+    "Slab",
+    "SReclaimable",
+    "SUnreclaim",
+    "KernelStack",
+    "PageTables",
+    "SecPageTables",
+    "NFS_Unstable",
+    "Bounce",
+    "WritebackTmp",
+    "CommitLimit",
+    "Committed_AS",
+    "VmallocTotal",
+    "VmallocUsed",
+    "VmallocChunk",
+    "Percpu",
+    "HardwareCorrupted",
+    "AnonHugePages",
+    "ShmemHugePages",
+    "ShmemPmdMapped",
+    "FileHugePages",
+    "FilePmdMapped",
+    "CmaTotal",
+    "CmaFree",
+    "Unaccepted",
+    "Balloon",
+    "HugePages_Total",
+    "HugePages_Free",
+    "HugePages_Rsvd",
+    "HugePages_Surp",
+    "Hugepagesize",
+    "Hugetlb",
+    "DirectMap4k",
+    "DirectMap2M",
+    "DirectMap1G",
 ]
-MEMINFO_BRIEF = ["MemTotal", "MemFree", "MemAvailable", "SwapCached", "Active(anon)", "Inactive(anon)",
-                 "SwapTotal", "SwapFree", "Zswap", "Zswapped", "AnonPages", "PageTables", "AnonHugePages"]
+MEMINFO_BRIEF = [
+    "MemTotal",
+    "MemFree",
+    "MemAvailable",
+    "SwapCached",
+    "Active(anon)",
+    "Inactive(anon)",
+    "SwapTotal",
+    "SwapFree",
+    "Zswap",
+    "Zswapped",
+    "AnonPages",
+    "PageTables",
+    "AnonHugePages",
+]
 
 
 def meminfo_lines(meminfo: dict[str, int], full: bool = True) -> list[str]:
@@ -153,6 +231,7 @@ def meminfo_lines(meminfo: dict[str, int], full: bool = True) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------
 # results
+
 
 def _table(title: str | None = None, **kw: Any) -> Table:
     kw.setdefault("title_style", "bold")
@@ -194,15 +273,19 @@ def _short_phase(name: str, single_process: bool) -> str:
     return name.split(":", 1)[1] if single_process and ":" in name else name
 
 
-def render_result(res: Result, console: Console | None = None, full: bool = False,
-                  defaults: dict[str, str] | None = None) -> None:
+def render_result(
+    res: Result, console: Console | None = None, full: bool = False, defaults: dict[str, str] | None = None
+) -> None:
     """Everything a run shows: header, phases, vmstat deltas, meminfo, buddyinfo,
     smaps_rollup, TLB, latency, op errors. `full` shows every meminfo/smaps field."""
     c = console or make_console()
     title = f"{res.name or 'workload'} · {res.backend or '?'}"
     c.print(Rule(Text(title, style="bold"), align="left"))
-    info = [("machine", machine_summary(res.machine)), ("seed", str(res.seed)),
-            ("simulated time" if res.backend == "model" else "time", fmt_ns(res.sim_time_ns))]
+    info = [
+        ("machine", machine_summary(res.machine)),
+        ("seed", str(res.seed)),
+        ("simulated time" if res.backend == "model" else "time", fmt_ns(res.sim_time_ns)),
+    ]
     if isinstance(res.kernel, dict) and res.kernel.get("release"):
         info.append(("kernel", str(res.kernel["release"])))
     if defaults is not None:
@@ -226,8 +309,14 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
             _num(t, col)
         for ph in phases:
             s, e = ph.get("start_ns", 0), ph.get("end_ns", 0)
-            t.add_row(ph.get("name", ""), ph.get("process", ""), fmt_ns(s), fmt_ns(e), fmt_ns(e - s),
-                      fmt_ns(ph.get("sys_ns", 0)))
+            t.add_row(
+                ph.get("name", ""),
+                ph.get("process", ""),
+                fmt_ns(s),
+                fmt_ns(e),
+                fmt_ns(e - s),
+                fmt_ns(ph.get("sys_ns", 0)),
+            )
         c.print(t)
         c.print()
 
@@ -289,8 +378,12 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
             t.add_column("killed")
         for p in procs:
             sr = p.get("smaps_rollup") or {}
-            row = [p.get("name", ""), str(p.get("pid", "")), *[str(sr.get(f, 0)) for f in fields],
-                   fmt_ns(p.get("end_ns", 0) - p.get("start_ns", 0))]
+            row = [
+                p.get("name", ""),
+                str(p.get("pid", "")),
+                *[str(sr.get(f, 0)) for f in fields],
+                fmt_ns(p.get("end_ns", 0) - p.get("start_ns", 0)),
+            ]
             if killed:
                 row.append(str(p.get("killed") or ""))
             t.add_row(*row)
@@ -311,8 +404,14 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
                 n = tl.get("accesses", 0)
                 cpa = f"{tl.get('cycles', 0) / n:.2f}" if n else "-"
                 ld, st = tl.get("dtlb_load_misses", 0), tl.get("dtlb_store_misses", 0)
-                row = [p.get("name", ""), str(n), fmt_ns(p.get("access_ns", 0)), cpa, str(ld + st),
-                       str(tl.get("page_walks", 0))]
+                row = [
+                    p.get("name", ""),
+                    str(n),
+                    fmt_ns(p.get("access_ns", 0)),
+                    cpa,
+                    str(ld + st),
+                    str(tl.get("page_walks", 0)),
+                ]
                 if full:
                     row += [str(ld), str(st), str(tl.get("stlb_hits", 0)), str(tl.get("walk_cycles", 0))]
                 t.add_row(*row)
@@ -321,8 +420,9 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
 
     lat = res.raw.get("latency") or {}
     if lat:
-        pcols = sorted({k for v in lat.values() for k in (v.get("ns") or {})},
-                       key=lambda k: int(re.sub(r"\D", "", k) or 0))
+        pcols = sorted(
+            {k for v in lat.values() for k in (v.get("ns") or {})}, key=lambda k: int(re.sub(r"\D", "", k) or 0)
+        )
         if not full:
             pcols = [p for p in pcols if p in ("p05", "p25", "p50", "p75", "p90", "p95", "p99")] or pcols
         t = _table("latency percentiles")
@@ -342,8 +442,13 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
         for col in ("process", "op#", "op", "errno", "message"):
             t.add_column(col, justify="right" if col == "op#" else "left")
         for e in errs:
-            t.add_row(e.get("process", ""), str(e.get("op_index", "")), e.get("op", ""), e.get("errno", ""),
-                      e.get("message", ""))
+            t.add_row(
+                e.get("process", ""),
+                str(e.get("op_index", "")),
+                e.get("op", ""),
+                e.get("errno", ""),
+                e.get("message", ""),
+            )
         c.print(t)
         c.print()
     for p in procs:
@@ -353,6 +458,7 @@ def render_result(res: Result, console: Console | None = None, full: bool = Fals
 
 # ---------------------------------------------------------------------------------------------
 # knobs
+
 
 def knob_show(k: dict[str, Any], value: str) -> str:
     """How sysfs shows a knob's value: `always [madvise] never` for choices, the number otherwise."""
@@ -377,18 +483,25 @@ def knob_accepted(k: dict[str, Any]) -> str:
     return "?"
 
 
-def render_knobs(registry: list[dict[str, Any]], current: dict[str, str], console: Console | None = None,
-                 changed: set[str] | None = None) -> None:
+def render_knobs(
+    registry: list[dict[str, Any]],
+    current: dict[str, str],
+    console: Console | None = None,
+    changed: set[str] | None = None,
+) -> None:
     """Every knob as sysfs would show it, grouped by kind:
 
-        transparent_hugepage/enabled: always [madvise] never
-            default madvise · accepted always madvise never · sysfs /sys/kernel/mm/transparent_hugepage/enabled
-            PMD THP on anonymous faults: ...
+    transparent_hugepage/enabled: always [madvise] never
+        default madvise · accepted always madvise never · sysfs /sys/kernel/mm/transparent_hugepage/enabled
+        PMD THP on anonymous faults: ...
     """
     c = console or make_console()
     changed = changed or set()
-    titles = {"sysfs": "sysfs (/sys/kernel/mm)", "sysctl": "sysctl (/proc/sys)",
-              "policy": "thplab policies (model switches and seed mechanisms)"}
+    titles = {
+        "sysfs": "sysfs (/sys/kernel/mm)",
+        "sysctl": "sysctl (/proc/sys)",
+        "policy": "thplab policies (model switches and seed mechanisms)",
+    }
     kinds = []
     for k in registry:
         if k.get("kind") not in kinds:
@@ -408,14 +521,16 @@ def render_knobs(registry: list[dict[str, Any]], current: dict[str, str], consol
             if k.get("live_value") is not None:
                 meta.append(f"live kernel: {k['live_value']}")
             c.print(Text("    " + " · ".join(meta), style="dim"), soft_wrap=True)
-            doc = textwrap.fill(k.get("doc", ""), width=max(40, c.width), initial_indent="    ",
-                                subsequent_indent="    ")
+            doc = textwrap.fill(
+                k.get("doc", ""), width=max(40, c.width), initial_indent="    ", subsequent_indent="    "
+            )
             c.print(Text(doc), soft_wrap=True)
         c.print()
 
 
 # ---------------------------------------------------------------------------------------------
 # machines
+
 
 def render_machine(m: dict[str, Any], console: Console | None = None) -> None:
     c = console or make_console()
@@ -441,17 +556,25 @@ def render_machine(m: dict[str, Any], console: Console | None = None) -> None:
             t.add_column(col)
         for i, s in enumerate(swaps):
             prio = s.get("priority")
-            t.add_row(str(s.get("type")), str(s.get("size")), str(prio if prio is not None else -(i + 2)),
-                      str(s.get("comp_algorithm") or ("lzo-rle" if s.get("type") == "zram" else "-")),
-                      "-" if s.get("rotational") is None else str(s.get("rotational")).lower(),
-                      str(s.get("path") or "-"))
+            t.add_row(
+                str(s.get("type")),
+                str(s.get("size")),
+                str(prio if prio is not None else -(i + 2)),
+                str(s.get("comp_algorithm") or ("lzo-rle" if s.get("type") == "zram" else "-")),
+                "-" if s.get("rotational") is None else str(s.get("rotational")).lower(),
+                str(s.get("path") or "-"),
+            )
         c.print(t)
     else:
         c.print(Text("no swap", style="dim"))
     tlb = m.get("tlb") or {}
     if tlb:
-        c.print(Text(
-            f"dTLB: L1 4K {tlb.get('l1_4k_entries')} entries/{tlb.get('l1_4k_ways')}-way, "
-            f"L1 2M {tlb.get('l1_2m_entries')}/{tlb.get('l1_2m_ways')}-way, "
-            f"STLB {tlb.get('stlb_entries')}/{tlb.get('stlb_ways')}-way"), soft_wrap=True)
+        c.print(
+            Text(
+                f"dTLB: L1 4K {tlb.get('l1_4k_entries')} entries/{tlb.get('l1_4k_ways')}-way, "
+                f"L1 2M {tlb.get('l1_2m_entries')}/{tlb.get('l1_2m_ways')}-way, "
+                f"STLB {tlb.get('stlb_entries')}/{tlb.get('stlb_ways')}-way"
+            ),
+            soft_wrap=True,
+        )
     c.print(Text(f"kernel reserve: {m.get('kernel_reserve') or '32M (default)'}"))

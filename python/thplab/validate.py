@@ -22,6 +22,7 @@ Tolerances (stated in the output):
   deterministic on the live VM (kcompactd timing, lazily populated guest memory, other
   tenants), so the compaction scenarios gate only thp_fault_alloc/fallback and smaps.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,32 +35,76 @@ REPO = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = REPO / "examples" / "validate"
 
 DETERMINISTIC = [
-    "thp_fault_alloc", "thp_fault_fallback", "thp_fault_fallback_charge", "thp_split_pmd", "thp_split_page",
-    "thp_split_page_failed", "thp_deferred_split_page", "thp_underused_split_page", "thp_swpout",
-    "thp_swpout_fallback", "pswpout", "swpout_zero", "thp_collapse_alloc", "thp_migration_success",
-    "zram.same_pages", "zram.huge_pages", "zram.orig_data_pages", "khugepaged.pages_collapsed",
+    "thp_fault_alloc",
+    "thp_fault_fallback",
+    "thp_fault_fallback_charge",
+    "thp_split_pmd",
+    "thp_split_page",
+    "thp_split_page_failed",
+    "thp_deferred_split_page",
+    "thp_underused_split_page",
+    "thp_swpout",
+    "thp_swpout_fallback",
+    "pswpout",
+    "swpout_zero",
+    "thp_collapse_alloc",
+    "thp_migration_success",
+    "zram.same_pages",
+    "zram.huge_pages",
+    "zram.orig_data_pages",
+    "khugepaged.pages_collapsed",
 ]
 ZERO_PAGE = ["thp_zero_page_alloc"]
-INFO = ["pgfault", "pswpin", "swpin_zero", "swap_ra", "swap_ra_hit", "zram.compr_data_size", "zram.mem_used_total",
-        "compact_stall", "compact_success", "compact_fail", "thp_scan_exceed_none_pte",
-        # compaction (issue 6): not deterministic live (kcompactd timing, the VM's lazily-populated
-        # memory, other tenants), so printed only
-        "compact_migrate_scanned", "compact_free_scanned", "compact_isolated", "compact_daemon_wake",
-        "compact_daemon_migrate_scanned", "compact_daemon_free_scanned", "pgmigrate_success", "pgmigrate_fail"]
+INFO = [
+    "pgfault",
+    "pswpin",
+    "swpin_zero",
+    "swap_ra",
+    "swap_ra_hit",
+    "zram.compr_data_size",
+    "zram.mem_used_total",
+    "compact_stall",
+    "compact_success",
+    "compact_fail",
+    "thp_scan_exceed_none_pte",
+    # compaction (issue 6): not deterministic live (kcompactd timing, the VM's lazily-populated
+    # memory, other tenants), so printed only
+    "compact_migrate_scanned",
+    "compact_free_scanned",
+    "compact_isolated",
+    "compact_daemon_wake",
+    "compact_daemon_migrate_scanned",
+    "compact_daemon_free_scanned",
+    "pgmigrate_success",
+    "pgmigrate_fail",
+]
 #: latency percentiles compared (printed, never gated) when both results recorded them
 LATENCY_INFO = [("thp_fault", "p50"), ("thp_fault", "p95")]
 ABS_SLACK = 2
 REL_SLACK = 0.01
-TOLERANCE_TEXT = (f"deterministic counters: exact, up to max({ABS_SLACK}, {REL_SLACK:.0%}) events of background activity; "
-                  "thp_zero_page_alloc: equal, or kernel 0 / model 1 (huge zero page kept from earlier use); "
-                  "smaps AnonHugePages: exact; smaps Anonymous: within max(4096 kB, 1%) (the live runner's own heap and stack); informational counters and times: not gated")
+TOLERANCE_TEXT = (
+    f"deterministic counters: exact, up to max({ABS_SLACK}, {REL_SLACK:.0%}) events of background activity; "
+    "thp_zero_page_alloc: equal, or kernel 0 / model 1 (huge zero page kept from earlier use); "
+    "smaps AnonHugePages: exact; smaps Anonymous: within max(4096 kB, 1%) (the live runner's own heap and stack); informational counters and times: not gated"
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--only", default=None, help="comma-separated scenario names (default: all in examples/validate)")
-    parser.add_argument("--size", default=None, help="resize each scenario's regions to SIZE (e.g. 32M; a multiple of 2M)")
-    parser.add_argument("--kernel-results", default=None, metavar="DIR", help="replay saved kernel results from DIR/<scenario>.json (no live runs)")
-    parser.add_argument("--save-kernel-results", default=None, metavar="DIR", help="write each kernel result to DIR/<scenario>.json")
+    parser.add_argument(
+        "--only", default=None, help="comma-separated scenario names (default: all in examples/validate)"
+    )
+    parser.add_argument(
+        "--size", default=None, help="resize each scenario's regions to SIZE (e.g. 32M; a multiple of 2M)"
+    )
+    parser.add_argument(
+        "--kernel-results",
+        default=None,
+        metavar="DIR",
+        help="replay saved kernel results from DIR/<scenario>.json (no live runs)",
+    )
+    parser.add_argument(
+        "--save-kernel-results", default=None, metavar="DIR", help="write each kernel result to DIR/<scenario>.json"
+    )
     parser.add_argument("--costs", default=None, metavar="FILE", help="cost profile (TOML) for the model runs")
     parser.add_argument("--json", default=None, metavar="OUT", help="write the full report as JSON")
     parser.add_argument("--scenarios", default=None, metavar="DIR", help=argparse_suppress())
@@ -75,7 +120,9 @@ def parse_size(s: str) -> int:
     from thplab import _native as n
 
     try:
-        w = json.loads(n.parse_workload_json(json.dumps({"processes": [{"ops": [{"op": "mmap", "name": "x", "size": s}]}]})))
+        w = json.loads(
+            n.parse_workload_json(json.dumps({"processes": [{"ops": [{"op": "mmap", "name": "x", "size": s}]}]}))
+        )
     except ValueError as e:
         raise InputError(f"--size: {e}") from None
     sz = w["processes"][0]["ops"][0]["size"]
@@ -126,21 +173,28 @@ def counters(result: dict) -> dict[str, int]:
     c = dict(result.get("vmstat_delta") or {})
     ex = result.get("extra") or {}
     z = ex.get("zram_mm_stat") or {}
-    for dev, ba in (z.items() if isinstance(z, dict) else []):
+    for dev, ba in z.items() if isinstance(z, dict) else []:
         if isinstance(ba, dict) and isinstance(ba.get("before"), dict) and isinstance(ba.get("after"), dict):
             for k in ("same_pages", "huge_pages"):
                 c[f"zram.{k}"] = c.get(f"zram.{k}", 0) + int(ba["after"].get(k, 0)) - int(ba["before"].get(k, 0))
     # Prefer the maximum seen at a phase end (the pages are freed when the region goes):
     # same_pages, huge_pages, orig_data_size (in pages), and informational byte counts.
-    fields = {"same_pages": ("zram.same_pages", 1), "huge_pages": ("zram.huge_pages", 1), "orig_data_size": ("zram.orig_data_pages", 4096),
-              "compr_data_size": ("zram.compr_data_size", 1), "mem_used_total": ("zram.mem_used_total", 1)}
+    fields = {
+        "same_pages": ("zram.same_pages", 1),
+        "huge_pages": ("zram.huge_pages", 1),
+        "orig_data_size": ("zram.orig_data_pages", 4096),
+        "compr_data_size": ("zram.compr_data_size", 1),
+        "mem_used_total": ("zram.mem_used_total", 1),
+    }
     for ph in ex.get("zram_mm_stat_phase_end") or []:
         st = ph.get("mm_stat") or {}
         for f, (name, unit) in fields.items():
             v = st.get(f)
             if v is None:
                 continue
-            before = sum(int(ba["before"].get(f, 0)) for ba in z.values() if isinstance(ba.get("before"), dict)) if z else 0
+            before = (
+                sum(int(ba["before"].get(f, 0)) for ba in z.values() if isinstance(ba.get("before"), dict)) if z else 0
+            )
             c[name] = max(c.get(name, 0), (int(v) - before) // unit)
     for k, v in (ex.get("khugepaged_delta") or {}).items():
         c[f"khugepaged.{k}"] = v
@@ -174,21 +228,56 @@ def compare(kernel: dict, model: dict) -> dict:
     for n in ZERO_PAGE:
         k, m = int(kc.get(n, 0)), int(mc.get(n, 0))
         if k or m:
-            rows.append({"counter": n, "kind": "zero-page", "kernel": k, "model": m, "error": m - k, "ok": k == m or (k == 0 and m == 1)})
+            rows.append(
+                {
+                    "counter": n,
+                    "kind": "zero-page",
+                    "kernel": k,
+                    "model": m,
+                    "error": m - k,
+                    "ok": k == m or (k == 0 and m == 1),
+                }
+            )
     ks, ms = smaps(kernel), smaps(model)
     for p in ks:
         k, m = ks[p], ms.get(p)
         if m is None:
-            rows.append({"counter": f"smaps({p}).AnonHugePages kB", "kind": "exact", "kernel": k, "model": None, "error": None, "ok": k == 0})
+            rows.append(
+                {
+                    "counter": f"smaps({p}).AnonHugePages kB",
+                    "kind": "exact",
+                    "kernel": k,
+                    "model": None,
+                    "error": None,
+                    "ok": k == 0,
+                }
+            )
         elif k or m:
-            rows.append({"counter": f"smaps({p}).AnonHugePages kB", "kind": "exact", "kernel": k, "model": m, "error": m - k, "ok": k == m})
+            rows.append(
+                {
+                    "counter": f"smaps({p}).AnonHugePages kB",
+                    "kind": "exact",
+                    "kernel": k,
+                    "model": m,
+                    "error": m - k,
+                    "ok": k == m,
+                }
+            )
     ka, ma = smaps(kernel, "Anonymous"), smaps(model, "Anonymous")
     for p in ka:
         if p in ma and (ka[p] or ma[p]):
             k, m = ka[p], ma[p]
             slack = max(ANON_SLACK_KB, max(k, m) // 100)
-            rows.append({"counter": f"smaps({p}).Anonymous kB", "kind": f"±{slack} kB", "kernel": k, "model": m,
-                         "error": m - k, "ok": abs(m - k) <= slack})
+            rows.append(
+                {
+                    "counter": f"smaps({p}).Anonymous kB",
+                    "kind": f"±{slack} kB",
+                    "kernel": k,
+                    "model": m,
+                    "error": m - k,
+                    "ok": abs(m - k) <= slack,
+                }
+            )
     for n in INFO:
         k, m = int(kc.get(n, 0)), int(mc.get(n, 0))
         if k or m:
@@ -197,15 +286,32 @@ def compare(kernel: dict, model: dict) -> dict:
         k = ((kernel.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)
         m = ((model.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)
         if k is not None and m is not None:
-            rows.append({"counter": f"latency {kind} {pct} ns", "kind": "info", "kernel": int(k), "model": int(m), "error": int(m) - int(k), "ok": True})
+            rows.append(
+                {
+                    "counter": f"latency {kind} {pct} ns",
+                    "kind": "info",
+                    "kernel": int(k),
+                    "model": int(m),
+                    "error": int(m) - int(k),
+                    "ok": True,
+                }
+            )
     times = []
     mph = {p["name"]: p for p in model.get("phases") or []}
     for p in kernel.get("phases") or []:
         q = mph.get(p["name"])
         kw = p["end_ns"] - p["start_ns"]
         mw = (q["end_ns"] - q["start_ns"]) if q else None
-        times.append({"phase": p["name"], "kernel_ns": kw, "model_ns": mw, "ratio": (mw / kw) if (mw is not None and kw) else None,
-                      "kernel_sys_ns": p.get("sys_ns", 0), "model_sys_ns": q.get("sys_ns") if q else None})
+        times.append(
+            {
+                "phase": p["name"],
+                "kernel_ns": kw,
+                "model_ns": mw,
+                "ratio": (mw / kw) if (mw is not None and kw) else None,
+                "kernel_sys_ns": p.get("sys_ns", 0),
+                "model_sys_ns": q.get("sys_ns") if q else None,
+            }
+        )
     kt, mt = kernel.get("sim_time_ns") or 0, model.get("sim_time_ns") or 0
     times.append({"phase": "(run)", "kernel_ns": kt, "model_ns": mt, "ratio": (mt / kt) if kt else None})
     ok = all(r["ok"] for r in rows)
@@ -225,16 +331,29 @@ def run_model(workload: dict, kernel: dict, costs_text: str | None) -> dict:
     machine = kernel.get("machine")
     mtext = json.dumps(machine) if isinstance(machine, dict) and machine.get("nodes") else None
     try:
-        return json.loads(n.run_model(json.dumps(workload), machine=mtext, knobs=knobs, costs=costs_text, seed=None, check=False))
+        return json.loads(
+            n.run_model(json.dumps(workload), machine=mtext, knobs=knobs, costs=costs_text, seed=None, check=False)
+        )
     except ValueError as e:
         # The machine as found may not be describable to the model; fall back to its default.
         if mtext is None:
             raise InputError(f"model: {e}") from None
-        return json.loads(n.run_model(json.dumps(workload), machine=None, knobs=knobs, costs=costs_text, seed=None, check=False))
+        return json.loads(
+            n.run_model(json.dumps(workload), machine=None, knobs=knobs, costs=costs_text, seed=None, check=False)
+        )
 
 
-def validate(scenarios: dict[str, dict], *, size: int | None = None, kernel_dir: str | None = None, save_dir: str | None = None,
-             costs_text: str | None = None, run_kernel=None, run_model_fn=None, retries: int = 2) -> dict:
+def validate(
+    scenarios: dict[str, dict],
+    *,
+    size: int | None = None,
+    kernel_dir: str | None = None,
+    save_dir: str | None = None,
+    costs_text: str | None = None,
+    run_kernel=None,
+    run_model_fn=None,
+    retries: int = 2,
+) -> dict:
     """Run (or replay) every scenario on both backends and compare. Returns the report."""
     if run_kernel is None:
         from thplab.live import run_kernel
@@ -291,7 +410,9 @@ def print_report(report: dict, file=None) -> None:
         con = None
     out = file or sys.stdout
     for name, s in report["scenarios"].items():
-        title = f"{name}: {'PASS' if s['ok'] else 'FAIL'}" + (f" (kernel runs: {s['attempts']})" if s.get("attempts", 0) > 1 else "")
+        title = f"{name}: {'PASS' if s['ok'] else 'FAIL'}" + (
+            f" (kernel runs: {s['attempts']})" if s.get("attempts", 0) > 1 else ""
+        )
         if con:
             t = Table(title=title, caption=s.get("description", ""))
             for c in ("counter", "kernel", "model", "error", "rule", "status"):
@@ -303,20 +424,33 @@ def print_report(report: dict, file=None) -> None:
                 t.add_row(r["counter"], _fmt(r["kernel"]), _fmt(r["model"]), _fmt(r["error"]), r["kind"], status)
             for tm in s["times"]:
                 ratio = f"{tm['ratio']:.2f}x" if tm.get("ratio") is not None else "-"
-                t.add_row(f"time {tm['phase']}", f"{tm['kernel_ns'] / 1e6:,.2f} ms", "-" if tm["model_ns"] is None else f"{tm['model_ns'] / 1e6:,.2f} ms",
-                          ratio, "model/kernel", "info")
+                t.add_row(
+                    f"time {tm['phase']}",
+                    f"{tm['kernel_ns'] / 1e6:,.2f} ms",
+                    "-" if tm["model_ns"] is None else f"{tm['model_ns'] / 1e6:,.2f} ms",
+                    ratio,
+                    "model/kernel",
+                    "info",
+                )
             con.print(t)
         else:  # pragma: no cover
             print(title, file=out)
             for r in s["rows"]:
-                print(f"  {r['counter']:40s} {_fmt(r['kernel']):>10} {_fmt(r['model']):>10} {_fmt(r['error']):>8} {r['kind']:9s} {'ok' if r['ok'] else 'OUT OF TOLERANCE'}", file=out)
+                print(
+                    f"  {r['counter']:40s} {_fmt(r['kernel']):>10} {_fmt(r['model']):>10} {_fmt(r['error']):>8} {r['kind']:9s} {'ok' if r['ok'] else 'OUT OF TOLERANCE'}",
+                    file=out,
+                )
         for n in s.get("notes", []):
             print(f"  note: {n}", file=out)
     for name, why in report["skipped"].items():
         print(f"skipped {name}: {why}", file=out)
     n_ok = sum(1 for s in report["scenarios"].values() if s["ok"])
     print(f"tolerance: {report['tolerance']}", file=out)
-    print(f"validate: {n_ok}/{len(report['scenarios'])} scenarios within tolerance" + ("" if report["ok"] else " -- FAIL"), file=out)
+    print(
+        f"validate: {n_ok}/{len(report['scenarios'])} scenarios within tolerance"
+        + ("" if report["ok"] else " -- FAIL"),
+        file=out,
+    )
 
 
 def cmd(args) -> int:
@@ -336,9 +470,13 @@ def cmd(args) -> int:
             raise InputError(f"--costs {args.costs}: {e}") from None
     if args.kernel_results and not Path(args.kernel_results).is_dir():
         raise InputError(f"--kernel-results: {args.kernel_results} is not a directory")
-    report = validate(sc, size=size, kernel_dir=args.kernel_results, save_dir=args.save_kernel_results, costs_text=costs_text)
+    report = validate(
+        sc, size=size, kernel_dir=args.kernel_results, save_dir=args.save_kernel_results, costs_text=costs_text
+    )
     if not report["scenarios"]:
-        raise InputError("no scenario could be compared: " + "; ".join(f"{k}: {v}" for k, v in report["skipped"].items()))
+        raise InputError(
+            "no scenario could be compared: " + "; ".join(f"{k}: {v}" for k, v in report["skipped"].items())
+        )
     print_report(report)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))

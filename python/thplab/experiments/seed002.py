@@ -16,25 +16,42 @@ posted — skip fully collapsed mms, cold mms to the list tail, disabled mms at 
 lazy-free folios, disabled mms at once). The seed's own figures are shown beside thplab's
 as *reference values*: they are never inputs to the model and never tuning targets.
 """
+
 from __future__ import annotations
 
 import argparse
 import time
 from typing import Any
 
-__all__ = ["VARIANTS", "SEED_HOT_COLD", "SEED_CENSUS", "hot_cold_workload", "census_workload",
-           "run_hot_cold", "run_census", "run", "format_table", "main"]
+__all__ = [
+    "SEED_CENSUS",
+    "SEED_HOT_COLD",
+    "VARIANTS",
+    "census_workload",
+    "format_table",
+    "hot_cold_workload",
+    "main",
+    "run",
+    "run_census",
+    "run_hot_cold",
+]
 
 # ---- the policies -------------------------------------------------------------------
 
 VARIANTS: dict[str, dict[str, str]] = {
     "baseline": {},
     # the series as posted (v1, Dec 2025)
-    "v1": {"thplab.khugepaged_skip_collapsed": "1", "thplab.khugepaged_cold_to_tail": "1",
-           "thplab.khugepaged_disabled_next": "1"},
+    "v1": {
+        "thplab.khugepaged_skip_collapsed": "1",
+        "thplab.khugepaged_cold_to_tail": "1",
+        "thplab.khugepaged_disabled_next": "1",
+    },
     # what it became (v2 .. v8, mm-unstable 2026)
-    "final": {"thplab.khugepaged_cheap_progress": "1", "thplab.khugepaged_skip_lazyfree": "1",
-              "thplab.khugepaged_disabled_next": "1"},
+    "final": {
+        "thplab.khugepaged_cheap_progress": "1",
+        "thplab.khugepaged_skip_lazyfree": "1",
+        "thplab.khugepaged_disabled_next": "1",
+    },
 }
 
 # ---- reference values: the seed's published figures (never model inputs) -----------
@@ -88,6 +105,7 @@ def _run(kind: str, quick: bool, variant: str, timeout: float | None):
 
 # ---- experiment (a): hot1 -> cold -> hot2 ---------------------------------------------
 
+
 def hot_cold_workload(quick: bool = False) -> dict[str, Any]:
     """The hot1/cold/hot2 workload. Full: the seed's 128 MiB per process, 300 s of
     1 s-spaced access bursts (khugepaged at its defaults needs ~80 s per 128 MiB). Quick:
@@ -122,12 +140,14 @@ def hot_cold_workload(quick: bool = False) -> dict[str, Any]:
 
     return {
         "name": "seed002_hot_cold" + ("_quick" if quick else ""),
-        "description": ("Seed 002 (Vernon Yang 2025): hot1 -> cold -> hot2, "
-                        f"{mem // MB} MiB each of 4 KiB pages, then MADV_HUGEPAGE in that order. "
-                        "hot1/hot2 access their memory in bursts; cold touches it once and calls "
-                        "MADV_COLD. khugepaged at its defaults walks its list FIFO. Compare hot2's "
-                        "TLB misses and time to collapse with the seed policies "
-                        "(thplab.khugepaged_cold_to_tail=1, thplab.khugepaged_skip_collapsed=1)."),
+        "description": (
+            "Seed 002 (Vernon Yang 2025): hot1 -> cold -> hot2, "
+            f"{mem // MB} MiB each of 4 KiB pages, then MADV_HUGEPAGE in that order. "
+            "hot1/hot2 access their memory in bursts; cold touches it once and calls "
+            "MADV_COLD. khugepaged at its defaults walks its list FIFO. Compare hot2's "
+            "TLB misses and time to collapse with the seed policies "
+            "(thplab.khugepaged_cold_to_tail=1, thplab.khugepaged_skip_collapsed=1)."
+        ),
         "seed": 2,
         "machine": "24G,cpus=4",
         "knobs": {"transparent_hugepage/enabled": "madvise"},
@@ -167,8 +187,16 @@ def _row(metric: str, seed: tuple[float | None, float | None] | None, before: fl
     same = None
     if sd is not None and td is not None:
         same = (sd > 0) == (td > 0) if abs(td) > 1e-9 else False
-    return {"metric": metric, "seed before": sb, "seed after": sa, "seed delta %": sd,
-            "thplab before": before, "thplab after": after, "thplab delta %": td, "same direction?": same}
+    return {
+        "metric": metric,
+        "seed before": sb,
+        "seed after": sa,
+        "seed delta %": sd,
+        "thplab before": before,
+        "thplab after": after,
+        "thplab delta %": td,
+        "same direction?": same,
+    }
 
 
 def run_hot_cold(quick: bool = False, after: str = "v1", timeout: float | None = None) -> list[dict[str, Any]]:
@@ -179,6 +207,7 @@ def run_hot_cold(quick: bool = False, after: str = "v1", timeout: float | None =
 
 
 # ---- experiment (b): the desktop census ----------------------------------------------
+
 
 def census_workload(quick: bool = False) -> dict[str, Any]:
     """An idle desktop: `nproc` processes whose eligible memory is THP-faulted (PMD-mapped)
@@ -192,33 +221,47 @@ def census_workload(quick: bool = False) -> dict[str, Any]:
     for i in range(nproc):
         m = mapped // nproc + (1 if i < mapped % nproc else 0)
         n = none // nproc + (1 if i < none % nproc else 0)
-        procs.append({"name": f"desktop{i}", "start": f"{i}ms", "ops": [
-            # a THP-backed heap: every 2 MiB touched once (enabled=always: THP faults)
-            {"op": "mmap", "name": "heap", "size": _size((m - 1) * 2 * MB)},
-            {"op": "write", "region": "heap", "every": "2M", "length": "4K", "bytes": 64},
-            # a reservation touched at its start only (one more THP): the rest has no
-            # page table
-            {"op": "mmap", "name": "arena", "size": _size((n + 1) * 2 * MB)},
-            {"op": "write", "region": "arena", "length": "4K", "bytes": 64},
-            {"op": "sleep", "duration": f"{idle}s"},
-        ]})
+        procs.append(
+            {
+                "name": f"desktop{i}",
+                "start": f"{i}ms",
+                "ops": [
+                    # a THP-backed heap: every 2 MiB touched once (enabled=always: THP faults)
+                    {"op": "mmap", "name": "heap", "size": _size((m - 1) * 2 * MB)},
+                    {"op": "write", "region": "heap", "every": "2M", "length": "4K", "bytes": 64},
+                    # a reservation touched at its start only (one more THP): the rest has no
+                    # page table
+                    {"op": "mmap", "name": "arena", "size": _size((n + 1) * 2 * MB)},
+                    {"op": "write", "region": "arena", "length": "4K", "bytes": 64},
+                    {"op": "sleep", "duration": f"{idle}s"},
+                ],
+            }
+        )
     # one application with a 2 MiB range of 4 KiB pages, made eligible later
     # (it asks for THP once the desktop has settled, so the census scan collapses it)
-    procs.append({"name": "app", "start": "20ms", "ops": [
-        {"op": "mmap", "name": "buf", "size": "2M"},
-        {"op": "madvise", "region": "buf", "advice": "nohugepage"},
-        {"op": "write", "region": "buf", "bytes": 64, "data": "text"},
-        {"op": "sleep", "duration": "2s"},
-        {"op": "madvise", "region": "buf", "advice": "hugepage"},
-        {"op": "sleep", "duration": f"{idle - 2}s"},
-    ]})
+    procs.append(
+        {
+            "name": "app",
+            "start": "20ms",
+            "ops": [
+                {"op": "mmap", "name": "buf", "size": "2M"},
+                {"op": "madvise", "region": "buf", "advice": "nohugepage"},
+                {"op": "write", "region": "buf", "bytes": 64, "data": "text"},
+                {"op": "sleep", "duration": "2s"},
+                {"op": "madvise", "region": "buf", "advice": "hugepage"},
+                {"op": "sleep", "duration": f"{idle - 2}s"},
+            ],
+        }
+    )
     return {
         "name": "seed002_census" + ("_quick" if quick else ""),
-        "description": ("Seed 002 (Vernon Yang 2025): the idle-desktop census of khugepaged scan results. "
-                        f"{nproc} processes with {mapped} PMD-mapped and {none} table-less 2 MiB ranges plus one "
-                        "collapsible range; khugepaged at its defaults (4096 pages per 10 s). Compare the "
-                        "per-full-scan progress and time with thplab.khugepaged_cheap_progress=1 or "
-                        "thplab.khugepaged_skip_collapsed=1."),
+        "description": (
+            "Seed 002 (Vernon Yang 2025): the idle-desktop census of khugepaged scan results. "
+            f"{nproc} processes with {mapped} PMD-mapped and {none} table-less 2 MiB ranges plus one "
+            "collapsible range; khugepaged at its defaults (4096 pages per 10 s). Compare the "
+            "per-full-scan progress and time with thplab.khugepaged_cheap_progress=1 or "
+            "thplab.khugepaged_skip_collapsed=1."
+        ),
         "seed": 2,
         "machine": "24G,cpus=4",
         "knobs": {"transparent_hugepage/enabled": "always"},
@@ -246,11 +289,14 @@ def _census_metrics(res) -> dict[str, float]:
         "SCAN_PMD_NONE per full scan": r.get("SCAN_PMD_NONE", 0) if first else nan,
         "progress per full scan (MB)": first["progress"] * 4096 / MB if first else nan,
         "full scan time (s)": (first["end_ns"] - first["start_ns"]) / 1e9 if first else nan,
-        "later full scans: progress (MB, mean)": (sum(f["progress"] for f in steady) * 4096 / MB / len(steady)) if steady else nan,
+        "later full scans: progress (MB, mean)": (sum(f["progress"] for f in steady) * 4096 / MB / len(steady))
+        if steady
+        else nan,
         "full scans (census and later)": len(log),
         "full scans completed": kh["full_scans"],
         "pages_collapsed": kh["pages_collapsed"],
-        "khugepaged CPU (ms)": next((k["cpu_ns"] for k in d["extra"]["kthreads"] if k["name"] == "khugepaged"), 0) / 1e6,
+        "khugepaged CPU (ms)": next((k["cpu_ns"] for k in d["extra"]["kthreads"] if k["name"] == "khugepaged"), 0)
+        / 1e6,
         "mm slots left on the list": kh["mm_slots"],
     }
 
@@ -267,10 +313,12 @@ def run_census(quick: bool = False, after: str = "final", timeout: float | None 
 def run(quick: bool = False, timeout: float | None = None) -> dict[str, list[dict[str, Any]]]:
     """Every seed-002 table: {title: rows}."""
     return {
-        "hot1 -> cold -> hot2: hot2, baseline vs v1 (skip collapsed, cold to tail, disabled next)":
-            run_hot_cold(quick, "v1", timeout),
-        "hot1 -> cold -> hot2: hot2, baseline vs final (cheap progress, skip lazy-free, disabled next)":
-            run_hot_cold(quick, "final", timeout),
+        "hot1 -> cold -> hot2: hot2, baseline vs v1 (skip collapsed, cold to tail, disabled next)": run_hot_cold(
+            quick, "v1", timeout
+        ),
+        "hot1 -> cold -> hot2: hot2, baseline vs final (cheap progress, skip lazy-free, disabled next)": run_hot_cold(
+            quick, "final", timeout
+        ),
         "desktop census: first full scan, baseline vs final (cheap progress)": run_census(quick, "final", timeout),
         "desktop census: first full scan, baseline vs v1 (skip collapsed)": run_census(quick, "v1", timeout),
     }
@@ -296,7 +344,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     cols = list(rows[0].keys()) if rows else []
     cells = [[_fmt(r[c]) for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(cols)]
-    line = lambda xs: "| " + " | ".join(x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(xs, widths))) + " |"  # noqa: E731
+    line = lambda xs: (
+        "| " + " | ".join(x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(xs, widths))) + " |"
+    )
     out = [line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(x) for x in cells]
     return "\n".join(out)

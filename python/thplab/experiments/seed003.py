@@ -16,6 +16,7 @@ Machine (the seed gives none beyond "Xeon E5 v3" and a pmem device): full -- one
 
     python -m thplab.experiments.seed003 [--quick]
 """
+
 from __future__ import annotations
 
 import copy
@@ -106,9 +107,24 @@ def measure(w: dict, knobs: dict, label: str | None = None) -> dict:
         "spinlock time (% of CPU time)": 100.0 * ex.get("lock_wait_ns", 0) / cpu_ns if cpu_ns else 0.0,
         "_host_s": host_s,
         "_sim_s": sim_s,
-        "_counters": {k: dv.get(k, 0) for k in ("pswpin", "pswpout", "thp_swpout", "thp_swpout_fallback", "thp_split_pmd",
-                                               "thp_swpin", "thp_swpin_fallback", "thp_fault_alloc", "thp_fault_fallback",
-                                               "allocstall_movable", "pgsteal_kswapd", "pgsteal_direct", "oom_kill")},
+        "_counters": {
+            k: dv.get(k, 0)
+            for k in (
+                "pswpin",
+                "pswpout",
+                "thp_swpout",
+                "thp_swpout_fallback",
+                "thp_split_pmd",
+                "thp_swpin",
+                "thp_swpin_fallback",
+                "thp_fault_alloc",
+                "thp_fault_fallback",
+                "allocstall_movable",
+                "pgsteal_kswapd",
+                "pgsteal_direct",
+                "oom_kill",
+            )
+        },
     }
 
 
@@ -144,16 +160,18 @@ def run(quick: bool = False, _meta: dict | None = None) -> list[dict]:
         td = _delta(name, tb, ta)
         seed_dir = (sa > sb) - (sa < sb)
         model_dir = (ta > tb) - (ta < tb)
-        rows.append({
-            "metric": name,
-            "seed_before": sb,
-            "seed_after": sa,
-            "seed_delta": sd,
-            "thplab_before": tb,
-            "thplab_after": ta,
-            "thplab_delta": _fmt_delta(name, td),
-            "same_direction": seed_dir == model_dir,
-        })
+        rows.append(
+            {
+                "metric": name,
+                "seed_before": sb,
+                "seed_after": sa,
+                "seed_delta": sd,
+                "thplab_before": tb,
+                "thplab_after": ta,
+                "thplab_delta": _fmt_delta(name, td),
+                "same_direction": seed_dir == model_dir,
+            }
+        )
     return rows
 
 
@@ -165,15 +183,30 @@ def _num(v) -> str:
 
 def print_table(rows: list[dict], meta: dict, file=None) -> None:
     out = file or sys.stdout
-    cols = ["metric", "seed_before", "seed_after", "seed_delta", "thplab_before", "thplab_after", "thplab_delta", "same_direction"]
+    cols = [
+        "metric",
+        "seed_before",
+        "seed_after",
+        "seed_delta",
+        "thplab_before",
+        "thplab_after",
+        "thplab_delta",
+        "same_direction",
+    ]
     cells = [[_num(r[c]) for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(cols)]
     print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cols)), file=out)
     for x in cells:
         print("  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(x)), file=out)
     b, a = meta["before"], meta["after"]
-    print(f"machine {meta['machine']}; seed columns: the cover letter's figures (reference only, not model inputs)", file=out)
-    print(f"simulated time: before {b['_sim_s']:.3f} s, after {a['_sim_s']:.3f} s; host time: before {b['_host_s']:.1f} s, after {a['_host_s']:.1f} s", file=out)
+    print(
+        f"machine {meta['machine']}; seed columns: the cover letter's figures (reference only, not model inputs)",
+        file=out,
+    )
+    print(
+        f"simulated time: before {b['_sim_s']:.3f} s, after {a['_sim_s']:.3f} s; host time: before {b['_host_s']:.1f} s, after {a['_host_s']:.1f} s",
+        file=out,
+    )
     print(f"before: {b['_counters']}", file=out)
     print(f"after:  {a['_counters']}", file=out)
 

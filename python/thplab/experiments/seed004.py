@@ -32,6 +32,7 @@ they are never inputs and nothing is tuned towards them.
 The bench workload runs as process 1 (CPU 1): process 0 is an idle placeholder on CPU 0,
 where the engine places kcompactd0 (the kernel's kcompactd may run on any CPU of the node).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,17 @@ SCALES = {
 #: The seed's published figures (reference only).
 SEED = {
     "a_latency_us": {  # percentile -> (vanilla, proactive)
-        5: (7894, 2), 10: (9496, 2), 25: (12561, 3), 30: (15295, 3), 40: (18244, 3), 50: (21229, 4),
-        60: (27556, 4), 75: (30147, 4), 80: (31047, 4), 90: (32859, 5), 95: (33799, 429),
+        5: (7894, 2),
+        10: (9496, 2),
+        25: (12561, 3),
+        30: (15295, 3),
+        40: (18244, 3),
+        50: (21229, 4),
+        60: (27556, 4),
+        75: (30147, 4),
+        80: (31047, 4),
+        90: (32859, 5),
+        95: (33799, 429),
     },
     "a_hugepages": (383859, 384105),
     "a_fraction": (98, 98),
@@ -75,6 +85,7 @@ def _align(b: int, a: int = 2 * MIB) -> int:
 def boot_memory(machine: str) -> dict[str, int]:
     """MemTotal/MemFree (bytes) of the machine at boot, from a run that does nothing."""
     from thplab import run as thplab_run
+
     wl = {"name": "boot", "processes": [{"name": "p", "ops": [{"op": "sleep", "duration": "0"}]}]}
     mi = thplab_run(wl, machine=machine, knobs={"vm.compaction_proactiveness": "0"}).meminfo
     return {"total": mi["MemTotal"] * 1024, "free": mi["MemFree"] * 1024}
@@ -160,19 +171,23 @@ def workloads(scale: str, boot: dict[str, int] | None = None) -> dict[str, dict]
     s = SCALES[scale]
     sz = sizes(s["machine"], s["java_heap"], boot)
     return {
-        "a_vanilla": workload_a(sz, 0), "a_proactive": workload_a(sz, 20),
-        "b_vanilla": workload_b(sz, 0), "b_proactive": workload_b(sz, 20),
+        "a_vanilla": workload_a(sz, 0),
+        "a_proactive": workload_a(sz, 20),
+        "b_vanilla": workload_b(sz, 0),
+        "b_proactive": workload_b(sz, 20),
         "c_proactive": workload_c(sz, 40),
     }
 
 
 def run_workload(wl: dict, machine: str) -> dict:
     from thplab import run as thplab_run
+
     return thplab_run(wl, machine=machine).raw
 
 
 # ---------------------------------------------------------------------------------------------
 # metrics
+
 
 def _phase(r: dict, name: str) -> dict:
     return next(p for p in r["phases"] if p["name"] == f"bench:{name}")
@@ -226,8 +241,17 @@ def _row(exp: str, metric: str, sb, sa, tb, ta, direction: bool | None = None) -
     if direction is None and sd is not None and td is not None:
         sign = lambda x: (x > 0) - (x < 0)  # noqa: E731
         direction = sign(sd) == sign(td)
-    return {"experiment": exp, "metric": metric, "seed_before": sb, "seed_after": sa, "seed_delta": sd,
-            "thplab_before": tb, "thplab_after": ta, "thplab_delta": td, "same_direction": direction}
+    return {
+        "experiment": exp,
+        "metric": metric,
+        "seed_before": sb,
+        "seed_after": sa,
+        "seed_delta": sd,
+        "thplab_before": tb,
+        "thplab_after": ta,
+        "thplab_delta": td,
+        "same_direction": direction,
+    }
 
 
 def rows(results: dict[str, dict], sz: dict[str, int]) -> list[dict[str, Any]]:
@@ -236,24 +260,59 @@ def rows(results: dict[str, dict], sz: dict[str, int]) -> list[dict[str, Any]]:
     for p, (sb, sa) in SEED["a_latency_us"].items():
         out.append(_row("a", f"alloc latency p{p} (us)", sb, sa, a0[f"p{p:02d}"], a1[f"p{p:02d}"]))
     h0, h1 = a0["hugepages"], a1["hugepages"]
-    out.append(_row("a", "hugepages allocated", *SEED["a_hugepages"], h0, h1, direction=abs(h1 - h0) <= 0.02 * max(h0, 1)))
+    out.append(
+        _row("a", "hugepages allocated", *SEED["a_hugepages"], h0, h1, direction=abs(h1 - h0) <= 0.02 * max(h0, 1))
+    )
     fa, fb = SEED["a_fraction"]
-    out.append(_row("a", "% of free memory as hugepages", fa, fb, round(a0["fraction"], 1), round(a1["fraction"], 1),
-                    direction=abs(a1["fraction"] - a0["fraction"]) < 2))
+    out.append(
+        _row(
+            "a",
+            "% of free memory as hugepages",
+            fa,
+            fb,
+            round(a0["fraction"], 1),
+            round(a1["fraction"], 1),
+            direction=abs(a1["fraction"] - a0["fraction"]) < 2,
+        )
+    )
     out.append(_row("a", "compact_stall", None, None, a0["compact_stall"], a1["compact_stall"]))
-    out.append(_row("a", "kcompactd CPU (s)", None, None, round(a0["kcompactd_cpu_s"], 3), round(a1["kcompactd_cpu_s"], 3)))
+    out.append(
+        _row("a", "kcompactd CPU (s)", None, None, round(a0["kcompactd_cpu_s"], 3), round(a1["kcompactd_cpu_s"], 3))
+    )
     b0, b1 = metrics_b(results["b_vanilla"]), metrics_b(results["b_proactive"])
-    out.append(_row("b", "pre-touch elapsed (s)", *SEED["b_elapsed_s"], round(b0["elapsed_s"], 2), round(b1["elapsed_s"], 2)))
-    out.append(_row("b", "pre-touch system (s)", *SEED["b_system_s"], round(b0["system_s"], 2), round(b1["system_s"], 2)))
-    out.append(_row("b", "% of heap faults as THP", None, None, round(b0["thp_fraction"], 1), round(b1["thp_fraction"], 1)))
+    out.append(
+        _row("b", "pre-touch elapsed (s)", *SEED["b_elapsed_s"], round(b0["elapsed_s"], 2), round(b1["elapsed_s"], 2))
+    )
+    out.append(
+        _row("b", "pre-touch system (s)", *SEED["b_system_s"], round(b0["system_s"], 2), round(b1["system_s"], 2))
+    )
+    out.append(
+        _row("b", "% of heap faults as THP", None, None, round(b0["thp_fraction"], 1), round(b1["thp_fraction"], 1))
+    )
     out.append(_row("b", "compact_stall", None, None, b0["compact_stall"], b1["compact_stall"]))
-    out.append(_row("b", "kcompactd CPU (s)", None, None, round(b0["kcompactd_cpu_s"], 2), round(b1["kcompactd_cpu_s"], 2)))
+    out.append(
+        _row("b", "kcompactd CPU (s)", None, None, round(b0["kcompactd_cpu_s"], 2), round(b1["kcompactd_cpu_s"], 2))
+    )
     c = metrics_c(results["c_proactive"])
     ok = c["retry_s"] == c["retry_s"] and abs(c["retry_s"] - SEED["c_retry_s"]) / SEED["c_retry_s"] < 0.25
-    out.append(_row("c", "s between proactive retries", None, SEED["c_retry_s"], None, round(c["retry_s"], 2), direction=ok))
-    out.append(_row("c", "proactive rounds / back-offs (100 s)", None, None, c["rounds"], c["backoffs"], direction=c["rounds"] == c["backoffs"]))
+    out.append(
+        _row("c", "s between proactive retries", None, SEED["c_retry_s"], None, round(c["retry_s"], 2), direction=ok)
+    )
+    out.append(
+        _row(
+            "c",
+            "proactive rounds / back-offs (100 s)",
+            None,
+            None,
+            c["rounds"],
+            c["backoffs"],
+            direction=c["rounds"] == c["backoffs"],
+        )
+    )
     out.append(_row("c", "score drop over all rounds", None, 0, None, c["score_drop"], direction=c["score_drop"] == 0))
-    out.append(_row("c", "pages migrated", None, 0, None, c["pgmigrate_success"], direction=c["pgmigrate_success"] == 0))
+    out.append(
+        _row("c", "pages migrated", None, 0, None, c["pgmigrate_success"], direction=c["pgmigrate_success"] == 0)
+    )
     return out
 
 
@@ -263,7 +322,9 @@ TITLE = "Nitin Gupta 2020: proactive compaction"
 LAST_RESULTS: dict[str, dict] = {}
 
 
-def run(quick: bool = False, boot: dict[str, int] | None = None, progress=None, workers: int | None = None) -> list[dict[str, Any]]:
+def run(
+    quick: bool = False, boot: dict[str, int] | None = None, progress=None, workers: int | None = None
+) -> list[dict[str, Any]]:
     """Run seed 004's experiments through the model; rows of seed vs thplab figures.
     At the seed's scale the five 1 TiB runs go two at a time in child processes (each
     needs ~5 GiB of host memory); results do not depend on the order or parallelism."""
@@ -302,10 +363,32 @@ def format_rows(rs: list[dict[str, Any]]) -> str:
         if isinstance(v, float):
             return f"{v:,.2f}" if abs(v) < 1000 else f"{v:,.0f}"
         return f"{v:,}" if isinstance(v, int) else str(v)
-    head = ["exp", "metric", "seed before", "seed after", "seed Δ", "thplab before", "thplab after", "thplab Δ", "same dir"]
-    body = [[r["experiment"], r["metric"], f(r["seed_before"]), f(r["seed_after"]), f(r["seed_delta"]),
-             f(r["thplab_before"]), f(r["thplab_after"]), f(r["thplab_delta"]),
-             "-" if r["same_direction"] is None else ("yes" if r["same_direction"] else "NO")] for r in rs]
+
+    head = [
+        "exp",
+        "metric",
+        "seed before",
+        "seed after",
+        "seed Δ",
+        "thplab before",
+        "thplab after",
+        "thplab Δ",
+        "same dir",
+    ]
+    body = [
+        [
+            r["experiment"],
+            r["metric"],
+            f(r["seed_before"]),
+            f(r["seed_after"]),
+            f(r["seed_delta"]),
+            f(r["thplab_before"]),
+            f(r["thplab_after"]),
+            f(r["thplab_delta"]),
+            "-" if r["same_direction"] is None else ("yes" if r["same_direction"] else "NO"),
+        ]
+        for r in rs
+    ]
     w = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
     line = lambda cells: "  ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i]) for i, c in enumerate(cells))  # noqa: E731
     return "\n".join([line(head), line(["-" * x for x in w])] + [line(b) for b in body])
