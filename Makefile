@@ -7,7 +7,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 export CARGO_TERM_COLOR := never
 
-.PHONY: all setup build test test-rust test-py seeds examples bench fuzz clean
+.PHONY: all setup build lint test test-rust test-py seeds examples bench fuzz clean
 
 all: build
 
@@ -30,7 +30,12 @@ test-py: build
 	bash tests/setup_chromium.sh
 	THPLAB_CHECK=1 $(VPY) -m pytest -q tests
 
-test: test-rust test-py
+# Lint: formatting and clippy (warnings are errors).
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --release -- -D warnings
+
+test: lint test-rust test-py
 
 examples: build
 	$(VENV)/bin/thplab run examples/*.json
