@@ -496,14 +496,14 @@ def _totals(r) -> dict[str, float]:
     return m
 
 
-def render_what_if(sets: list[str], base, alt, console) -> list[dict[str, Any]]:
+def render_what_if(sets: list[str], base, alt, console, scenario: str = "all") -> list[dict[str, Any]]:
     from rich import box
     from rich.table import Table
 
     a, b = _totals(base), _totals(alt)
     t = Table(
         box=box.SIMPLE_HEAD,
-        title=f"what if {' '.join(sets)}: the census replayed in the model",
+        title=f"what if {', '.join(sets)}: the census replayed in the model, scenario {scenario}",
         title_justify="left",
     )
     t.add_column("metric")
@@ -515,7 +515,7 @@ def render_what_if(sets: list[str], base, alt, console) -> list[dict[str, Any]]:
         x, y = a.get(k, 0.0), b.get(k, 0.0)
         if x == 0 and y == 0:
             continue
-        ch = "—" if x == y else (f"{(y - x) / x * 100:+.1f}%" if x else "new")
+        ch = "—" if x == y else (f"{(y - x) / x * 100:+.1f}%" if round(x, 3) else "new")
         t.add_row(k, f"{x:,.0f}" if x == int(x) else f"{x:,.3f}", f"{y:,.0f}" if y == int(y) else f"{y:,.3f}", ch)
         rows.append({"metric": k, "as_found": x, "what_if": y})
     console.print(t)
@@ -730,7 +730,7 @@ def plots(census: dict[str, Any], top: int = 20) -> list[tuple[str, Any]]:
     thp_data = [max(0, p["thp_pmd"] * 2048 - p["thp_zero_kb"]) / mib for p in procs]
     small = [max(0, p["anon_kb"] - p["anon_huge_kb"]) / mib for p in procs]
     swap = [p["swap_kb"] / mib for p in procs]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(procs) + 1.6))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(procs) + 2.0))
     y = range(len(procs))
     left = [0.0] * len(procs)
     for vals, lab, col in (
@@ -745,7 +745,7 @@ def plots(census: dict[str, Any], top: int = 20) -> list[tuple[str, Any]]:
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_xlabel("anonymous memory (MiB)")
     ax.set_title("census: THP vs 4 KiB vs zero-filled memory per process")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.5 / (0.45 * len(procs) + 1.6) - 0.12), ncol=4)
     fig.tight_layout()
     return [("census: THP vs 4 KiB vs zero-filled memory per process (MiB)", fig)]
 
@@ -934,6 +934,6 @@ def cmd(args: argparse.Namespace) -> int:
         console.print(f"wrote {args.html}", style="dim", markup=False)
     if sets:
         _w, base, alt = what_if(census, sets, scenario=args.scenario, duration=args.duration, costs=args.costs)
-        render_what_if(sets, base, alt, console)
+        render_what_if(sets, base, alt, console, args.scenario)
     ok = ok_processes(census)
     return 0 if ok or not census["processes"] else 1

@@ -292,15 +292,20 @@ struct Ctx<'a> {
 }
 
 /// Census of one VMA. `mem` is opened on first use.
-fn census_vma(
-    ctx: &mut Ctx,
+/// One process being read: its pagemap, its memory reader (opened on first use), and the
+/// PTE-mapped large folios seen so far.
+struct ProcScan {
     pid: i32,
-    pagemap: &File,
-    mem: &mut Option<MemReader>,
-    v: &Vma,
+    pagemap: File,
+    mem: Option<MemReader>,
     thp_disabled: bool,
-    layout_on: bool,
-) -> Result<(Counts, Value), ProbeError> {
+    layout: bool,
+    heads: HashMap<u64, (u32, u64)>,
+}
+
+fn census_vma(ctx: &mut Ctx, ps: &mut ProcScan, v: &Vma) -> Result<(Counts, Value), ProbeError> {
+    let (pid, pagemap, thp_disabled, layout_on) = (ps.pid, &ps.pagemap, ps.thp_disabled, ps.layout);
+    let mem = &mut ps.mem;
     let k = ctx.knobs;
     let mut c = Counts::default();
     let mut lay = Layout { on: layout_on, runs: vec![] };
@@ -514,20 +519,11 @@ fn census_vma(
             vpn += n as u64;
         }
     }
-    for (_, (order, mapped)) in heads {
-        let full = mapped == 1u64 << order;
-        if order as usize == HPAGE_NR.trailing_zeros() as usize {
-            if full {
-                c.pte_mapped_thp += 1;
-            } else {
-                c.pte_mapped_thp_partial_pages += mapped;
-            }
-        } else if full {
-            *c.mthp.entry(order).or_default() += 1;
-        } else {
-            c.mthp_partial_pages += mapped;
-        }
+    for (head, (order, mapped)) in &heads {
+        let e = ps.heads.entry(*head).or_insert((*order, 0));
+        e.1 += mapped;
     }
+    count_folios(&mut c, &heads);
     // khugepaged ranges: every 2 MiB range with a populated page (ranges already PMD-mapped
     // were never entered into `windows`)
     if c.eligible {
@@ -568,6 +564,30 @@ fn census_vma(
         );
     }
     Ok((c, Value::Object(o)))
+}
+
+/// PTE-mapped large folios seen (head pfn -> (order, pages mapped here)): whole ones by
+/// order, pages of partly mapped ones (a folio cut by a VMA edge is partial in each VMA, whole
+/// in the process).
+fn count_folios(c: &mut Counts, heads: &HashMap<u64, (u32, u64)>) {
+    c.mthp.clear();
+    c.mthp_partial_pages = 0;
+    c.pte_mapped_thp = 0;
+    c.pte_mapped_thp_partial_pages = 0;
+    for &(order, mapped) in heads.values() {
+        let full = mapped == 1u64 << order;
+        if order == HPAGE_NR.trailing_zeros() {
+            if full {
+                c.pte_mapped_thp += 1;
+            } else {
+                c.pte_mapped_thp_partial_pages += mapped;
+            }
+        } else if full {
+            *c.mthp.entry(order).or_default() += 1;
+        } else {
+            c.mthp_partial_pages += mapped;
+        }
+    }
 }
 
 fn order_kb(order: u32) -> String {
@@ -742,8 +762,14 @@ fn census_process(ctx: &mut Ctx, pid: i32, layout: bool) -> Value {
             };
         }
     };
-    let thp_disabled = st.thp_enabled == Some(false);
-    let mut mem = None;
+    let mut ps = ProcScan {
+        pid,
+        pagemap,
+        mem: None,
+        thp_disabled: st.thp_enabled == Some(false),
+        layout,
+        heads: HashMap::new(),
+    };
     let mut total = Counts::default();
     let mut out_vmas = vec![];
     let mut registered_basis: Option<String> = None;
@@ -752,7 +778,7 @@ fn census_process(ctx: &mut Ctx, pid: i32, layout: bool) -> Value {
         if v.special() || !(v.anonymous() || anon_content) || !v.private() {
             continue;
         }
-        let r = census_vma(ctx, pid, &pagemap, &mut mem, v, thp_disabled, layout);
+        let r = census_vma(ctx, &mut ps, v);
         match r {
             Ok((c, j)) => {
                 if c.eligible && registered_basis.is_none() && (c.thp_pmd > 0 || c.windows > 0) {
@@ -785,6 +811,7 @@ fn census_process(ctx: &mut Ctx, pid: i32, layout: bool) -> Value {
             }
         }
     }
+    count_folios(&mut total, &ps.heads);
     // still there? (a process that exited after its last read has consistent data; one that
     // is a zombie now had its memory torn down while we read)
     let alive = read_file(&format!("/proc/{pid}/status")).map(|t| t.contains("VmSize")).unwrap_or(false);
