@@ -971,6 +971,57 @@ mod tests {
         assert!(!few.collapsible(511, 64, 256)); // unmapped > 0 and referenced < 256
     }
 
+    /// The census of this test process: two THPs (one non-zero subpage; all zero) and a 4 KiB
+    /// region, read through a 64 KiB buffer. Skips quietly when THP is off for madvise.
+    #[test]
+    fn census_of_self() {
+        let len = 6usize << 20;
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(raw, libc::MAP_FAILED);
+        let base = (raw as u64).div_ceil(HPAGE) * HPAGE;
+        unsafe {
+            libc::madvise(base as *mut _, 4 << 20, libc::MADV_HUGEPAGE);
+            *((base + 3 * PAGE + 9) as *mut u8) = 5; // THP 0: subpage 3, first non-zero byte 9
+            std::ptr::write_volatile((base + HPAGE) as *mut u8, 0); // THP 1: faulted in, all zero
+        }
+        let a = CensusArgs {
+            pids: vec![std::process::id() as i32],
+            all: false,
+            buffer: 64 << 10,
+            layout: true,
+            proc_mem: false,
+        };
+        let v = census(&a).unwrap();
+        let p = &v["processes"][0];
+        assert_eq!(p["status"], "ok", "{p}");
+        let start = format!("{base:x}");
+        let vma = p["vmas"].as_array().unwrap().iter().find(|x| x["start"].as_str() == Some(start.as_str()));
+        let thp_on = read_trim("/sys/kernel/mm/transparent_hugepage/enabled").is_some_and(|t| !t.contains("[never]"));
+        if let Some(vma) = vma.filter(|x| x["thp_pmd"] == 2) {
+            assert_eq!(vma["thp_zero_subpages"], 511 + 512);
+            assert_eq!(vma["thp_zero_hist"], json!({"511": 1, "512": 1}));
+            assert_eq!(vma["smaps"]["AnonHugePages"], 4096);
+            let lay = vma["layout"].as_array().unwrap();
+            assert_eq!(lay[0], json!([0, 3, "thp", 0]));
+            assert_eq!(lay[1], json!([3, 1, "thp", (C_SPARSE << 13) | 9]));
+            assert_eq!(lay[2], json!([4, 1020, "thp", 0]));
+            assert_eq!(vma["policies"]["underused_shrinker"]["by_max_ptes_none"][1]["thps_split"], 2);
+            assert_eq!(v["scan"]["thp_bytes_read"], 4 << 20);
+        } else {
+            eprintln!("census_of_self: no THPs here (THP enabled: {thp_on}); contents not checked");
+        }
+        unsafe { libc::munmap(raw, len) };
+    }
+
     #[test]
     fn underused_rule() {
         let k = Knobs {
