@@ -127,7 +127,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         workloads = census.from_census_workloads(args.from_census, workloads)
     elif not workloads:
-        raise InputError("run: give a WORKLOAD file (or --from-census CENSUS.json)")
+        _err("run: give a WORKLOAD file (or --from-census CENSUS.json)")
+        raise SystemExit(EXIT_INPUT)  # as argparse does for a missing positional
     targets = _json_targets(args.json, workloads) if args.json else [None] * len(workloads)
     if args.json and (args.json.endswith(("/", os.sep))):
         Path(args.json).mkdir(parents=True, exist_ok=True)
