@@ -538,12 +538,14 @@ def fmt_kb(kb: float | int | None) -> str:
     return f"{kb:.0f} kB"
 
 
-def _mthp_str(m: dict[str, int] | None) -> str:
+def _mthp_str(m: dict[str, int] | None, pte_thp: int = 0) -> str:
+    """PTE-mapped large folios: `64kB:3 2048kB(pte):1` (the last: PMD-order folios mapped by PTEs)."""
     if m is None:
         return "?"
-    if not m:
-        return "—"
-    return " ".join(f"{k}:{v}" for k, v in sorted(m.items(), key=lambda kv: int(kv[0][:-2])))
+    parts = [f"{k}:{v}" for k, v in sorted(m.items(), key=lambda kv: int(kv[0][:-2]))]
+    if pte_thp:
+        parts.append(f"2048kB(pte):{pte_thp}")
+    return " ".join(parts) or "—"
 
 
 def _short_name(name: str) -> str:
@@ -579,7 +581,7 @@ def render(census: dict[str, Any], console, vmas: bool = False, top: int | None 
     t = Table(box=box.SIMPLE_HEAD, title="memory (kB, MiB, GiB)", title_justify="left")
     for h in ("pid", "process"):
         t.add_column(h, no_wrap=True)
-    for h in ("RSS", "anon", "AnonHuge", "THP", "zero in THP", "mTHP", "4K anon", "swap", "THP-swapped"):
+    for h in ("RSS", "anon", "AnonHuge", "THP", "zero in THP", "mTHP by size", "4K anon", "swap", "THP-swapped"):
         t.add_column(h, justify="right")
     t.add_column("khugepaged", no_wrap=True)
     tot: dict[str, float] = {}
@@ -600,7 +602,7 @@ def render(census: dict[str, Any], console, vmas: bool = False, top: int | None 
             fmt_kb(p["anon_huge_kb"]),
             str(p["thp_pmd"]),
             fmt_kb(p["thp_zero_kb"]) + zero_pct,
-            _mthp_str(p.get("mthp", {})),
+            _mthp_str(p.get("mthp", {}), p.get("pte_mapped_thp", 0)),
             fmt_kb(p["small_pages"] * 4),
             fmt_kb(p["swap_kb"]),
             "—" if p.get("thp_swapped_ranges") is None else str(p["thp_swapped_ranges"]),
@@ -689,7 +691,7 @@ def render(census: dict[str, Any], console, vmas: bool = False, top: int | None 
                     fmt_kb(v["smaps"].get("AnonHugePages", 0)),
                     str(v["thp_pmd"]),
                     fmt_kb(v["thp_zero_kb"]),
-                    _mthp_str(v.get("mthp", {})),
+                    _mthp_str(v.get("mthp", {}), v.get("pte_mapped_thp", 0)),
                     fmt_kb(v["small_pages"] * 4),
                     fmt_kb(v["smaps"].get("Swap", 0)),
                     khs,
@@ -697,10 +699,11 @@ def render(census: dict[str, Any], console, vmas: bool = False, top: int | None 
             console.print(vt)
     scan = census.get("scan", {})
     if scan.get("thp_bytes_read"):
+        # the rate is of the whole census's CPU time: meaningful once the THPs dominate it
+        rate = f"{scan['gb_per_cpu_second']:.2f} GB per CPU second, " if scan["thp_bytes_read"] >= 64 << 20 else ""
         console.print(
             f"  scanned {fmt_kb(scan['thp_bytes_read'] / 1024)} of THP memory in "
-            f"{scan['wall_ns'] / 1e9:.2f} s ({scan['gb_per_cpu_second']:.2f} GB per CPU second, "
-            f"{scan.get('mem_method', '?')})",
+            f"{scan['wall_ns'] / 1e9:.2f} s ({rate}{scan.get('mem_method', '?')})",
             style="dim",
             markup=False,
             highlight=False,
