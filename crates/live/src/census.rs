@@ -312,6 +312,7 @@ fn census_vma(ctx: &mut Ctx, ps: &mut ProcScan, v: &Vma) -> Result<(Counts, Valu
     let locked = v.has("lo");
     let base_vpn = v.start / PAGE;
     // khugepaged: thp_vma_allowable_order(vma, TVA_KHUGEPAGED, PMD_ORDER) for an anonymous VMA
+    // (6.18's hpage_collapse_scan_pmd() no longer refuses read-only ranges: no SCAN_PAGE_RO)
     let hstart = v.start.div_ceil(HPAGE) * HPAGE;
     let hend = v.end / HPAGE * HPAGE;
     let why_not = if !v.anonymous() {
@@ -328,8 +329,6 @@ fn census_vma(ctx: &mut Ctx, ps: &mut ProcScan, v: &Vma) -> Result<(Counts, Valu
         Some("VM_SPECIAL or hugetlb mapping")
     } else if hend <= hstart {
         Some("no whole 2 MiB range inside the VMA")
-    } else if !v.writable() {
-        Some("not writable (SCAN_PAGE_RO)")
     } else {
         None
     };

@@ -29,9 +29,6 @@ impl Vma {
     pub fn private(&self) -> bool {
         self.perms.as_bytes().get(3) == Some(&b'p')
     }
-    pub fn writable(&self) -> bool {
-        self.perms.as_bytes().get(1) == Some(&b'w')
-    }
     /// vma_is_anonymous(): private memory without a file (heap, stack, anonymous mmap,
     /// `[anon:name]`). Special mappings ([vdso], [vvar], [vsyscall], ...) are not.
     pub fn anonymous(&self) -> bool {
@@ -153,7 +150,7 @@ VmFlags: rd mr mw me ac
         assert_eq!(v[0].start, 0x7f0000000000);
         assert_eq!(v[0].kb("AnonHugePages"), 2048);
         assert_eq!(v[0].kb("THPeligible"), 1);
-        assert!(v[0].has("hg") && v[0].anonymous() && v[0].writable());
+        assert!(v[0].has("hg") && v[0].anonymous());
         assert_eq!(v[1].name, "[heap]");
         assert!(v[1].anonymous());
         assert!(!v[2].anonymous() && v[2].inode == 1234 && v[2].offset == 0x2000);
