@@ -496,7 +496,7 @@ def test_census_section_in_the_seeds_report(tmp_path):
     meta = {"thplab_version": "x", "quick": True, "host_seconds": 0.0, "seeds": []}
     seeds.write_report(tmp_path, [], meta, [census.html_section(census.load(FIXTURE))])
     h = (tmp_path / "report.html").read_text()
-    assert "census: 1 processes" in h and "<img class=plot" in h
+    assert "census: 1 process on" in h and "<img class=plot" in h
 
 
 def test_plot_has_title_units_and_bars():

@@ -733,7 +733,7 @@ def plots(census: dict[str, Any], top: int = 20) -> list[tuple[str, Any]]:
     thp_data = [max(0, p["thp_pmd"] * 2048 - p["thp_zero_kb"]) / mib for p in procs]
     small = [max(0, p["anon_kb"] - p["anon_huge_kb"]) / mib for p in procs]
     swap = [p["swap_kb"] / mib for p in procs]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(procs) + 2.0))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(procs) + 2.0))  # inches: a bar per process
     y = range(len(procs))
     left = [0.0] * len(procs)
     for vals, lab, col in (
@@ -748,8 +748,9 @@ def plots(census: dict[str, Any], top: int = 20) -> list[tuple[str, Any]]:
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_xlabel("anonymous memory (MiB)")
     ax.set_title("census: THP vs 4 KiB vs zero-filled memory per process")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.5 / (0.45 * len(procs) + 1.6) - 0.12), ncol=4)
-    fig.tight_layout()
+    height = 0.45 * len(procs) + 2.0
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.45 / height, 1, 1))
     return [("census: THP vs 4 KiB vs zero-filled memory per process (MiB)", fig)]
 
 
@@ -757,7 +758,7 @@ def _fig_png(fig) -> bytes:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
 
@@ -813,8 +814,9 @@ def html_section(census: dict[str, Any], top: int = 20) -> str:
             f"<figcaption>{e(title)}</figcaption></figure>"
         )
     host = census.get("host", {})
+    n = len(ok_processes(census))
     return (
-        f"<h2>census: {len(ok_processes(census))} processes on kernel {e(str(census.get('kernel', '?')))}</h2>"
+        f"<h2>census: {n} process{'es' if n != 1 else ''} on kernel {e(str(census.get('kernel', '?')))}</h2>"
         f"<p>enabled={e(str(host.get('enabled', '?')))}; zero-filled subpages are 4 KiB subpages of PMD-mapped "
         "THPs whose contents are all zero.</p>"
         f"<table><tr>{head}</tr>{''.join(rows)}</table>{''.join(figs)}"
