@@ -470,6 +470,14 @@ def test_cli_census_what_if(tmp_path):
     r = _cli("census", "--from", str(FIXTURE), "--what-if", "khugepaged/max_ptes_none=64", "--scenario", "shrink")
     assert r.returncode == 0, r.stderr
     assert "thp_underused_split_page" in r.stdout and "what if" in r.stdout
+    # with --json -, stdout is the census JSON alone, with the comparison in it
+    r = _cli("census", "--from", str(FIXTURE), "--what-if", "khugepaged/max_ptes_none=64", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    rows = {x["metric"]: x for x in d["what_if"]["rows"]}
+    assert rows["vmstat thp_underused_split_page"]["what_if"] == 3
+    assert d["what_if"]["set"] == ["khugepaged/max_ptes_none=64"]
+    census.check(d)
 
 
 @pytest.mark.parametrize(

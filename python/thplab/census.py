@@ -924,21 +924,26 @@ def cmd(args: argparse.Namespace) -> int:
         if not pids and not args.all:
             raise InputError("census: give --pid PID (repeatable), --all, or --from CENSUS.json")
         census = run_census(pids=pids, all_processes=args.all, layout=not args.no_layout, buffer=args.buffer)
-    console = Console(width=max(160, shutil.get_terminal_size((160, 40)).columns), highlight=False)
-    if args.json == "-":
+    to_stdout = args.json == "-"  # JSON only on stdout: the tables are not printed
+    console = Console(
+        file=io.StringIO() if to_stdout else None,
+        width=max(160, shutil.get_terminal_size((160, 40)).columns),
+        highlight=False,
+    )
+    render(census, console, vmas=args.vmas, top=args.top or (25 if args.all else None))
+    if sets:
+        _w, base, alt = what_if(census, sets, scenario=args.scenario, duration=args.duration, costs=args.costs)
+        rows = render_what_if(sets, base, alt, console, args.scenario)
+        census["what_if"] = {"set": sets, "scenario": args.scenario, "duration": args.duration, "rows": rows}
+    if to_stdout:
         import sys
 
         sys.stdout.write(json.dumps(census, indent=1) + "\n")
-    else:
-        render(census, console, vmas=args.vmas, top=args.top or (25 if args.all else None))
-        if args.json:
-            write_atomic(args.json, json.dumps(census, indent=1).encode())
-            console.print(f"wrote {args.json}", style="dim", markup=False)
+    elif args.json:
+        write_atomic(args.json, json.dumps(census, indent=1).encode())
+        console.print(f"wrote {args.json}", style="dim", markup=False)
     if args.html:
         write_html(census, args.html)
         console.print(f"wrote {args.html}", style="dim", markup=False)
-    if sets:
-        _w, base, alt = what_if(census, sets, scenario=args.scenario, duration=args.duration, costs=args.costs)
-        render_what_if(sets, base, alt, console, args.scenario)
     ok = ok_processes(census)
     return 0 if ok or not census["processes"] else 1
