@@ -408,6 +408,16 @@ def test_seed000_what_if_drops_the_predicted_zero_pages(layout_census):
     assert out_none - out_seed == s0["zero_subpages_dropped"]
 
 
+def test_seed003_what_if_keeps_the_predicted_thps(layout_census):
+    # a swap-out/swap-in cycle of everything: mainline brings THPs back as small pages, the
+    # seed's PMD swap entries bring back every THP, the one swapped out whole included
+    s3 = _proc(layout_census)["policies"]["seed003_thp_swapin"]
+    _w, base, alt = census.what_if(layout_census, ["thplab.pmd_swap_entries=1"], scenario="reclaim")
+    kept = s3["resident_thp_kb_kept_through_swap"] + s3["thp_kb_restored"]
+    assert base.raw["processes"][0]["smaps_rollup"]["AnonHugePages"] == 0
+    assert alt.raw["processes"][0]["smaps_rollup"]["AnonHugePages"] == kept == 5 * 2048
+
+
 def test_bad_census_input(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"processes": []}')
