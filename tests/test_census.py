@@ -270,7 +270,7 @@ def test_process_exiting_mid_census_is_reported_not_a_crash():
                     stderr=subprocess.PIPE,
                     text=True,
                 )
-                time.sleep(rng.uniform(0.0, 0.03))
+                time.sleep(rng.uniform(0.0, 0.01 if len(statuses) < 3 else 0.03))
                 ch.kill()
                 ch.wait()
                 _, err = cen.communicate(timeout=60)
@@ -284,7 +284,7 @@ def test_process_exiting_mid_census_is_reported_not_a_crash():
             if ch.poll() is None:
                 ch.kill()
                 ch.wait()
-    assert statuses
+    assert "exited" in statuses, statuses  # early kills land during the census
 
 
 @pytest.mark.live
