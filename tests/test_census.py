@@ -229,6 +229,26 @@ def test_census_of_known_layout_is_exact_and_replays():
     assert_same_smaps(c, replay_smaps(c))
 
 
+@pytest.mark.live
+def test_replay_runs_on_the_live_kernel_too():
+    # the same replay workload on the kernel backend: the THPs and swap come back exactly; the
+    # replaying child adds its own few hundred kB of anonymous memory
+    need_zram()
+    from thplab.live import state
+
+    before = state()
+    c = census.load(FIXTURE)
+    r = api.run(census.to_workload(c), backend="kernel", timeout=300)
+    assert state() == before
+    (pr,) = r.raw["processes"]
+    assert pr["errors"] == [], pr["errors"]
+    want = _proc(c)["smaps_rollup"]
+    assert pr["smaps_rollup"]["AnonHugePages"] == want["AnonHugePages"]
+    assert pr["smaps_rollup"]["Swap"] == want["Swap"]
+    assert want["Anonymous"] <= pr["smaps_rollup"]["Anonymous"] <= want["Anonymous"] + 4096
+    assert r.vmstat_delta.get("thp_swpout", 0) >= 1  # the THP swapped out whole went out whole again
+
+
 _THP_CHILD = r"""
 import ctypes, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
