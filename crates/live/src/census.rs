@@ -437,7 +437,8 @@ fn census_vma(ctx: &mut Ctx, ps: &mut ProcScan, v: &Vma) -> Result<(Counts, Valu
         let mut vpn = r.start / PAGE;
         let end_vpn = r.end / PAGE;
         while vpn < end_vpn {
-            let n = ((end_vpn - vpn) as usize).min(1 << 16);
+            // chunks end on 2 MiB boundaries, so a whole-THP swap range is never cut in two
+            let n = ((end_vpn - vpn) as usize).min((1 << 16) - (vpn % HPAGE_NR as u64) as usize);
             let mut ents = std::mem::take(&mut ctx.pm_buf);
             read_pagemap(pagemap, vpn, n, &mut ents)?;
             if swapped {
