@@ -1,6 +1,6 @@
 """The `thplab` command line.
 
-    thplab run WORKLOAD... [--machine M] [--set KNOB=VALUE ...] [--costs FILE] [--seed N]
+    thplab run WORKLOAD... [--from-census C.json] [--machine M] [--set KNOB=VALUE ...] [--costs FILE] [--seed N]
                            [--check] [--backend model|kernel] [--timeout S] [--json OUT] [--full] [-q]
     thplab show RESULT.json...      print saved results as `run` does
     thplab knobs [PATTERN] [--set KNOB=VALUE ...] [--json]
@@ -38,6 +38,7 @@ DELEGATED = {
     "validate": ("thplab.validate", "compare the model against the live kernel"),
     "seeds": ("thplab.seeds", "run the four seed experiments and print our figures beside the published ones"),
     "compare": ("thplab.compare", "compare saved results, mmtests style (first = baseline)"),
+    "census": ("thplab.census", "THP on this machine's processes, per process/VMA, and what each policy would change"),
 }
 
 JSON_HELP = """write each result as JSON, atomically (temp file + rename). OUT is a file (one workload
@@ -121,6 +122,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             wl = api.load_workload(Path(w))
         workloads.append((w, wl))
+    if args.from_census:
+        from thplab import census
+
+        workloads = census.from_census_workloads(args.from_census, workloads)
+    elif not workloads:
+        _err("run: give a WORKLOAD file (or --from-census CENSUS.json)")
+        raise SystemExit(EXIT_INPUT)  # as argparse does for a missing positional
     targets = _json_targets(args.json, workloads) if args.json else [None] * len(workloads)
     if args.json and (args.json.endswith(("/", os.sep))):
         Path(args.json).mkdir(parents=True, exist_ok=True)
@@ -254,7 +262,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         description="Run each workload (JSON or YAML) and print per-phase times, vmstat deltas, "
         "meminfo, buddyinfo, smaps_rollup, latency and op errors.",
     )
-    p.add_argument("workloads", nargs="+", metavar="WORKLOAD", help="workload file (.json, .yaml, .yml) or - for stdin")
+    p.add_argument("workloads", nargs="*", metavar="WORKLOAD", help="workload file (.json, .yaml, .yml) or - for stdin")
+    p.add_argument(
+        "--from-census",
+        metavar="CENSUS.json",
+        help="start from the memory layout of a `thplab census` (its processes replayed), then run WORKLOAD",
+    )
     p.add_argument(
         "--machine",
         "-m",

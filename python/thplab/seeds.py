@@ -43,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="reduced sizes (for tests)")
     p.add_argument("--out", metavar="DIR", default="out/seeds", help="report folder (default: out/seeds)")
     p.add_argument("--no-report", action="store_true", help="print the tables only")
+    p.add_argument("--census", metavar="CENSUS.json", help="add a census section (from `thplab census --json`)")
 
 
 def _fmt_num(v: Any) -> str:
@@ -245,7 +246,7 @@ def write_atomic(path: Path, data: bytes) -> None:
             tmp.unlink()
 
 
-def write_report(out: Path, sections: list[dict], meta: dict) -> None:
+def write_report(out: Path, sections: list[dict], meta: dict, extra_html: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     md = [
         "# thplab seeds report",
@@ -284,6 +285,7 @@ def write_report(out: Path, sections: list[dict], meta: dict) -> None:
                 f'<figure><img class=plot alt="{html.escape(title)}" src="data:image/png;base64,{b64}">'
                 f"<figcaption>{html.escape(title)}</figcaption></figure>"
             )
+    body.extend(extra_html or [])  # further sections (the census: thplab.census.html_section)
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>thplab seeds report</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
 table{{border-collapse:collapse;margin:1em 0;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
@@ -306,7 +308,7 @@ window.addEventListener('load', function () {{
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True, default=str).encode())
 
 
-def run_seeds(only: list[str], quick: bool, out: Path | None, console=None) -> list[dict]:
+def run_seeds(only: list[str], quick: bool, out: Path | None, console=None, census: str | None = None) -> list[dict]:
     import shutil
 
     from rich.console import Console
@@ -371,7 +373,13 @@ def run_seeds(only: list[str], quick: bool, out: Path | None, console=None) -> l
         "host_seconds": time.monotonic() - t_all,
     }
     if out is not None:
-        write_report(out, sections, meta)
+        extra = []
+        if census:
+            from thplab import census as census_mod
+
+            extra.append(census_mod.html_section(census_mod.load(census)))
+            meta["census"] = census
+        write_report(out, sections, meta, extra)
         console.print(f"report: {out}/report.html, {out}/report.md, {out}/results.json")
     return sections
 
@@ -381,5 +389,9 @@ def cmd(args: argparse.Namespace) -> int:
     for s in only:
         if s not in SEEDS:
             raise InputError(f"--only: unknown seed `{s}`; known: {', '.join(SEEDS)}")
-    sections = run_seeds(only, args.quick, None if args.no_report else Path(args.out))
+    if args.census:
+        from thplab import census as census_mod
+
+        census_mod.load(args.census)  # a bad census fails before the experiments run
+    sections = run_seeds(only, args.quick, None if args.no_report else Path(args.out), census=args.census)
     return 0 if any(not s.get("error") for s in sections) else 1

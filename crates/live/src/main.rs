@@ -7,11 +7,15 @@
 //! thplab-live restore        # undo what an interrupted run left (from the restore journal)
 //! thplab-live state          # knob values, swaps and zram state as JSON (for checks)
 //! thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] --out SAMPLES.json
+//! thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out CENSUS.json]
 //! ```
 //! Exit status: 0 ok; 1 failed during the run (machine restored); 2 bad input or refused
 //! (nothing touched); 3 time limit; 128+N killed by signal N (machine restored).
 
 mod calibrate;
+mod census;
+mod census_maps;
+mod census_scan;
 mod child;
 mod host;
 mod run;
@@ -23,7 +27,7 @@ use serde_json::json;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: thplab-live run --workload FILE [--machine M] [--knob NAME=VALUE ...] [--timeout SECS] [--max-mem-share F] [--dry-run] [--out FILE]\n       thplab-live restore\n       thplab-live state\n       thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--out FILE]"
+        "usage: thplab-live run --workload FILE [--machine M] [--knob NAME=VALUE ...] [--timeout SECS] [--max-mem-share F] [--dry-run] [--out FILE]\n       thplab-live restore\n       thplab-live state\n       thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--out FILE]\n       thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out FILE]"
     );
     std::process::exit(2)
 }
@@ -60,6 +64,11 @@ fn main() {
     let mut reps = None;
     let mut zram = true;
     let mut swapfile = true;
+    let mut pids: Vec<i32> = vec![];
+    let mut all = false;
+    let mut buffer = 64usize << 10;
+    let mut layout = true;
+    let mut proc_mem = false;
     while let Some(a) = it.next() {
         let mut val = |name: &str| it.next().cloned().unwrap_or_else(|| fail(&format!("{name} needs a value"), 2));
         match a.as_str() {
@@ -101,6 +110,28 @@ fn main() {
             }
             "--no-zram" => zram = false,
             "--no-swapfile" => swapfile = false,
+            "--pid" => {
+                let v = val("--pid");
+                for p in v.split(',') {
+                    pids.push(
+                        p.trim()
+                            .parse::<i32>()
+                            .ok()
+                            .filter(|p| *p > 0)
+                            .unwrap_or_else(|| fail(&format!("--pid expects process ids, got `{v}`"), 2)),
+                    )
+                }
+            }
+            "--all" => all = true,
+            "--buffer" => {
+                buffer = val("--buffer")
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|b| b.is_power_of_two() && *b >= 1 << 16 && *b <= 1 << 30)
+                    .unwrap_or_else(|| fail("--buffer expects a power of two of bytes in 65536..1073741824", 2))
+            }
+            "--no-layout" => layout = false,
+            "--proc-mem" => proc_mem = true,
             "-h" | "--help" => usage(),
             other => fail(&format!("unknown argument `{other}`"), 2),
         }
@@ -173,6 +204,14 @@ fn main() {
                 Ok(v) => write_out(out.as_deref(), &v),
                 Err(calibrate::CalError::Input(m)) => fail(&m, 2),
                 Err(calibrate::CalError::Failed(m, c)) => fail(&m, c),
+            }
+        }
+        "census" => {
+            let ca = census::CensusArgs { pids, all, buffer, layout, proc_mem };
+            match census::census(&ca) {
+                Ok(v) => write_out(out.as_deref(), &v),
+                Err(census::CensusError::Input(m)) => fail(&m, 2),
+                Err(census::CensusError::Failed(m)) => fail(&m, 1),
             }
         }
         _ => usage(),
