@@ -16,11 +16,11 @@ with `thplab: error: ...` on stderr and no output file written; 124 a run exceed
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -127,7 +127,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     console = make_console()
     defaults = _knob_defaults()
-    for (src, wl), target in zip(workloads, targets):
+    for (src, wl), target in zip(workloads, targets, strict=True):
         try:
             res = api.run(
                 wl,
@@ -355,21 +355,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _exit_now(code: int) -> int:
     """Return `code`, or leave at once when a model run is still busy in a worker thread
     (it cannot be stopped; waiting for it would defeat Ctrl-C and --timeout)."""
-    if any(t.name == "thplab-run" and t.is_alive() for t in threading.enumerate()):
-        try:
-            sys.stdout.flush()
-        except Exception:
-            pass
-        sys.stderr.flush()
+    from thplab.api import run_in_flight
+
+    if run_in_flight():
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # the reader may be gone (EPIPE) or stdout closed
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
         os._exit(code)
     return code
 
 
 def _interrupted() -> int:
-    try:
+    with contextlib.suppress(OSError, ValueError):
         sys.stderr.write("thplab: interrupted\n")
-    except Exception:
-        pass
     return _exit_now(EXIT_INTERRUPT)
 
 

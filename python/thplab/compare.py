@@ -62,7 +62,7 @@ def cmd(args: argparse.Namespace) -> int:
                 m[k] = 0.0
     t = Table(box=box.SIMPLE, title="thplab compare (first = baseline)", title_justify="left")
     t.add_column("metric")
-    for p, r in zip(args.results, rs):
+    for p, r in zip(args.results, rs, strict=True):
         t.add_column(f"{Path(p).stem}\n{r.get('backend', '')}", justify="right")
     for k in keys:
         vals = [m.get(k) for m in ms]

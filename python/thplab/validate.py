@@ -29,6 +29,7 @@ import json
 import sys
 from pathlib import Path
 
+from thplab.atomic import write_atomic
 from thplab.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,7 +163,7 @@ def resize(workload: dict, size: int) -> dict:
     if not sizes:
         return w
     base = max(sizes)
-    for op, s in zip(ops, sizes):
+    for op, s in zip(ops, sizes, strict=True):
         new = max(2 << 20, (s * size // base) // (2 << 20) * (2 << 20))
         op["size"] = fmt_size(new)
     return w
@@ -173,7 +174,7 @@ def counters(result: dict) -> dict[str, int]:
     c = dict(result.get("vmstat_delta") or {})
     ex = result.get("extra") or {}
     z = ex.get("zram_mm_stat") or {}
-    for dev, ba in z.items() if isinstance(z, dict) else []:
+    for ba in z.values() if isinstance(z, dict) else []:
         if isinstance(ba, dict) and isinstance(ba.get("before"), dict) and isinstance(ba.get("after"), dict):
             for k in ("same_pages", "huge_pages"):
                 c[f"zram.{k}"] = c.get(f"zram.{k}", 0) + int(ba["after"].get(k, 0)) - int(ba["before"].get(k, 0))
@@ -386,7 +387,7 @@ def validate(
                     break
             if save_dir:
                 Path(save_dir).mkdir(parents=True, exist_ok=True)
-                (Path(save_dir) / f"{name}.json").write_text(json.dumps(kernel, indent=1))
+                write_atomic(Path(save_dir) / f"{name}.json", json.dumps(kernel, indent=1))
         cmp["attempts"] = attempts
         cmp["description"] = w0.get("description", "")
         report["scenarios"][name] = cmp
@@ -479,7 +480,7 @@ def cmd(args) -> int:
         )
     print_report(report)
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        write_atomic(args.json, json.dumps(report, indent=1))
     return 0 if report["ok"] else 1
 
 
