@@ -223,7 +223,13 @@ def _add_delegated(sub: argparse._SubParsersAction, name: str, load: bool) -> st
             return f"module {module} is not installed" if missing else f"cannot import {module}: {e}"
         except AttributeError:
             return f"module {module} has no add_arguments()/cmd()"
-        p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip())
+        p = sub.add_parser(
+            name,
+            help=help_,
+            description=getattr(mod, "HELP_DESCRIPTION", None) or help_,
+            epilog=getattr(mod, "HELP_EPILOG", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add(p)
         p.set_defaults(func=cmd)
         return None

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from thplab.errors import InputError
-from thplab.seeds import pct
+from thplab.experiments.contract import pct
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
