@@ -2,14 +2,13 @@
 check: report.html opened in headless Chromium renders every figure without errors."""
 
 import json
-import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from fixtures.browser import check_in_chromium
 from thplab import plotting
 from thplab.experiments.contract import Row
 
@@ -116,55 +115,25 @@ def test_compare_two_results(tmp_path):
     assert bad.returncode == 2 and "not a thplab result" in bad.stderr
 
 
-def chromium():
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def check_in_chromium(html: Path, tmp_path: Path, shot_name: str) -> tuple[int, int]:
-    """Open `html` in headless Chromium: the page's own check must report every figure
-    decoded and laid out, and no script error, failed resource or console.error; returns
-    (figures, total). Also saves a full-page screenshot to out/test-artifacts/."""
-    exe = chromium()
-    if not exe:
-        pytest.skip("chromium is not installed (tests/setup_chromium.sh installs it as root)")
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1200,3000",
-    ]
-    dom = subprocess.run(
-        [exe, *flags, "--enable-logging=stderr", "--virtual-time-budget=5000", "--dump-dom", html.resolve().as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    m = re.search(r"<title>figures-ok (\d+)/(\d+) errors (\d+)</title>", dom.stdout)
-    assert m, dom.stdout[:500] + dom.stderr[-500:]
-    ok, total, errors = (int(g) for g in m.groups())
-    assert total > 0 and ok == total, f"{ok}/{total} figures rendered"
-    assert errors == 0, dom.stderr[-2000:]
-    console_errors = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln and ":ERROR:" in ln]
-    assert not console_errors, console_errors
-    shots = ROOT / "out" / "test-artifacts"
-    shots.mkdir(parents=True, exist_ok=True)
-    shot = shots / shot_name
-    subprocess.run(
-        [exe, *flags, f"--screenshot={shot}", html.resolve().as_uri()], capture_output=True, timeout=120, check=False
-    )
-    assert shot.exists() and shot.stat().st_size > 10_000
-    return ok, total
-
-
 def test_report_renders_in_headless_chromium(report, tmp_path):
     out, _ = report
     res = json.loads((out / "results.json").read_text())
     ok, total = check_in_chromium(out / "report.html", tmp_path, "report.png")
     assert ok == total == sum(len(s["figures"]) for s in res["seeds"])
+
+
+def test_show_html_renders_in_headless_chromium(tmp_path):
+    """`thplab show RESULT.json --html`: a self-contained page with the run's tables and plots."""
+    res, page = tmp_path / "r.json", tmp_path / "r.html"
+    subprocess.run([*THPLAB, "run", str(ROOT / "examples" / "hot_cold.json"), "-q", "--json", str(res)], check=True)
+    p = subprocess.run([*THPLAB, "show", str(res), "--html", str(page)], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    html = page.read_text()
+    for s in ("<h2>phases</h2>", "/proc/vmstat", "/proc/meminfo", "hot1:access", "thp_collapse_alloc"):
+        assert s in html, s
+    ok, total = check_in_chromium(page, tmp_path, "show.png")
+    assert ok == total >= 2  # free memory and memory in use over the run
+    bad = subprocess.run(
+        [*THPLAB, "show", str(res), str(res), "--html", str(page)], capture_output=True, text=True, check=False
+    )
+    assert bad.returncode == 2 and "exactly one" in bad.stderr

@@ -110,8 +110,8 @@ def run(quick: bool = False) -> Outcome:
             tables.append(
                 Table(
                     title=f"{dev} swap, {size} test.c, {case} case (non-zero: {where})",
-                    before="before (split_zero_subpages=none)",
-                    after="after (the seed's policy)",
+                    before="split_zero_subpages=none (the seed’s kernel without the series)",
+                    after="split_zero_subpages=seed (with the series)",
                     rows=[
                         Row("test.c time", "s", sb, sa, m["none"]["total_s"], m["seed"]["total_s"]),
                         Row("MADV_PAGEOUT time", "s", None, None, m["none"]["pageout_s"], m["seed"]["pageout_s"]),
