@@ -7,7 +7,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 export CARGO_TERM_COLOR := never
 
-.PHONY: all setup lock build lint test test-rust test-py seeds examples bench fuzz clean
+.PHONY: all setup lock build lint test test-rust test-py test-slow seeds examples bench fuzz clean
 
 all: build
 
@@ -36,7 +36,11 @@ test-rust: setup
 
 test-py: build
 	bash tests/setup_chromium.sh
-	THPLAB_CHECK=1 $(VPY) -m pytest -q tests
+	THPLAB_CHECK=1 $(VPY) -m pytest -q -m "not slow" tests
+
+# The long-running tests (e.g. a sweep run twice on Ray), not part of `make test`.
+test-slow: build
+	THPLAB_CHECK=1 $(VPY) -m pytest -q -m slow tests
 
 # Lint: formatting and clippy (warnings are errors), then ruff (config in pyproject.toml).
 lint: setup
