@@ -26,6 +26,21 @@ from thplab.live import LiveError, find_binary, invoke_json
 CLASSES = ("same", "sparse", "text", "random")
 
 
+HELP_DESCRIPTION = """\
+Measure what this machine's kernel takes for the model's cost primitives (clearing and copying
+4 KiB and 2 MiB pages, page and THP faults, zero-page faults, zram and swap-file traffic) and
+write them as a cost profile, which `thplab run --costs FILE` uses for simulated times. The zram
+and swap-file costs need root (every setting is restored); without it they keep their defaults."""
+
+HELP_EPILOG = """\
+examples:
+  thplab calibrate --out host.toml
+  thplab calibrate --quick --out /tmp/quick.toml       fewer, smaller repetitions
+  thplab run W.json --costs host.toml
+
+output: the TOML profile (written atomically) and a table of each primitive's median and spread."""
+
+
 def add_arguments(parser) -> None:
     parser.add_argument(
         "--out", default="thplab-costs.toml", help="cost profile to write (TOML; default thplab-costs.toml)"

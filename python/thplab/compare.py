@@ -12,6 +12,20 @@ from pathlib import Path
 from thplab.errors import InputError
 from thplab.experiments.contract import pct
 
+HELP_DESCRIPTION = """\
+Compare saved results (from `thplab run --json`, model or kernel) side by side, mmtests style:
+the first result is the baseline, shown as (0.00%); each other shows its value and the change
+against it. Rows: total and per-phase times, every non-zero /proc/vmstat delta, smaps
+AnonHugePages and TLB misses."""
+
+HELP_EPILOG = """\
+examples:
+  thplab run W.json --json a.json && thplab run W.json --set enabled=always --json b.json
+  thplab compare a.json b.json
+  thplab compare a.json b.json c.json --all      also rows where every result is equal
+
+output: a table on the terminal."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", nargs="+", metavar="RESULT.json", help="results to compare; the first is the baseline")

@@ -90,6 +90,24 @@ TOLERANCE_TEXT = (
 )
 
 
+HELP_DESCRIPTION = """\
+Check the model against this machine's kernel: run each validation scenario
+(examples/validate/*.json) on the live kernel, then in the model with the knobs and machine the
+kernel run recorded, and compare counter by counter. Deterministic counters must match
+exactly; smaps fields within the stated slack; times are printed as model/kernel ratios.
+Needs root; every knob is restored, zram reset and swap turned off afterwards."""
+
+HELP_EPILOG = """\
+examples:
+  thplab validate                                   every scenario
+  thplab validate --only enabled-always,defrag-always --size 32M
+  thplab validate --save-kernel-results k/          keep the kernel runs ...
+  thplab validate --kernel-results k/               ... and replay them later without root
+
+output: a table per scenario on the terminal; --json OUT writes the whole report.
+Exit status 1 when a scenario is outside its tolerance."""
+
+
 def add_arguments(parser) -> None:
     parser.add_argument(
         "--only", default=None, help="comma-separated scenario names (default: all in examples/validate)"
