@@ -61,6 +61,13 @@ def test_bad_input_exits_2_naming_the_field(capsys, tmp_path, argv, contains):
     assert not out.exists()
 
 
+def test_knob_set_by_the_workload_is_refused(capsys, tmp_path):
+    wl = ROOT / "examples" / "seed004_a_vanilla.json"
+    rc = cli.main(["sweep", str(wl), "--grid", "vm.compaction_proactiveness=0,20", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "processes[1].ops[" in err and "override" in err, err
+
+
 def test_sweep_help_is_for_users():
     p = subprocess.run([*THPLAB, "sweep", "--help"], capture_output=True, text=True, check=False)
     assert p.returncode == 0

@@ -30,9 +30,9 @@ at a minute of CPU per run) can use the cores of several machines."""
 
 HELP_EPILOG = """\
 examples:
-  thplab sweep examples/seed004_a_vanilla.json \\
-      --grid vm.compaction_proactiveness=0,20,40 --grid transparent_hugepage/defrag=madvise,always \\
-      --machine 64G --machine 256G --out out/sweep
+  thplab sweep examples/fragmented.json \\
+      --grid transparent_hugepage/defrag=madvise,always,never --grid vm.compaction_proactiveness=0,20 \\
+      --machine 2G --machine 4G --out out/sweep
   thplab sweep W.json --grid enabled=always,madvise --workers 2 --out out/sweep
 
 on a cluster (thplab built at the same path on every machine, e.g. with `make build`):
@@ -301,6 +301,18 @@ def cmd(args: argparse.Namespace) -> int:
         raise InputError(f"--seed {args.seed}: expected a non-negative integer")
     wl = api.load_workload(Path(args.workload))
     grid = parse_grid(args.grid)
+    set_by_ops = {
+        op.get("knob"): f"processes[{i}].ops[{j}]"
+        for i, p in enumerate(wl.get("processes") or [])
+        for j, op in enumerate(p.get("ops") or [])
+        if op.get("op") == "set"
+    }
+    for name, _ in grid:
+        if name in set_by_ops:
+            raise InputError(
+                f"--grid {name}: the workload sets this knob itself ({set_by_ops[name]}, a `set` op), "
+                "which would override the grid's value"
+            )
     fixed = api.parse_knobs(args.set)
     clash = {n for n, _ in fixed} & {n for n, _ in grid}
     if clash:
