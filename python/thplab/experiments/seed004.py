@@ -280,15 +280,8 @@ def tables(results: dict[str, dict], sz: dict[str, int]) -> list[Table]:
     ok = c["retry_s"] == c["retry_s"] and abs(c["retry_s"] - SEED["c_retry_s"]) / SEED["c_retry_s"] < 0.25
     rc = [
         Row("time between proactive retries", "s", None, SEED["c_retry_s"], None, round(c["retry_s"], 2), check=ok),
-        Row(
-            "proactive rounds / back-offs in 100 s",
-            "",
-            None,
-            None,
-            c["rounds"],
-            c["backoffs"],
-            check=c["rounds"] == c["backoffs"],
-        ),
+        Row("proactive rounds in 100 s", "", None, None, None, c["rounds"]),
+        Row("rounds that backed off", "", None, None, None, c["backoffs"], check=c["rounds"] == c["backoffs"]),
         Row("fragmentation score drop over all rounds", "", None, 0, None, c["score_drop"], check=c["score_drop"] == 0),
         Row("pages migrated", "", None, 0, None, c["pgmigrate_success"], check=c["pgmigrate_success"] == 0),
     ]
