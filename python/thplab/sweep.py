@@ -197,7 +197,7 @@ def run_grid(
             object_store_memory=128 << 20,
         )
     console.print(f"starting Ray ({'cluster ' + address if address else 'local'}) ...", style="dim")
-    ray.init(**init)
+    _ray_init(ray, init, retries=0 if address else 2, console=console)
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(run_point)
         pending = {remote.remote(wtext, p.machine, [*fixed, *p.knobs], seed, costs): p for p in pts}
@@ -230,6 +230,20 @@ def run_grid(
         return [rows[p.index] for p in pts]
     finally:
         ray.shutdown()
+
+
+def _ray_init(ray, init: dict[str, Any], retries: int, console) -> None:
+    """ray.init, again after a start-up time-out: a local Ray's processes (GCS, raylet, the
+    agents) can take longer than Ray's own 30 s start-up limit on a busy machine."""
+    for attempt in range(retries + 1):
+        try:
+            ray.init(**init)
+            return
+        except Exception as e:  # Ray raises a bare Exception for this
+            ray.shutdown()
+            if "timed out during startup" not in str(e) or attempt == retries:
+                raise
+            console.print("Ray did not start in time (a busy machine?); trying again", style="yellow")
 
 
 def _label(p: Point) -> str:
