@@ -295,7 +295,14 @@ def print_table(df, knob_names: list[str], console) -> None:
         cells += [f"{r['sim_time_s']:.4f}", "—" if d is None else f"({d:+.2f}%)"]
         cells += [f"{int(r[c]):,}" for c in varying]
         t.add_row(*cells)
-    console.print(t)
+    # as wide as the table needs: a truncated knob value or counter is no use
+    from rich.console import Console
+
+    for col in t.columns:
+        col.no_wrap = True
+    wide = Console(file=console.file, width=10_000, highlight=False)
+    width = wide.measure(t).maximum
+    Console(file=console.file, width=max(console.width, width), highlight=False).print(t)
 
 
 def cmd(args: argparse.Namespace) -> int:
