@@ -7,33 +7,47 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 export CARGO_TERM_COLOR := never
 
-.PHONY: all setup build lint test test-rust test-py seeds examples bench fuzz clean
+.PHONY: all setup lock build lint test test-rust test-py test-slow seeds examples bench fuzz clean
 
 all: build
 
-$(VENV)/.stamp: pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.7" "rich>=13" "pyyaml>=6" "pytest>=7"
+# Every Python package comes from uv.lock (exact versions with hashes): uv itself is installed
+# by pip from requirements-uv.txt (pinned, hashes), then `uv sync --frozen` installs the locked
+# runtime, sweep (ray) and dev (maturin, pytest, ruff) packages. --inexact keeps pip, uv and
+# the thplab package that `maturin develop` installs. Regenerate the lock with `make lock`.
+$(VENV)/.stamp: pyproject.toml uv.lock requirements-uv.txt
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --disable-pip-version-check --require-hashes -r requirements-uv.txt
+	UV_PROJECT_ENVIRONMENT=$(abspath $(VENV)) $(VENV)/bin/uv sync --frozen --all-extras --inexact --python $(VPY) -q
 	touch $@
 
 setup: $(VENV)/.stamp
 
+# Re-resolve the pinned versions after changing dependencies in pyproject.toml.
+lock: $(VENV)/.stamp
+	$(VENV)/bin/uv lock
+
 build: setup
 	cargo build --release --workspace --exclude thplab-py
-	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --uv -q
 
 test-rust: setup
 	cargo test --release --workspace --exclude thplab-py
 
 test-py: build
 	bash tests/setup_chromium.sh
-	THPLAB_CHECK=1 $(VPY) -m pytest -q tests
+	THPLAB_CHECK=1 $(VPY) -m pytest -q -m "not slow" tests
 
-# Lint: formatting and clippy (warnings are errors).
-lint:
+# The long-running tests (e.g. a sweep run twice on Ray), not part of `make test`.
+test-slow: build
+	THPLAB_CHECK=1 $(VPY) -m pytest -q -m slow tests
+
+# Lint: formatting and clippy (warnings are errors), then ruff (config in pyproject.toml).
+lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --release -- -D warnings
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
 
 test: lint test-rust test-py
 

@@ -82,23 +82,26 @@ def main() -> int:
     print(f"total wall {time.monotonic() - t0:.0f} s")
     rows = None
     if set(results) >= set(wls):
-        rows = seed004.rows(results, sz)
+        from rich.console import Console
+        from thplab.seeds import print_tables
+
+        tables = seed004.tables(results, sz)
+        rows = [r.to_dict() for t in tables for r in t.rows]
         print()
-        print(seed004.format_rows(rows))
+        print_tables("004", seed004.TITLE, tables, Console())
     if a.out:
-        with open(a.out, "w") as fh:
-            json.dump(
-                {
-                    "bench": bench,
-                    "rows": rows,
-                    "sizes": sz,
-                    "results": {
-                        n: {k: r[k] for k in ("latency", "phases", "vmstat_delta", "extra", "fragmentation", "trace")}
-                        for n, r in results.items()
-                    },
-                },
-                fh,
-            )
+        from thplab.atomic import write_atomic
+
+        doc = {
+            "bench": bench,
+            "rows": rows,
+            "sizes": sz,
+            "results": {
+                n: {k: r[k] for k in ("latency", "phases", "vmstat_delta", "extra", "fragmentation", "trace")}
+                for n, r in results.items()
+            },
+        }
+        write_atomic(a.out, json.dumps(doc))
     return 0
 
 

@@ -26,11 +26,17 @@ def main() -> int:
     for size, machine, case in cases:
         out = subprocess.run([str(BIN), size, machine, case], capture_output=True, text=True, check=True).stdout
         print(out.strip().splitlines()[-1], f"[{size} on {machine}]")
+    failed = []
     for extra in sorted((ROOT / "bench").glob("*.py")):
         if extra.name != "run.py":
             print(f"== {extra.stem} ==", flush=True)
-            subprocess.run([sys.executable, str(extra)] + (["--quick"] if "--quick" in sys.argv else []), cwd=ROOT)
-    return 0
+            quick = ["--quick"] if "--quick" in sys.argv else []
+            # one failing benchmark is reported, the others still run
+            if subprocess.run([sys.executable, str(extra), *quick], cwd=ROOT, check=False).returncode != 0:
+                failed.append(extra.stem)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

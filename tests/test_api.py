@@ -8,7 +8,7 @@ import types
 import pandas as pd
 import pytest
 import thplab
-from fixtures.helpers import EXAMPLES, FIXTURES, seed000_doc, write_workload  # noqa: F401 (pytest fixtures)
+from fixtures.helpers import EXAMPLES, FIXTURES
 from thplab import api
 from thplab.errors import InputError
 from thplab.result import Result, write_atomic
@@ -106,7 +106,7 @@ def test_knob_value_types():
 
 def test_kernel_backend_missing(seed000_doc, monkeypatch):
     monkeypatch.setitem(sys.modules, "thplab.live", None)
-    with pytest.raises(InputError, match="thplab.live"):
+    with pytest.raises(InputError, match=r"thplab\.live"):
         thplab.run(seed000_doc, backend="kernel")
 
 

@@ -479,7 +479,7 @@ def test_cli_census_from_file(tmp_path):
         assert s in r.stdout, s
     assert json.loads(out.read_text()) == json.loads(FIXTURE.read_text())
     h = page.read_text()
-    assert "<img class=plot" in h and "census:" in h and "zero-filled" in h
+    assert '<img class="figure"' in h and "census:" in h and "zero-filled" in h
 
 
 def test_cli_run_from_census(tmp_path):
@@ -534,7 +534,7 @@ def test_census_section_in_the_seeds_report(tmp_path):
     meta = {"thplab_version": "x", "quick": True, "host_seconds": 0.0, "seeds": []}
     seeds.write_report(tmp_path, [], meta, [census.html_section(census.load(FIXTURE))])
     h = (tmp_path / "report.html").read_text()
-    assert "census: 1 process on" in h and "<img class=plot" in h
+    assert "census: 1 process on" in h and '<img class="figure"' in h
 
 
 def test_plot_has_title_units_and_bars():

@@ -123,7 +123,11 @@ def test_hostile_input(case, tmp_path):
     wl.write_bytes(text if isinstance(text, bytes) else text.encode())
     out = tmp_path / "result.json"
     p = subprocess.run(
-        THPLAB + ["run", str(wl), "-q", "--json", str(out), *args], capture_output=True, text=True, cwd=ROOT
+        [*THPLAB, "run", str(wl), "-q", "--json", str(out), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
     )
     assert p.returncode == code, f"{name}: exit {p.returncode}\n{p.stderr}"
     if code == 2:

@@ -231,6 +231,7 @@ def test_not_root_is_refused(tmp_path):
         capture_output=True,
         text=True,
         cwd="/",
+        check=False,
     )
     if "Permission denied" in r.stderr and "refused" not in r.stderr:
         pytest.skip(f"the runner is not executable as nobody: {r.stderr.strip()}")

@@ -9,50 +9,68 @@ import thplab
 from thplab.experiments import seed002
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-COLUMNS = [
-    "metric",
-    "seed before",
-    "seed after",
-    "seed delta %",
-    "thplab before",
-    "thplab after",
-    "thplab delta %",
-    "same direction?",
-]
 
 
-def test_hot_cold_quick_v1_reaches_hot2_sooner():
-    rows = {r["metric"]: r for r in seed002.run_hot_cold(quick=True, after="v1")}
-    assert list(next(iter(rows.values())).keys()) == COLUMNS
-    t = rows["time until hot2 collapsed (s)"]
-    assert t["thplab after"] < t["thplab before"], t
-    for m in ("dTLB-load-misses", "cycles per access", "throughput (M accesses/s)", "total access time (s)"):
-        assert rows[m]["same direction?"] is True, rows[m]
+@pytest.fixture(scope="module")
+def outcome():
+    return seed002.run(quick=True)
+
+
+def test_hot_cold_quick_v1_reaches_hot2_sooner(outcome):
+    t = outcome.tables[0]
+    assert t.title.startswith("hot1 -> cold -> hot2") and t.title.endswith("baseline vs v1")
+    r = t.row("time from MADV_HUGEPAGE until hot2 is collapsed")
+    assert r.thplab_after < r.thplab_before, r
+    for m in ("dTLB-load-misses", "cycles per access", "throughput", "total access time"):
+        assert t.row(m).direction == "same", t.row(m)
     # reference values are the seed's own figures, untouched
-    assert rows["dTLB-load-misses"]["seed before"] == 288966432
-    assert rows["hot2 ranges collapsed"]["thplab after"] == rows["hot2 ranges collapsed"]["thplab before"] == 16
+    assert t.row("dTLB-load-misses").seed_before == 288966432
+    r = t.row("hot2 ranges collapsed")
+    assert r.thplab_after == r.thplab_before == 16
 
 
-def test_census_quick_cheap_progress():
-    rows = {r["metric"]: r for r in seed002.run_census(quick=True, after="final")}
-    assert rows["SCAN_PMD_MAPPED per full scan"]["thplab before"] == 40
-    assert rows["SCAN_PMD_NONE per full scan"]["thplab before"] == 44
-    assert rows["SCAN_SUCCEED per full scan"]["thplab before"] == 1
-    p = rows["progress per full scan (MB)"]
-    assert p["thplab after"] < p["thplab before"] / 10
-    assert p["same direction?"] is True
-    assert rows["full scan time (s)"]["thplab after"] < rows["full scan time (s)"]["thplab before"]
+def test_census_quick_cheap_progress(outcome):
+    t = outcome.table("idle desktop census")
+    assert t.title.endswith("baseline vs final")
+    assert t.row("SCAN_PMD_MAPPED per full scan").thplab_before == 40
+    assert t.row("SCAN_PMD_NONE per full scan").thplab_before == 44
+    assert t.row("SCAN_SUCCEED per full scan").thplab_before == 1
+    p = t.row("progress per full scan")
+    assert p.unit == "MB" and p.thplab_after < p.thplab_before / 10
+    assert p.direction == "same"
+    assert t.row("full scan time").thplab_after < t.row("full scan time").thplab_before
 
 
-def test_run_returns_every_table_and_formats():
-    tables = seed002.run(quick=True)
-    assert len(tables) == 4
-    for rows in tables.values():
-        text = seed002.format_table(rows)
-        assert text.splitlines()[0].startswith("| metric")
-        for r in rows:
-            for v in r.values():
+def test_every_table_and_figure(outcome):
+    assert len(outcome.tables) == 4
+    for t in outcome.tables:
+        for r in t.rows:
+            for v in (r.thplab_before, r.thplab_after, r.thplab_delta):
                 assert not (isinstance(v, float) and math.isinf(v))
+    # the hot/cold runs sample the system every second
+    assert outcome.results["hot_cold baseline"]["series"]["rows"]
+    figs = seed002.figures(outcome)
+    assert [f.title.split(":")[0] for f in figs] == [
+        "AnonHugePages of hot1, cold and hot2 over time",
+        "khugepaged's full scan of an idle desktop",
+    ]
+
+
+def test_timeline_uses_per_process_columns_when_present(outcome):
+    """The model's series gains per-process columns (AnonHugePages_kB[hot1], ...); the
+    figure uses them when there and falls back to the system total otherwise."""
+    from thplab import plotting
+
+    r = json.loads(json.dumps(outcome.results["hot_cold baseline"]))
+    s = r["series"]
+    s["columns"] = [*s["columns"], "AnonHugePages_kB[hot1]", "AnonHugePages_kB[cold]", "AnonHugePages_kB[hot2]"]
+    s["rows"] = [[*row, 2048.0, 0.0, 4096.0] for row in s["rows"]]
+    fig, ax = plotting.subplots()
+    assert seed002._timeline(ax, r, "baseline") is True
+    assert [ln.get_label() for ln in ax.get_lines()] == ["hot1", "cold", "hot2"]
+    fig2, ax2 = plotting.subplots()
+    assert seed002._timeline(ax2, outcome.results["hot_cold baseline"], "baseline") is False
+    plotting.png(fig), plotting.png(fig2)
 
 
 @pytest.mark.parametrize("name", ["seed002_hot_cold", "seed002_census"])

@@ -2,64 +2,35 @@
 
 from thplab.experiments import seed003
 
-KEYS = {
-    "metric",
-    "seed_before",
-    "seed_after",
-    "seed_delta",
-    "thplab_before",
-    "thplab_after",
-    "thplab_delta",
-    "same_direction",
-}
-
 
 def test_seed003_quick_table():
-    meta = {}
-    rows = seed003.run(quick=True, _meta=meta)
-    assert [r["metric"] for r in rows] == list(seed003.SEED)
-    for r in rows:
-        assert set(r) == KEYS
+    out = seed003.run(quick=True)
+    t = out.tables[0]
+    assert t.title.startswith("swap-w-seq on ")
+    assert len(t.rows) == len(seed003.SEED)
+    for r, (name, (sb, sa, sd)) in zip(t.rows, seed003.SEED.items(), strict=True):
+        assert name.startswith(r.metric)
         # the seed's figures are printed as published
-        assert (r["seed_before"], r["seed_after"], r["seed_delta"]) == seed003.SEED[r["metric"]]
-    by = {r["metric"]: r for r in rows}
+        assert (r.seed_before, r.seed_after, r.seed_delta) == (sb, sa, sd)
+    by = {r.metric: r for r in t.rows}
     # the seed's policy keeps THPs through swap and swaps faster; the model agrees in direction
     for m in (
-        "throughput (bytes written/s)",
-        "THP share of anon memory (%)",
-        "TLB-flush IPIs (CAL interrupts)",
-        "meminfo.AnonHugePages (kB, mean)",
-        "vmstat.swap.si (kB/s)",
-        "vmstat.swap.so (kB/s)",
+        "throughput",
+        "THP share of anon memory",
+        "TLB-flush IPIs",
+        "meminfo.AnonHugePages",
+        "vmstat.swap.si",
+        "vmstat.swap.so",
     ):
-        assert by[m]["same_direction"], by[m]
-    assert by["THP share of anon memory (%)"]["thplab_after"] > 90
-    assert by["THP share of anon memory (%)"]["thplab_before"] < 20
-    b, a = meta["before"]["_counters"], meta["after"]["_counters"]
+        assert by[m].direction == "same", by[m]
+    assert by["THP share of anon memory"].thplab_after > 90
+    assert by["THP share of anon memory"].thplab_before < 20
+    b, a = out.data["before"]["_counters"], out.data["after"]["_counters"]
     # mainline: THPs go out whole but come back as base pages; the seed: they come back whole
     assert b["thp_swpout"] > 0 and b["thp_swpin"] == 0 and a["thp_swpin"] > 0
     assert b["oom_kill"] == 0 and a["oom_kill"] == 0
+    # the counters table is thplab's only
+    assert all(r.seed_before is None for r in out.tables[1].rows)
+    figs = seed003.figures(out)
+    assert len(figs) == 2 and "throughput and THP share" in figs[0].title
     # no wall-clock thresholds: host time is only printed
-
-
-def test_seed003_prints(capsys):
-    meta = {
-        "machine": "m",
-        "before": {"_sim_s": 1.0, "_host_s": 1.0, "_counters": {}},
-        "after": {"_sim_s": 0.5, "_host_s": 0.1, "_counters": {}},
-    }
-    rows = [
-        {
-            "metric": "x",
-            "seed_before": 1,
-            "seed_after": 2,
-            "seed_delta": "+100%",
-            "thplab_before": 1.0,
-            "thplab_after": 3.0,
-            "thplab_delta": "+200.0%",
-            "same_direction": True,
-        }
-    ]
-    seed003.print_table(rows, meta)
-    out = capsys.readouterr().out
-    assert "seed_before" in out and "+200.0%" in out and "reference only" in out

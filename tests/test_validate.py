@@ -68,7 +68,10 @@ def test_zero_page_rule():
 
 def test_retry_only_when_kernel_has_excess_events():
     runs = iter([kernel_result(thp_fault_alloc=71), kernel_result(thp_fault_alloc=64)])
-    model = lambda w, k, c: model_like(kernel_result(thp_fault_alloc=64))
+
+    def model(w, k, c):
+        return model_like(kernel_result(thp_fault_alloc=64))
+
     rep = v.validate({"s": {"processes": []}}, run_kernel=lambda w, timeout: next(runs), run_model_fn=model)
     assert rep["ok"] and rep["scenarios"]["s"]["attempts"] == 2
     rep = v.validate(
@@ -128,11 +131,17 @@ def test_live_fault_path_scenarios_small(tmp_path):
     what `thplab validate` reports)."""
     need_root()
     before = state()
-    echo = lambda w, k, c: model_like(k)
+
+    def echo(w, k, c):
+        return model_like(k)
+
     rep = v.validate(v.load_scenarios(None), size=16 << 20, save_dir=str(tmp_path), run_model_fn=echo)
     assert rep["ok"], rep
     s = rep["scenarios"]
-    get = lambda name, c: next((r["kernel"] for r in s[name]["rows"] if r["counter"] == c), 0)
+
+    def get(name, c):
+        return next((r["kernel"] for r in s[name]["rows"] if r["counter"] == c), 0)
+
     assert get("enabled-madvise-hugepage", "thp_fault_alloc") >= 8
     assert get("enabled-never-hugepage", "thp_fault_alloc") <= 2
     assert get("prctl-disable", "thp_fault_alloc") <= 2

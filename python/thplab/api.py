@@ -214,30 +214,50 @@ def knob_registry() -> list[dict[str, Any]]:
     return json.loads(_native.knob_registry())
 
 
+class RunThread(threading.Thread):
+    """The worker thread of one model run. `finished` is set when the run has returned or
+    raised: unlike `is_alive()`, it cannot be wrong after a Ctrl-C. (CPython 3.11's
+    Thread._wait_for_tstate_lock, interrupted by KeyboardInterrupt inside join(), releases
+    the *running* thread's state lock and marks it stopped — bpo-45274's handler — so
+    `is_alive()` then says False while the native run goes on.)"""
+
+    def __init__(self, fn):
+        super().__init__(name="thplab-run", daemon=True)
+        self._fn = fn
+        self.finished = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.value = self._fn()
+        except BaseException as e:
+            self.error = e
+        finally:
+            self.finished.set()
+
+
+def run_in_flight() -> bool:
+    """Is a model run still busy in a worker thread (abandoned after Ctrl-C or a timeout)?"""
+    return any(isinstance(t, RunThread) and not t.finished.is_set() for t in threading.enumerate())
+
+
 def _call(fn, timeout: float | None):
     """Run `fn()` in a worker thread (the native model releases the GIL), so that the caller
     stays responsive to Ctrl-C and a timeout can be honoured. On timeout the worker is
     abandoned (it is a daemon thread) and TimeoutExpired is raised."""
-    box: dict[str, Any] = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as e:
-            box["error"] = e
-
-    t = threading.Thread(target=target, name="thplab-run", daemon=True)
+    t = RunThread(fn)
     deadline = None if timeout is None else time.monotonic() + timeout
     t.start()
-    # Join in short slices: a blocking join would delay KeyboardInterrupt until the end.
-    while t.is_alive():
+    # Wait in short slices: a blocking wait would delay KeyboardInterrupt until the end.
+    while not t.finished.is_set():
         left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
         if left <= 0:
             raise TimeoutExpired(f"the run did not finish within {timeout:g} s")
-        t.join(left)
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+        t.finished.wait(left)
+    if t.error is not None:
+        raise t.error
+    return t.value
 
 
 def run(

@@ -27,7 +27,7 @@ from typing import Any
 
 from thplab import _native
 from thplab.errors import InputError
-from thplab.result import write_atomic
+from thplab.atomic import write_atomic
 
 __all__ = ["KallocSet", "Process", "Region", "Workload"]
 

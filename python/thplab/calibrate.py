@@ -19,10 +19,26 @@ from pathlib import Path
 
 import tomllib
 
+from thplab.atomic import write_atomic
 from thplab.errors import InputError
 from thplab.live import LiveError, find_binary, invoke_json
 
 CLASSES = ("same", "sparse", "text", "random")
+
+
+HELP_DESCRIPTION = """\
+Measure what this machine's kernel takes for the model's cost primitives (clearing and copying
+4 KiB and 2 MiB pages, page and THP faults, zero-page faults, zram and swap-file traffic) and
+write them as a cost profile, which `thplab run --costs FILE` uses for simulated times. The zram
+and swap-file costs need root (every setting is restored); without it they keep their defaults."""
+
+HELP_EPILOG = """\
+examples:
+  thplab calibrate --out host.toml
+  thplab calibrate --quick --out /tmp/quick.toml       fewer, smaller repetitions
+  thplab run W.json --costs host.toml
+
+output: the TOML profile (written atomically) and a table of each primitive's median and spread."""
 
 
 def add_arguments(parser) -> None:
@@ -63,7 +79,7 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         return k in S and S[k]
 
     def put(field, value, src, note=""):
-        prof[field] = int(round(max(0.0, value))) if isinstance(prof.get(field), int) else float(value)
+        prof[field] = round(max(0.0, value)) if isinstance(prof.get(field), int) else float(value)
         sp = _spread(S[src]) if src in S else 0.0
         spread[field] = round(sp, 4)
         rows.append((field, prof[field], sp, note))
@@ -131,15 +147,18 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
     algs = sorted({k.split(".")[1] for k in S if k.startswith("zram.")})
     for alg in algs:
         z = dict(zram.get(alg, zram.get("lzo-rle", {})))
-        g = lambda c, d: _med(S[f"zram.{alg}.{c}.{d}"])
+
+        def g(c: str, d: str, alg: str = alg) -> float:
+            return _med(S[f"zram.{alg}.{c}.{d}"])
+
         same_chk = _med(S["same_filled_4k"]) if have("same_filled_4k") else z.get("same_ns", 250)
-        z["same_ns"] = int(round(same_chk))
+        z["same_ns"] = round(same_chk)
         for c in ("sparse", "text", "random"):
-            z[f"{c}_compress_ns"] = int(round(max(0.0, g(c, "out") - g("same", "out")) + same_chk))
-            z[f"{c}_decompress_ns"] = int(round(max(0.0, g(c, "in") - g("same", "in")) + prof["clear_4k_ns"]))
+            z[f"{c}_compress_ns"] = round(max(0.0, g(c, "out") - g("same", "out")) + same_chk)
+            z[f"{c}_decompress_ns"] = round(max(0.0, g(c, "in") - g("same", "in")) + prof["clear_4k_ns"])
             b = V.get(f"zram.{alg}.{c}.bytes")
             if b is not None:
-                z[f"{c}_bytes"] = int(round(b))
+                z[f"{c}_bytes"] = round(b)
             spread[f"zram.{alg}.{c}_compress_ns"] = round(_spread(S[f"zram.{alg}.{c}.out"]), 4)
             spread[f"zram.{alg}.{c}_decompress_ns"] = round(_spread(S[f"zram.{alg}.{c}.in"]), 4)
         zram[alg] = z
@@ -156,10 +175,10 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
                 )
     if have("file.write_page"):
         f = dict(prof.get("file", {}))
-        f["write_latency_ns"] = int(round(_med(S["file.write_single"])))
-        f["read_latency_ns"] = int(round(_med(S["file.read_single"])))
-        f["write_mb_per_s"] = max(1, int(round(4096 / _med(S["file.write_page"]) * 1e9 / 1e6)))
-        f["read_mb_per_s"] = max(1, int(round(4096 / _med(S["file.read_seq_page"]) * 1e9 / 1e6)))
+        f["write_latency_ns"] = round(_med(S["file.write_single"]))
+        f["read_latency_ns"] = round(_med(S["file.read_single"]))
+        f["write_mb_per_s"] = max(1, round(4096 / _med(S["file.write_page"]) * 1e9 / 1e6))
+        f["read_mb_per_s"] = max(1, round(4096 / _med(S["file.read_seq_page"]) * 1e9 / 1e6))
         f["random_penalty_ns"] = 0
         prof["file"] = f
         for k, note in [
@@ -258,11 +277,8 @@ def cmd(args) -> int:
     try:
         n.parse_costs(text)
     except ValueError as e:  # pragma: no cover - a bug here, not bad input
-        raise LiveError(f"calibrate produced an invalid profile: {e}")
-    path = Path(args.out)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+        raise LiveError(f"calibrate produced an invalid profile: {e}") from e
+    path = write_atomic(args.out, text)
     _print_rows(rows, cal, path)
     return 0
 

@@ -22,7 +22,6 @@ swapped pages, and a swap device in the machine spec. docs/census.md lists its a
 from __future__ import annotations
 
 import argparse
-import base64
 import html
 import io
 import json
@@ -717,11 +716,9 @@ def render(census: dict[str, Any], console, vmas: bool = False, top: int | None 
 def plots(census: dict[str, Any], top: int = 20) -> list[tuple[str, Any]]:
     """Per-process bars of anonymous memory: THP-backed non-zero, THP zero-filled subpages, 4 KiB
     (and mTHP), swapped."""
-    import matplotlib
+    from thplab.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     procs = sorted(ok_processes(census), key=lambda p: -(p["anon_kb"] + p["swap_kb"]))[:top]
     procs = [p for p in procs if p["anon_kb"] + p["swap_kb"] > 0]
     if not procs:
@@ -754,18 +751,8 @@ def plots(census: dict[str, Any], top: int = 20) -> list[tuple[str, Any]]:
     return [("census: THP vs 4 KiB vs zero-filled memory per process (MiB)", fig)]
 
 
-def _fig_png(fig) -> bytes:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
-
-
 def html_section(census: dict[str, Any], top: int = 20) -> str:
-    """The census section of an HTML report: a summary table and the per-process bars
-    (<img class=plot> as the seeds report uses)."""
+    """The census section of an HTML report: a summary table and the per-process bars."""
     procs = sorted(ok_processes(census), key=lambda p: -(p["anon_kb"] + p["swap_kb"]))[:top]
     e = html.escape
     rows = []
@@ -806,13 +793,9 @@ def html_section(census: dict[str, Any], top: int = 20) -> str:
             "seed 000: zero not swapped",
         )
     )
-    figs = []
-    for title, fig in plots(census, top=top):
-        b64 = base64.b64encode(_fig_png(fig)).decode()
-        figs.append(
-            f'<figure><img class=plot alt="{e(title)}" src="data:image/png;base64,{b64}">'
-            f"<figcaption>{e(title)}</figcaption></figure>"
-        )
+    from thplab import htmlpage, plotting
+
+    figs = [htmlpage.figure(plotting.png(fig), title) for title, fig in plots(census, top=top)]
     host = census.get("host", {})
     n = len(ok_processes(census))
     return (
@@ -824,21 +807,10 @@ def html_section(census: dict[str, Any], top: int = 20) -> str:
 
 
 def write_html(census: dict[str, Any], path: str | Path) -> Path:
-    from thplab.result import write_atomic
+    from thplab import htmlpage
+    from thplab.atomic import write_atomic
 
-    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>thplab census</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse;margin:1em 0;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
-td:nth-child(2),th:nth-child(2){{text-align:left}}img.plot{{max-width:100%;border:1px solid #ddd}}</style></head><body>
-<h1>thplab census</h1>{html_section(census)}
-<script>
-window.addEventListener('load', function () {{
-  var imgs = document.querySelectorAll('img.plot'), ok = 0;
-  imgs.forEach(function (i) {{ if (i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0) ok++; }});
-  document.title = 'plots-ok ' + ok + '/' + imgs.length;
-}});
-</script></body></html>"""
-    return write_atomic(path, doc.encode())
+    return write_atomic(path, htmlpage.page("thplab census", f"<h1>thplab census</h1>{html_section(census)}"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -904,7 +876,7 @@ def cmd(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from thplab.result import write_atomic
+    from thplab.atomic import write_atomic
 
     if args.top is not None and args.top < 1:
         raise InputError(f"--top {args.top}: expected a positive number")

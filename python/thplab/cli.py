@@ -1,12 +1,5 @@
-"""The `thplab` command line.
-
-    thplab run WORKLOAD... [--from-census C.json] [--machine M] [--set KNOB=VALUE ...] [--costs FILE] [--seed N]
-                           [--check] [--backend model|kernel] [--timeout S] [--json OUT] [--full] [-q]
-    thplab show RESULT.json...      print saved results as `run` does
-    thplab knobs [PATTERN] [--set KNOB=VALUE ...] [--json]
-    thplab machine SPEC [--json]
-    thplab calibrate ...            (thplab.calibrate)
-    thplab validate ...             (thplab.validate)
+"""The `thplab` command line: run, show, knobs and machine live here; calibrate, validate,
+seeds, compare and sweep in modules of their own (DELEGATED), imported only when used.
 
 Exit status: 0 success; 2 bad input (workload, knob, machine, cost profile, arguments),
 with `thplab: error: ...` on stderr and no output file written; 124 a run exceeded
@@ -16,11 +9,11 @@ with `thplab: error: ...` on stderr and no output file written; 124 a run exceed
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,12 +27,53 @@ EXIT_INTERRUPT = 130
 
 # Subcommands provided by modules of their own, imported only when used.
 DELEGATED = {
+    "seeds": ("thplab.seeds", "run the four seed experiments; report with the published figures beside ours"),
+    "sweep": ("thplab.sweep", "run a workload over a grid of knob values (on Ray); table and Parquet file"),
+    "compare": ("thplab.compare", "compare saved results side by side, mmtests style (first = baseline)"),
     "calibrate": ("thplab.calibrate", "measure this host's costs and write a cost profile (TOML)"),
-    "validate": ("thplab.validate", "compare the model against the live kernel"),
-    "seeds": ("thplab.seeds", "run the four seed experiments and print our figures beside the published ones"),
-    "compare": ("thplab.compare", "compare saved results, mmtests style (first = baseline)"),
+    "validate": (
+        "thplab.validate",
+        "run the validation scenarios on the live kernel and the model, counter by counter",
+    ),
     "census": ("thplab.census", "THP on this machine's processes, per process/VMA, and what each policy would change"),
 }
+
+DESCRIPTION = """\
+thplab: a laboratory for transparent huge pages (THP). It runs a workload (processes that
+mmap, write, read, madvise, munmap, sleep and turn knobs) through a model of Linux 6.18
+memory management and prints what the kernel itself would show: per-phase times,
+/proc/vmstat, /proc/meminfo, /proc/buddyinfo, smaps_rollup, latencies. The same workload
+can run on this machine's kernel (--backend kernel, as root) to compare."""
+
+EPILOG = """\
+examples:
+  thplab run examples/seed000.json                   run a workload, print what the kernel shows
+  thplab run W.json --set transparent_hugepage/enabled=always --json out/r.json
+  thplab show out/r.json --html out/r.html           a saved result as a web page with plots
+  thplab seeds                                       the four seed experiments, report in out/seeds/
+  thplab sweep W.json --grid vm.compaction_proactiveness=0,20 --out out/sweep
+  thplab knobs enabled                               knobs as sysfs shows them
+
+Run `thplab COMMAND --help` for each command's options, examples and outputs.
+The workload language: docs/workload.md. Exit status: 0 ok, 2 bad input (the message
+names the field), 124 a run exceeded --timeout, 130 interrupted."""
+
+RUN_EPILOG = """\
+examples:
+  thplab run examples/seed000.json
+  thplab run W.json --machine 2x512G,cpus=80 --set transparent_hugepage/enabled=always
+  thplab run a.json b.yaml --json out/            one result file per workload in out/
+  thplab run W.json --backend kernel              the same workload on this kernel (root)
+
+output: the tables go to the terminal; --json writes the full result (the same schema for
+both backends), which `thplab show` and `thplab compare` read."""
+
+SHOW_EPILOG = """\
+examples:
+  thplab show out/r.json                  print it as `thplab run` did
+  thplab show out/r.json --html r.html    one self-contained page: run summary, phases,
+                                          vmstat deltas, plots of the sampled series and
+                                          latencies, meminfo, buddyinfo"""
 
 JSON_HELP = """write each result as JSON, atomically (temp file + rename). OUT is a file (one workload
 only), a directory (existing, or ending in '/': created), which receives STEM.json for
@@ -135,7 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     console = make_console()
     defaults = _knob_defaults()
-    for (src, wl), target in zip(workloads, targets):
+    for (src, wl), target in zip(workloads, targets, strict=True):
         try:
             res = api.run(
                 wl,
@@ -164,7 +198,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     from thplab.result import Result
     from thplab.textout import make_console, render_result
 
+    if args.html and len(args.results) != 1:
+        raise InputError(f"--html {args.html}: give exactly one RESULT.json (got {len(args.results)})")
     results = [Result.load(p) for p in args.results]
+    if args.html:
+        from thplab import showhtml
+        from thplab.atomic import write_atomic
+
+        out = Path(args.html)
+        if not out.parent.is_dir():
+            raise InputError(f"--html {out}: directory {out.parent} does not exist")
+        page = showhtml.render(results[0], source=args.results[0], defaults=_knob_defaults())
+        write_atomic(out, page)
+        print(f"wrote {out}")
+        return 0
     console = make_console()
     defaults = _knob_defaults()
     for r in results:
@@ -231,7 +278,13 @@ def _add_delegated(sub: argparse._SubParsersAction, name: str, load: bool) -> st
             return f"module {module} is not installed" if missing else f"cannot import {module}: {e}"
         except AttributeError:
             return f"module {module} has no add_arguments()/cmd()"
-        p = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip())
+        p = sub.add_parser(
+            name,
+            help=help_,
+            description=getattr(mod, "HELP_DESCRIPTION", None) or help_,
+            epilog=getattr(mod, "HELP_EPILOG", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add(p)
         p.set_defaults(func=cmd)
         return None
@@ -247,20 +300,19 @@ def _subcommand_of(argv: Sequence[str]) -> str | None:
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="thplab",
-        description="A Linux-faithful laboratory for transparent huge pages.",
-        epilog="Exit status: 0 ok, 2 bad input, 124 timeout, 130 interrupted.",
-    )
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="thplab", description=DESCRIPTION, epilog=EPILOG, formatter_class=raw)
     parser.add_argument("--version", action="version", version=f"thplab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     p = sub.add_parser(
         "run",
-        help="run workloads and print what the kernel would show",
-        description="Run each workload (JSON or YAML) and print per-phase times, vmstat deltas, "
-        "meminfo, buddyinfo, smaps_rollup, latency and op errors.",
+        help="run workloads in the model (or the live kernel) and print what the kernel shows",
+        description="Run each workload (a JSON or YAML file, see docs/workload.md) and print per-phase "
+        "times, /proc/vmstat deltas, /proc/meminfo, /proc/buddyinfo, smaps_rollup, latencies and op errors.",
+        epilog=RUN_EPILOG,
+        formatter_class=raw,
     )
     p.add_argument("workloads", nargs="*", metavar="WORKLOAD", help="workload file (.json, .yaml, .yml) or - for stdin")
     p.add_argument(
@@ -298,9 +350,17 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("show", help="print saved results (from run --json) as `run` does")
+    p = sub.add_parser(
+        "show",
+        help="show saved results (from run --json) in the terminal or as an HTML page",
+        description="Print saved results (written by `thplab run --json`) as `thplab run` does, "
+        "or render one as a self-contained HTML page.",
+        epilog=SHOW_EPILOG,
+        formatter_class=raw,
+    )
     p.add_argument("results", nargs="+", metavar="RESULT.json")
-    p.add_argument("--full", action="store_true", help="show every field")
+    p.add_argument("--full", action="store_true", help="show every meminfo, smaps_rollup and percentile field")
+    p.add_argument("--html", metavar="OUT.html", help="write one result as an HTML page with plots (atomically)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser(
@@ -308,6 +368,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         help="list every knob as sysfs shows it",
         description="Every knob the model honours: its value as sysfs shows it "
         "(`always [madvise] never`), default, accepted values, kind and meaning.",
+        epilog="examples:\n  thplab knobs\n  thplab knobs khugepaged\n"
+        "  thplab knobs enabled --set enabled=always      the value after an assignment\n"
+        "  thplab knobs --json                            the registry, for scripts",
+        formatter_class=raw,
     )
     p.add_argument("pattern", nargs="?", metavar="PATTERN", help="only knobs whose name contains PATTERN")
     p.add_argument(
@@ -321,7 +385,15 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the registry as JSON")
     p.set_defaults(func=cmd_knobs)
 
-    p = sub.add_parser("machine", help="parse a machine description and print it")
+    p = sub.add_parser(
+        "machine",
+        help="parse a machine description and print it",
+        description="Check a machine description (for --machine) and print its full form: nodes, "
+        "memory, CPUs, swap devices, TLB.",
+        epilog="examples:\n  thplab machine 24G\n  thplab machine 2x512G,cpus=80,swap=zram:8G\n"
+        "  thplab machine 1T --json",
+        formatter_class=raw,
+    )
     p.add_argument("spec", metavar="SPEC", help="shorthand (24G, 2x512G,cpus=80,swap=zram:8G), JSON, or a file")
     p.add_argument("--json", action="store_true", help="print the full form as JSON")
     p.set_defaults(func=cmd_machine)
@@ -368,21 +440,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _exit_now(code: int) -> int:
     """Return `code`, or leave at once when a model run is still busy in a worker thread
     (it cannot be stopped; waiting for it would defeat Ctrl-C and --timeout)."""
-    if any(t.name == "thplab-run" and t.is_alive() for t in threading.enumerate()):
-        try:
-            sys.stdout.flush()
-        except Exception:
-            pass
-        sys.stderr.flush()
+    from thplab.api import run_in_flight
+
+    if run_in_flight():
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # the reader may be gone (EPIPE) or stdout closed
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
         os._exit(code)
     return code
 
 
 def _interrupted() -> int:
-    try:
+    with contextlib.suppress(OSError, ValueError):
         sys.stderr.write("thplab: interrupted\n")
-    except Exception:
-        pass
     return _exit_now(EXIT_INTERRUPT)
 
 

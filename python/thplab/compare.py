@@ -10,7 +10,21 @@ import json
 from pathlib import Path
 
 from thplab.errors import InputError
-from thplab.seeds import pct
+from thplab.experiments.contract import pct
+
+HELP_DESCRIPTION = """\
+Compare saved results (from `thplab run --json`, model or kernel) side by side, mmtests style:
+the first result is the baseline, shown as (0.00%); each other shows its value and the change
+against it. Rows: total and per-phase times, every non-zero /proc/vmstat delta, smaps
+AnonHugePages and TLB misses."""
+
+HELP_EPILOG = """\
+examples:
+  thplab run W.json --json a.json && thplab run W.json --set enabled=always --json b.json
+  thplab compare a.json b.json
+  thplab compare a.json b.json c.json --all      also rows where every result is equal
+
+output: a table on the terminal."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,7 +76,7 @@ def cmd(args: argparse.Namespace) -> int:
                 m[k] = 0.0
     t = Table(box=box.SIMPLE, title="thplab compare (first = baseline)", title_justify="left")
     t.add_column("metric")
-    for p, r in zip(args.results, rs):
+    for p, r in zip(args.results, rs, strict=True):
         t.add_column(f"{Path(p).stem}\n{r.get('backend', '')}", justify="right")
     for k in keys:
         vals = [m.get(k) for m in ms]

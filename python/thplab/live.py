@@ -11,6 +11,7 @@ else ``thplab-live`` on PATH.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -72,16 +73,14 @@ def _invoke(args: list[str], timeout: float | None) -> subprocess.CompletedProce
         out, err = p.communicate(timeout=None if timeout is None else timeout + 60)
     except KeyboardInterrupt:
         # The runner got the SIGINT too (same process group); make sure, and wait for its restore.
-        try:
+        with contextlib.suppress(ProcessLookupError):
             p.send_signal(signal.SIGINT)
-        except ProcessLookupError:
-            pass
         p.wait()
         raise
     except subprocess.TimeoutExpired:
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate()
-        raise LiveError(f"the live run did not stop at its time limit; it was terminated ({err.strip()})")
+        raise LiveError(f"the live run did not stop at its time limit; it was terminated ({err.strip()})") from None
     return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
@@ -97,7 +96,7 @@ def invoke_json(args: list[str], timeout: float | None, out: Path, what: str) ->
 
 
 def _message(err: str) -> str:
-    lines = [l.removeprefix("thplab-live: ") for l in err.strip().splitlines() if l.strip()]
+    lines = [ln.removeprefix("thplab-live: ") for ln in err.strip().splitlines() if ln.strip()]
     return "; ".join(lines) or "thplab-live failed without a message"
 
 
@@ -148,7 +147,7 @@ def state() -> dict:
 
 def restore() -> str:
     """Undo what an interrupted run left behind (the restore journal)."""
-    r = subprocess.run([find_binary(), "restore"], capture_output=True, text=True)
+    r = subprocess.run([find_binary(), "restore"], capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise LiveError(_message(r.stderr))
     return _message(r.stderr)

@@ -9,41 +9,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
+from thplab.atomic import write_atomic
 from thplab.errors import InputError
 
 __all__ = ["Result", "write_atomic"]
-
-
-def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
-    """Write `data` to `path` atomically: a temporary file in the same directory,
-    fsync, then rename over the target. On any failure the temporary file is removed
-    and `path` is left as it was (absent or with its old contents)."""
-    path = Path(path)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
 
 
 class Result:
@@ -307,6 +282,9 @@ class Result:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Result) and self._d == other._d
+
+    # a Result wraps a mutable dict: equal by value, so not hashable
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _pct_key(k: str) -> tuple[int, str]:

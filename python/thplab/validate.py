@@ -29,6 +29,7 @@ import json
 import sys
 from pathlib import Path
 
+from thplab.atomic import write_atomic
 from thplab.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,6 +88,24 @@ TOLERANCE_TEXT = (
     "thp_zero_page_alloc: equal, or kernel 0 / model 1 (huge zero page kept from earlier use); "
     "smaps AnonHugePages: exact; smaps Anonymous: within max(4096 kB, 1%) (the live runner's own heap and stack); informational counters and times: not gated"
 )
+
+
+HELP_DESCRIPTION = """\
+Check the model against this machine's kernel: run each validation scenario
+(examples/validate/*.json) on the live kernel, then in the model with the knobs and machine the
+kernel run recorded, and compare counter by counter. Deterministic counters must match
+exactly; smaps fields within the stated slack; times are printed as model/kernel ratios.
+Needs root; every knob is restored, zram reset and swap turned off afterwards."""
+
+HELP_EPILOG = """\
+examples:
+  thplab validate                                   every scenario
+  thplab validate --only enabled-always,defrag-always --size 32M
+  thplab validate --save-kernel-results k/          keep the kernel runs ...
+  thplab validate --kernel-results k/               ... and replay them later without root
+
+output: a table per scenario on the terminal; --json OUT writes the whole report.
+Exit status 1 when a scenario is outside its tolerance."""
 
 
 def add_arguments(parser) -> None:
@@ -162,7 +181,7 @@ def resize(workload: dict, size: int) -> dict:
     if not sizes:
         return w
     base = max(sizes)
-    for op, s in zip(ops, sizes):
+    for op, s in zip(ops, sizes, strict=True):
         new = max(2 << 20, (s * size // base) // (2 << 20) * (2 << 20))
         op["size"] = fmt_size(new)
     return w
@@ -173,7 +192,7 @@ def counters(result: dict) -> dict[str, int]:
     c = dict(result.get("vmstat_delta") or {})
     ex = result.get("extra") or {}
     z = ex.get("zram_mm_stat") or {}
-    for dev, ba in z.items() if isinstance(z, dict) else []:
+    for ba in z.values() if isinstance(z, dict) else []:
         if isinstance(ba, dict) and isinstance(ba.get("before"), dict) and isinstance(ba.get("after"), dict):
             for k in ("same_pages", "huge_pages"):
                 c[f"zram.{k}"] = c.get(f"zram.{k}", 0) + int(ba["after"].get(k, 0)) - int(ba["before"].get(k, 0))
@@ -386,7 +405,7 @@ def validate(
                     break
             if save_dir:
                 Path(save_dir).mkdir(parents=True, exist_ok=True)
-                (Path(save_dir) / f"{name}.json").write_text(json.dumps(kernel, indent=1))
+                write_atomic(Path(save_dir) / f"{name}.json", json.dumps(kernel, indent=1))
         cmp["attempts"] = attempts
         cmp["description"] = w0.get("description", "")
         report["scenarios"][name] = cmp
@@ -479,7 +498,7 @@ def cmd(args) -> int:
         )
     print_report(report)
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        write_atomic(args.json, json.dumps(report, indent=1))
     return 0 if report["ok"] else 1
 
 

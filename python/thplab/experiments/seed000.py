@@ -13,6 +13,7 @@ the swap zeromap). Before/after run on the seed's kernel generation: no swap zer
 from __future__ import annotations
 
 import thplab
+from thplab.experiments.contract import Experiment, Figure, Outcome, Row, Table
 
 TITLE = "Yu Zhao 2021: zero-subpage-aware THP split (test.c)"
 
@@ -24,7 +25,9 @@ REFERENCE = {
     ("disk", "worst"): (67.014, 65.521, -2.22),
 }
 
-LAST_RESULTS: dict[str, dict] = {}
+DEVICES = ("zram", "disk")
+# policy labels: the seed's kernel before and after the series, and mainline v6.18
+POLICIES = ("none", "seed", "mainline")
 
 
 def workload(size: str, offset: int, num_dirty: int) -> dict:
@@ -59,81 +62,150 @@ def workload(size: str, offset: int, num_dirty: int) -> dict:
 
 CASES = {"best": (0, 1), "worst": (4095, 512)}
 
+# the seed's kernel (5.14-era): CONFIG_THP_SWAP=n as in its runs, and no swap zeromap
+# (v6.12+), so zero pages went to the device; mainline: v6.18 defaults
+ERA = {"thplab.config_thp_swap": "n", "thplab.swap_zeromap": "n"}
+KNOBS = {
+    "none": {"thplab.split_zero_subpages": "none", **ERA},
+    "seed": {"thplab.split_zero_subpages": "seed", **ERA},
+    "mainline": {},
+}
 
-def run(quick: bool = False) -> list[dict]:
+
+def _phase_s(r: dict, name: str) -> float:
+    ph = next((p for p in r["phases"] if p["name"].endswith(f":{name}")), None)
+    return (ph["end_ns"] - ph["start_ns"]) / 1e9 if ph else float("nan")
+
+
+def summarise(r: dict) -> dict[str, float]:
+    """The figures of one run: total test.c time, MADV_PAGEOUT time, bytes written to swap."""
+    d = r["vmstat_delta"]
+    return {
+        "total_s": r["sim_time_ns"] / 1e9,
+        "pageout_s": _phase_s(r, "pageout"),
+        "swap_bytes": d.get("pswpout", 0) * 4096,
+        "pswpout": d.get("pswpout", 0),
+        "thp_split_page": d.get("thp_split_page", 0),
+        "thp_split_unmap": d.get("thp_split_unmap", 0),
+    }
+
+
+def run(quick: bool = False) -> Outcome:
     size, ram = ("512M", "4G") if quick else ("10G", "24G")
     swap_size = "1G" if quick else "11G"
-    LAST_RESULTS.clear()
-    rows = []
-    for dev in ("zram", "disk"):
+    results: dict[str, dict] = {}
+    summary: dict[tuple[str, str, str], dict[str, float]] = {}
+    tables = []
+    for dev in DEVICES:
         machine = f"{ram},swap={dev}:{swap_size}"
         for case, (offset, num_dirty) in CASES.items():
             w = workload(size, offset, num_dirty)
-            out = {}
-            # the seed's kernel (5.14-era): CONFIG_THP_SWAP=n as in its runs, and no swap zeromap
-            # (v6.12+), so zero pages went to the device; mainline: v6.18 defaults
-            era = {"thplab.config_thp_swap": "n", "thplab.swap_zeromap": "n"}
-            for label, knobs in (
-                ("none", {"thplab.split_zero_subpages": "none", **era}),
-                ("seed", {"thplab.split_zero_subpages": "seed", **era}),
-                ("mainline", {}),
-            ):
-                r = thplab.run(w, machine=machine, knobs=knobs)
-                out[label] = r.raw
-                LAST_RESULTS[f"{dev} {case} {label}"] = r.raw
-            sb, sa, sd = REFERENCE[(dev, case)]
-            t = {k: v["sim_time_ns"] / 1e9 for k, v in out.items()}
-            exp = f"{dev} {size}, {case} case"
-            rows.append(
-                {
-                    "experiment": exp,
-                    "metric": "total time",
-                    "unit": "s",
-                    "seed_before": sb,
-                    "seed_after": sa,
-                    "seed_delta": sd,
-                    "thplab_before": t["none"],
-                    "thplab_after": t["seed"],
-                }
-            )
-            unmap = out["seed"]["vmstat_delta"].get("thp_split_unmap", 0)
-            rows.append(
-                {
-                    "experiment": exp,
-                    "metric": "thp_split_unmap (seed policy)",
-                    "seed_before": None,
-                    "seed_after": None,
-                    "seed_delta": None,
-                    "thplab_before": 0,
-                    "thplab_after": unmap,
-                    "thplab_delta": None,
-                    "same_direction": "n/a",
-                }
-            )
-            for c in ("pswpout", "thp_split_page"):
-                rows.append(
-                    {
-                        "experiment": exp,
-                        "metric": c,
-                        "seed_before": None,
-                        "seed_after": None,
-                        "seed_delta": None,
-                        "thplab_before": out["none"]["vmstat_delta"].get(c, 0),
-                        "thplab_after": out["seed"]["vmstat_delta"].get(c, 0),
-                        "same_direction": "n/a",
-                    }
+            for label in POLICIES:
+                r = thplab.run(w, machine=machine, knobs=KNOBS[label]).raw
+                results[f"{dev} {case} {label}"] = r
+                summary[(dev, case, label)] = summarise(r)
+            sb, sa, _ = REFERENCE[(dev, case)]
+            m = {label: summary[(dev, case, label)] for label in POLICIES}
+            where = "the first byte of each THP" if case == "best" else "the last byte of every 4 KiB subpage"
+            tables.append(
+                Table(
+                    title=f"{dev} swap, {size} test.c, {case} case (non-zero: {where})",
+                    before="split_zero_subpages=none (the seed’s kernel without the series)",
+                    after="split_zero_subpages=seed (with the series)",
+                    rows=[
+                        Row("test.c time", "s", sb, sa, m["none"]["total_s"], m["seed"]["total_s"]),
+                        Row("MADV_PAGEOUT time", "s", None, None, m["none"]["pageout_s"], m["seed"]["pageout_s"]),
+                        Row(
+                            "written to swap",
+                            "MiB",
+                            None,
+                            None,
+                            m["none"]["swap_bytes"] / 2**20,
+                            m["seed"]["swap_bytes"] / 2**20,
+                        ),
+                        Row("pswpout", "pages", None, None, m["none"]["pswpout"], m["seed"]["pswpout"]),
+                        Row("thp_split_page", "", None, None, m["none"]["thp_split_page"], m["seed"]["thp_split_page"]),
+                        Row("thp_split_unmap", "", None, None, 0, m["seed"]["thp_split_unmap"]),
+                        Row(
+                            "mainline v6.18 defaults: test.c time (before = none)",
+                            "s",
+                            None,
+                            None,
+                            m["none"]["total_s"],
+                            m["mainline"]["total_s"],
+                        ),
+                    ],
                 )
-            rows.append(
-                {
-                    "experiment": exp,
-                    "metric": "mainline v6.18 defaults: total time",
-                    "unit": "s",
-                    "seed_before": None,
-                    "seed_after": None,
-                    "seed_delta": None,
-                    "thplab_before": t["none"],
-                    "thplab_after": t["mainline"],
-                    "same_direction": "n/a",
-                }
             )
-    return rows
+    return Outcome(tables=tables, results=results, data={"summary": summary, "size": size})
+
+
+def figures(out: Outcome) -> list[Figure]:
+    from thplab import plotting as P
+
+    summ = out.data["summary"]
+    cats = [f"{dev}\n{case} case" for dev in DEVICES for case in CASES]
+    keys = [(dev, case) for dev in DEVICES for case in CASES]
+    figs = []
+
+    fig, ax = P.subplots(width=8, height=3.8)
+    P.grouped_bars(
+        ax,
+        cats,
+        [
+            ("seed, before", [REFERENCE[k][0] for k in keys], P.SEED_BEFORE),
+            ("seed, after", [REFERENCE[k][1] for k in keys], P.SEED_AFTER),
+            ("thplab, before", [summ[(*k, "none")]["total_s"] for k in keys], P.OURS_BEFORE),
+            ("thplab, after", [summ[(*k, "seed")]["total_s"] for k in keys], P.OURS_AFTER),
+        ],
+        "test.c run time (s)",
+    )
+    ax.legend(fontsize=7, ncols=2)
+    ax.set_title(f"test.c on {out.data['size']}: time to fault, MADV_PAGEOUT and unmap", fontsize=10)
+    figs.append(
+        Figure(
+            "test.c run time before and after the seed's split, zram and disk swap: published vs thplab",
+            fig,
+            "Published figures (grey) are the cover letter's; thplab's (blue) are simulated seconds. "
+            "Before: every subpage of a split THP is written out; after: zero-filled subpages are dropped.",
+        )
+    )
+
+    fig, (a1, a2) = P.subplots(ncols=2, width=9.5, height=3.6)
+    bars = [
+        ("before (none)", "none", P.OURS_BEFORE),
+        ("after (seed)", "seed", P.OURS_AFTER),
+        ("mainline v6.18", "mainline", P.EXTRA),
+    ]
+    P.grouped_bars(
+        a1, cats, [(lab, [summ[(*k, p)]["pageout_s"] for k in keys], c) for lab, p, c in bars], "MADV_PAGEOUT time (s)"
+    )
+    a1.set_title("time in MADV_PAGEOUT", fontsize=10)
+    P.grouped_bars(
+        a2,
+        cats,
+        [(lab, [summ[(*k, p)]["swap_bytes"] / 2**20 for k in keys], c) for lab, p, c in bars],
+        "written to the swap device (MiB)",
+    )
+    a2.set_title("bytes written to swap (pswpout x 4 KiB)", fontsize=10)
+    a1.legend(fontsize=7)
+    figs.append(
+        Figure(
+            "MADV_PAGEOUT: time and bytes written to swap, thplab (the seed published neither)",
+            fig,
+            "The seed's policy writes only the non-zero subpages; mainline v6.18 swaps the THP out whole "
+            "(CONFIG_THP_SWAP=y) and keeps zero pages out of the device with the swap zeromap.",
+        )
+    )
+    return figs
+
+
+EXPERIMENT = Experiment(
+    seed="000",
+    title=TITLE,
+    run=run,
+    figures=figures,
+    summary="Splitting a THP under reclaim drops its zero-filled subpages instead of writing them to swap. "
+    "test.c maps a region with MADV_HUGEPAGE, dirties one byte per THP (best case) or per subpage (worst "
+    "case) and pages it all out, on zram and on a disk.",
+)

@@ -23,17 +23,18 @@ import argparse
 import time
 from typing import Any
 
+from thplab.experiments.contract import Experiment, Figure, Outcome, Row, Table
+
 __all__ = [
+    "EXPERIMENT",
     "SEED_CENSUS",
     "SEED_HOT_COLD",
     "VARIANTS",
     "census_workload",
-    "format_table",
+    "figures",
     "hot_cold_workload",
     "main",
     "run",
-    "run_census",
-    "run_hot_cold",
 ]
 
 # ---- the policies -------------------------------------------------------------------
@@ -82,25 +83,22 @@ def _size(b: int) -> str:
     return f"{b // MB}M" if b % MB == 0 else f"{b // 1024}K"
 
 
-_CACHE: dict[tuple[str, bool, str], Any] = {}
-
-
 TITLE = "Vernon Yang 2025: khugepaged scan prioritisation"
 
-# full model results of the last run, by label (the seeds report plots and saves them)
-LAST_RESULTS: dict[str, dict] = {}
+#: the hot/cold run samples the system every second (AnonHugePages, and per process when
+#: the model records it) for the report's timeline
+HOT_COLD_RECORD = {"series_interval": "1s"}
 
 
-def _run(kind: str, quick: bool, variant: str, timeout: float | None):
-    """thplab.run of one experiment variant; deterministic, so each is run once."""
+def _run(kind: str, quick: bool, variant: str, timeout: float | None) -> dict:
+    """thplab.run of one experiment variant; the full result dict."""
     import thplab
 
-    key = (kind, quick, variant)
-    if key not in _CACHE:
-        w = hot_cold_workload(quick) if kind == "hot_cold" else census_workload(quick)
-        _CACHE[key] = thplab.run(w, knobs=VARIANTS[variant], timeout=timeout)
-    LAST_RESULTS[f"{kind} {variant}"] = _CACHE[key].raw
-    return _CACHE[key]
+    if kind == "hot_cold":
+        w = {**hot_cold_workload(quick), "record": HOT_COLD_RECORD}
+    else:
+        w = census_workload(quick)
+    return thplab.run(w, knobs=VARIANTS[variant], timeout=timeout).raw
 
 
 # ---- experiment (a): hot1 -> cold -> hot2 ---------------------------------------------
@@ -155,8 +153,7 @@ def hot_cold_workload(quick: bool = False) -> dict[str, Any]:
     }
 
 
-def _hot2_metrics(res) -> dict[str, float]:
-    d = res.raw
+def _hot2_metrics(d: dict) -> dict[str, float]:
     p = next(p for p in d["processes"] if p["name"] == "hot2")
     ghz = d["cost_profile"]["cpu_ghz"]
     acc = p["tlb"]["accesses"]
@@ -173,37 +170,6 @@ def _hot2_metrics(res) -> dict[str, float]:
         "hot2 ranges collapsed": kh.get("collapses", 0),
         "time until hot2 collapsed (s)": t_collapsed if t_collapsed is not None else float("nan"),
     }
-
-
-def _delta(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or a != a or b != b or a == 0:
-        return None
-    return (b - a) / a * 100.0
-
-
-def _row(metric: str, seed: tuple[float | None, float | None] | None, before: float, after: float) -> dict[str, Any]:
-    sb, sa = seed if seed else (None, None)
-    sd, td = _delta(sb, sa), _delta(before, after)
-    same = None
-    if sd is not None and td is not None:
-        same = (sd > 0) == (td > 0) if abs(td) > 1e-9 else False
-    return {
-        "metric": metric,
-        "seed before": sb,
-        "seed after": sa,
-        "seed delta %": sd,
-        "thplab before": before,
-        "thplab after": after,
-        "thplab delta %": td,
-        "same direction?": same,
-    }
-
-
-def run_hot_cold(quick: bool = False, after: str = "v1", timeout: float | None = None) -> list[dict[str, Any]]:
-    """Run experiment (a) with the baseline and the `after` variant; returns the table rows."""
-    b = _hot2_metrics(_run("hot_cold", quick, "baseline", timeout))
-    a = _hot2_metrics(_run("hot_cold", quick, after, timeout))
-    return [_row(m, SEED_HOT_COLD.get(m), b[m], a[m]) for m in b]
 
 
 # ---- experiment (b): the desktop census ----------------------------------------------
@@ -272,8 +238,7 @@ def census_workload(quick: bool = False) -> dict[str, Any]:
 SETTLE_NS = 1_000_000_000
 
 
-def _census_metrics(res) -> dict[str, float]:
-    d = res.raw
+def _census_metrics(d: dict) -> dict[str, float]:
     kh = d["extra"]["khugepaged"]
     # the census: the first full scan that walked memory and ended once every process
     # had set up (SETTLE_NS); passes before it only saw processes registering
@@ -301,65 +266,184 @@ def _census_metrics(res) -> dict[str, float]:
     }
 
 
-def run_census(quick: bool = False, after: str = "final", timeout: float | None = None) -> list[dict[str, Any]]:
-    """Run experiment (b) with the baseline and the `after` variant; returns the table rows."""
-    b = _census_metrics(_run("census", quick, "baseline", timeout))
-    a = _census_metrics(_run("census", quick, after, timeout))
-    # the seed's "after" figures are for cheap progress (v2); v1 published none
-    ref = SEED_CENSUS if after == "final" else {k: (v[0], None) for k, v in SEED_CENSUS.items()}
-    return [_row(m, ref.get(m), b[m], a[m]) for m in b]
+HOT_COLD_UNITS = {
+    "total access time (s)": ("total access time", "s"),
+    "cycles per access": ("cycles per access", ""),
+    "throughput (M accesses/s)": ("throughput", "M accesses/s"),
+    "dTLB-load-misses": ("dTLB-load-misses", ""),
+    "hot2 ranges collapsed": ("hot2 ranges collapsed", ""),
+    "time until hot2 collapsed (s)": ("time from MADV_HUGEPAGE until hot2 is collapsed", "s"),
+}
+
+DESCRIBE = {
+    "v1": "v1 (skip collapsed mms, cold mms to the tail, disabled mms at once)",
+    "final": "final (cheap progress for PMD-mapped and table-less ranges, skip lazy-free, disabled mms at once)",
+}
 
 
-def run(quick: bool = False, timeout: float | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Every seed-002 table: {title: rows}."""
-    return {
-        "hot1 -> cold -> hot2: hot2, baseline vs v1 (skip collapsed, cold to tail, disabled next)": run_hot_cold(
-            quick, "v1", timeout
-        ),
-        "hot1 -> cold -> hot2: hot2, baseline vs final (cheap progress, skip lazy-free, disabled next)": run_hot_cold(
-            quick, "final", timeout
-        ),
-        "desktop census: first full scan, baseline vs final (cheap progress)": run_census(quick, "final", timeout),
-        "desktop census: first full scan, baseline vs v1 (skip collapsed)": run_census(quick, "v1", timeout),
-    }
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "NO"
-    if isinstance(v, float):
-        if v != v:
-            return "n/a"
-        if abs(v) >= 1e5:
-            return f"{v:,.0f}"
-        return f"{v:.2f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
-def format_table(rows: list[dict[str, Any]]) -> str:
-    cols = list(rows[0].keys()) if rows else []
-    cells = [[_fmt(r[c]) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(cols)]
-    line = lambda xs: (
-        "| " + " | ".join(x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(xs, widths))) + " |"
+def hot_cold_table(base: dict[str, float], after: dict[str, float], variant: str, quick: bool) -> Table:
+    rows = []
+    for m, (name, unit) in HOT_COLD_UNITS.items():
+        sb, sa = SEED_HOT_COLD.get(m, (None, None))
+        rows.append(Row(name, unit, sb, sa, base[m], after[m]))
+    size = 32 if quick else 128
+    return Table(
+        title=f"hot1 -> cold -> hot2 ({size} MiB each): how soon khugepaged serves hot2, baseline vs {variant}",
+        rows=rows,
+        before="baseline v6.18",
+        after=DESCRIBE[variant],
     )
-    out = [line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    out += [line(x) for x in cells]
-    return "\n".join(out)
+
+
+def census_table(base: dict[str, float], after: dict[str, float], variant: str) -> Table:
+    # the seed's "after" figures are for cheap progress (v2+, our "final"); v1 published none
+    ref = SEED_CENSUS if variant == "final" else {k: (v[0], None) for k, v in SEED_CENSUS.items()}
+    rows = []
+    for m in base:
+        name, unit = m, ""
+        if m.endswith(")") and "(" in m:
+            name, unit = m[: m.rindex("(")].strip(), m[m.rindex("(") + 1 : -1]
+        sb, sa = ref.get(m, (None, None))
+        rows.append(Row(name, unit, sb, sa, base[m], after[m]))
+    return Table(
+        title=f"idle desktop census: khugepaged's first full scan, baseline vs {variant}",
+        rows=rows,
+        before="baseline v6.18",
+        after=DESCRIBE[variant],
+    )
+
+
+def run(quick: bool = False, timeout: float | None = None) -> Outcome:
+    """Both experiments with the baseline, v1 and final policies: six model runs."""
+    results = {f"{kind} {v}": _run(kind, quick, v, timeout) for kind in ("hot_cold", "census") for v in VARIANTS}
+    hot = {v: _hot2_metrics(results[f"hot_cold {v}"]) for v in VARIANTS}
+    cen = {v: _census_metrics(results[f"census {v}"]) for v in VARIANTS}
+    tables = [
+        hot_cold_table(hot["baseline"], hot["v1"], "v1", quick),
+        hot_cold_table(hot["baseline"], hot["final"], "final", quick),
+        census_table(cen["baseline"], cen["final"], "final"),
+        census_table(cen["baseline"], cen["v1"], "v1"),
+    ]
+    return Outcome(tables=tables, results=results, data={"hot2": hot, "census": cen, "quick": quick})
+
+
+# ---- figures --------------------------------------------------------------------------
+
+PROCS = ("hot1", "cold", "hot2")
+PROC_COLOURS = {"hot1": "#2b6ca3", "cold": "#8c8c8c", "hot2": "#e6873c"}
+
+
+def _series(r: dict) -> tuple[list[str], list[list[float]]]:
+    s = r.get("series") or {}
+    return list(s.get("columns") or []), list(s.get("rows") or [])
+
+
+def _timeline(ax, r: dict, variant: str) -> bool:
+    """AnonHugePages of hot1/cold/hot2 over time on `ax`; True when per-process columns
+    (`AnonHugePages_kB[hot1]`) were there, False when it fell back to the system total and
+    khugepaged's first..last collapse of each process."""
+    cols, rows = _series(r)
+    ts = [row[0] / 1e9 for row in rows]
+    per_proc = all(f"AnonHugePages_kB[{p}]" in cols for p in PROCS)
+    if per_proc:
+        for p in PROCS:
+            i = cols.index(f"AnonHugePages_kB[{p}]")
+            ax.plot(ts, [row[i] / 1024 for row in rows], label=p, color=PROC_COLOURS[p], drawstyle="steps-post")
+    else:
+        if "AnonHugePages_kB" in cols:
+            i = cols.index("AnonHugePages_kB")
+            ax.plot(ts, [row[i] / 1024 for row in rows], label="all processes", color="#222", drawstyle="steps-post")
+        mms = r["extra"]["khugepaged"]["mms"]
+        top = max(ax.get_ylim()[1], 1)
+        for k, p in enumerate(PROCS):
+            m = mms.get(p, {})
+            if m.get("first_collapse_ns") is None:
+                continue
+            t0, t1 = m["first_collapse_ns"] / 1e9, m["last_collapse_ns"] / 1e9
+            y = top * (0.08 + 0.08 * k)
+            ax.plot([t0, max(t1, t0 + 0.5)], [y, y], linewidth=5, color=PROC_COLOURS[p], label=f"{p}: collapses")
+    ax.set_title(variant, fontsize=9)
+    ax.grid(alpha=0.3)
+    return per_proc
+
+
+def figures(out: Outcome) -> list[Figure]:
+    from thplab import plotting as P
+
+    figs = []
+    fig, axes = P.subplots(ncols=3, width=11, height=3.4, sharey=True)
+    per_proc = True
+    for ax, v in zip(axes, VARIANTS, strict=True):
+        per_proc &= _timeline(ax, out.results[f"hot_cold {v}"], v)
+        ax.set_xlabel("simulated time (s)")
+    axes[0].set_ylabel("AnonHugePages (MiB)")
+    axes[0].legend(fontsize=7, loc="lower right")
+    figs.append(
+        Figure(
+            "AnonHugePages of hot1, cold and hot2 over time: baseline vs the seed's v1 and final policies",
+            fig,
+            (
+                "Each process's memory in THPs as khugepaged collapses it."
+                if per_proc
+                else "This model build records no per-process AnonHugePages; the black line is the system "
+                "total, the coloured bars span each process's first to last collapse."
+            )
+            + " The seed's point: with cold moved to the tail, hot2 is collapsed before cold.",
+        )
+    )
+
+    cen = out.data["census"]
+    fig, (a1, a2) = P.subplots(ncols=2, width=9.5, height=3.6)
+    cats = ["seed (published)", "thplab"]
+    for ax, metric, label in (
+        (a1, "progress per full scan (MB)", "progress per full scan (MB)"),
+        (a2, "full scan time (s)", "full scan time (s)"),
+    ):
+        seed_b, seed_final = SEED_CENSUS[metric]
+        P.grouped_bars(
+            ax,
+            cats,
+            [
+                ("baseline", [seed_b, cen["baseline"][metric]], P.OURS_BEFORE),
+                ("v1", [None, cen["v1"][metric]], P.EXTRA),
+                ("final (cheap progress)", [seed_final, cen["final"][metric]], P.OURS_AFTER),
+            ],
+            label,
+        )
+        ax.set_title(label.split(" (")[0], fontsize=10)
+    a1.legend(fontsize=7)
+    figs.append(
+        Figure(
+            "khugepaged's full scan of an idle desktop: progress counted and time taken, published vs thplab",
+            fig,
+            "PMD-mapped and table-less ranges cost a full 512 pages of scan progress at baseline; with cheap "
+            "progress (final) they cost one, so a full scan finishes sooner. The seed published no v1 figures.",
+        )
+    )
+    return figs
+
+
+EXPERIMENT = Experiment(
+    seed="002",
+    title=TITLE,
+    run=run,
+    figures=figures,
+    summary="khugepaged walks its list of mms in order. The series moves cold mms to the tail, drops fully "
+    "collapsed ones and (in its final form) counts PMD-mapped and table-less ranges as cheap progress, so "
+    "hot memory is collapsed sooner and a full scan finishes faster.",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+
+    from thplab.seeds import print_tables
+
     ap = argparse.ArgumentParser(prog="python -m thplab.experiments.seed002", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the small variant (for tests)")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
-    for title, rows in run(args.quick).items():
-        print(f"\n{title}\n")
-        print(format_table(rows))
+    print_tables("002", TITLE, run(args.quick).tables, Console())
     print(f"\nhost time: {time.monotonic() - t0:.1f} s")
     return 0
 

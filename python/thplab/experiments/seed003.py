@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from thplab.experiments.contract import Experiment, Figure, Outcome, Row, Table
+
 REPO = Path(__file__).resolve().parents[3]
 WORKLOAD = REPO / "examples" / "seed003_swap_w_seq.json"
 
@@ -66,26 +68,21 @@ def _size_bytes(s: str) -> int:
 
 TITLE = "Huang Ying 2018: THP swap-out and swap-in in one piece (swap-w-seq)"
 
-# full model results of the last run, by label (the seeds report plots and saves them)
-LAST_RESULTS: dict[str, dict] = {}
 
-
-def measure(w: dict, knobs: dict, label: str | None = None) -> dict:
-    """Run the model and derive the seed's metrics."""
+def measure(w: dict, knobs: dict) -> tuple[dict, dict]:
+    """Run the model; (the seed's metrics, the full result)."""
     from thplab.api import run as trun
 
     t0 = time.perf_counter()
     r = trun(w, knobs=knobs)
     host_s = time.perf_counter() - t0
     d = r.raw
-    if label:
-        LAST_RESULTS[label] = d
     sim_s = d["sim_time_ns"] / 1e9
     dv = d.get("vmstat_delta") or {}
     ex = d.get("extra") or {}
     # vm-scalability's throughput: the sum of each process's bytes written per second
     thr = 0.0
-    for p, spec in zip(d["processes"], w["processes"]):
+    for p, spec in zip(d["processes"], w["processes"], strict=True):
         size = sum(_size_bytes(op["size"]) for op in spec["ops"] if op["op"] == "mmap")
         rounds = sum(1 for op in spec["ops"] if op["op"] == "write")
         dt = (p["end_ns"] - p["start_ns"]) / 1e9
@@ -125,7 +122,7 @@ def measure(w: dict, knobs: dict, label: str | None = None) -> dict:
                 "oom_kill",
             )
         },
-    }
+    }, d
 
 
 def _delta(name: str, before: float, after: float) -> float | None:
@@ -146,78 +143,146 @@ BEFORE_KNOBS = {"thplab.pmd_swap_entries": "0"}
 AFTER_KNOBS = {"thplab.pmd_swap_entries": "1", "transparent_hugepage/swapin_enabled": "always"}
 
 
-def run(quick: bool = False, _meta: dict | None = None) -> list[dict]:
+def run(quick: bool = False) -> Outcome:
     """The seed-003 table: one row per metric with the seed's published values (reference
     only) and the model's, before (mainline) and after (the seed's policy)."""
     w = workload(quick)
-    b = measure(w, BEFORE_KNOBS, "mainline (before)")
-    a = measure(w, AFTER_KNOBS, "PMD swap entries (after)")
-    if _meta is not None:
-        _meta.update({"before": b, "after": a, "machine": w["machine"]})
+    b, rb = measure(w, BEFORE_KNOBS)
+    a, ra = measure(w, AFTER_KNOBS)
     rows = []
     for name, (sb, sa, sd) in SEED.items():
         tb, ta = b[name], a[name]
-        td = _delta(name, tb, ta)
-        seed_dir = (sa > sb) - (sa < sb)
-        model_dir = (ta > tb) - (ta < tb)
+        unit = ""
+        metric = name
+        if name.endswith(")") and "(" in name:
+            metric, unit = name[: name.rindex("(")].strip(), name[name.rindex("(") + 1 : -1]
         rows.append(
-            {
-                "metric": name,
-                "seed_before": sb,
-                "seed_after": sa,
-                "seed_delta": sd,
-                "thplab_before": tb,
-                "thplab_after": ta,
-                "thplab_delta": _fmt_delta(name, td),
-                "same_direction": seed_dir == model_dir,
-            }
+            Row(
+                metric,
+                unit,
+                sb,
+                sa,
+                tb,
+                ta,
+                seed_delta=sd,
+                thplab_delta=_fmt_delta(name, _delta(name, tb, ta)),
+                direction=_direction(sb, sa, tb, ta),
+            )
         )
-    return rows
+    table = Table(
+        title=f"swap-w-seq on {w['machine']}: 16 processes write their memory 8 times over, swap on pmem",
+        rows=rows,
+        before="mainline (pmd_swap_entries=0)",
+        after="the seed's policy (pmd_swap_entries=1, swapin_enabled=always)",
+    )
+    counters = Table(
+        title="swap-w-seq: what the kernel counted (thplab only)",
+        rows=[Row(k, "", None, None, b["_counters"][k], a["_counters"][k]) for k in b["_counters"]],
+        before="mainline",
+        after="the seed's policy",
+    )
+    return Outcome(
+        tables=[table, counters],
+        results={"mainline (before)": rb, "PMD swap entries (after)": ra},
+        data={"before": b, "after": a, "machine": w["machine"]},
+    )
 
 
-def _num(v) -> str:
-    if isinstance(v, float):
-        return f"{v:,.2f}" if abs(v) < 1000 else f"{v:,.0f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
+def _direction(sb, sa, tb, ta) -> str:
+    seed_dir = (sa > sb) - (sa < sb)
+    model_dir = (ta > tb) - (ta < tb)
+    return "same" if seed_dir == model_dir else "OPPOSITE"
 
 
-def print_table(rows: list[dict], meta: dict, file=None) -> None:
-    out = file or sys.stdout
-    cols = [
-        "metric",
-        "seed_before",
-        "seed_after",
-        "seed_delta",
-        "thplab_before",
-        "thplab_after",
-        "thplab_delta",
-        "same_direction",
+def figures(out: Outcome) -> list[Figure]:
+    from thplab import plotting as P
+
+    b, a = out.data["before"], out.data["after"]
+    name_thr, name_share = "throughput (bytes written/s)", "THP share of anon memory (%)"
+    fig, (a1, a2) = P.subplots(ncols=2, width=9, height=3.6)
+    P.grouped_bars(
+        a1,
+        ["seed (published)", "thplab"],
+        [
+            ("before: mainline", [SEED[name_thr][0] / 1e6, b[name_thr] / 1e6], P.OURS_BEFORE),
+            ("after: the seed's policy", [SEED[name_thr][1] / 1e6, a[name_thr] / 1e6], P.OURS_AFTER),
+        ],
+        "throughput (MB written/s)",
+    )
+    a1.set_title("vm-scalability throughput", fontsize=10)
+    a1.legend(fontsize=7)
+    P.grouped_bars(
+        a2,
+        ["seed (published)", "thplab"],
+        [
+            ("before: mainline", [SEED[name_share][0], b[name_share]], P.OURS_BEFORE),
+            ("after: the seed's policy", [SEED[name_share][1], a[name_share]], P.OURS_AFTER),
+        ],
+        "AnonHugePages / AnonPages, mean (%)",
+        log=False,
+    )
+    a2.set_ylim(0, 110)
+    a2.set_title("share of anonymous memory in THPs", fontsize=10)
+    figs = [
+        Figure(
+            "swap-w-seq throughput and THP share, before and after THP swap in one piece: published vs thplab",
+            fig,
+            "Throughput is the sum over the 16 processes of bytes written per second; the seed's machine "
+            "and ours differ in size, so compare the change, not the level.",
+        )
     ]
-    cells = [[_num(r[c]) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(cols)]
-    print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cols)), file=out)
-    for x in cells:
-        print("  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(x)), file=out)
-    b, a = meta["before"], meta["after"]
-    print(
-        f"machine {meta['machine']}; seed columns: the cover letter's figures (reference only, not model inputs)",
-        file=out,
-    )
-    print(
-        f"simulated time: before {b['_sim_s']:.3f} s, after {a['_sim_s']:.3f} s; host time: before {b['_host_s']:.1f} s, after {a['_host_s']:.1f} s",
-        file=out,
-    )
-    print(f"before: {b['_counters']}", file=out)
-    print(f"after:  {a['_counters']}", file=out)
+    rb, ra = out.results.get("mainline (before)"), out.results.get("PMD swap entries (after)")
+    if rb and ra:
+        fig, ax = P.subplots(width=8, height=3.4)
+        for label, r, colour in (
+            ("before: mainline", rb, P.OURS_BEFORE),
+            ("after: the seed's policy", ra, P.OURS_AFTER),
+        ):
+            s = r.get("series") or {}
+            cols, rows = s.get("columns") or [], s.get("rows") or []
+            if "AnonHugePages_kB" not in cols or "AnonPages_kB" not in cols or not rows:
+                continue
+            ih, ia = cols.index("AnonHugePages_kB"), cols.index("AnonPages_kB")
+            xs = [row[0] / 1e9 for row in rows]
+            ys = [100.0 * row[ih] / row[ia] if row[ia] else float("nan") for row in rows]
+            ax.plot(xs, ys, label=label, color=colour, linewidth=1.5)
+        ax.set_xlabel("simulated time (s)")
+        ax.set_ylabel("AnonHugePages / AnonPages (%)")
+        ax.set_ylim(0, 105)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title("THP share of anonymous memory while swapping", fontsize=10)
+        figs.append(
+            Figure(
+                "THP share of anonymous memory over the run, mainline vs THP swap in one piece (thplab)",
+                fig,
+                "Mainline brings swapped THPs back as 4 KiB pages, so the share falls as pages cycle "
+                "through swap; with PMD swap entries they come back whole.",
+            )
+        )
+    return figs
+
+
+EXPERIMENT = Experiment(
+    seed="003",
+    title=TITLE,
+    run=run,
+    figures=figures,
+    summary="Swapping a THP out and in as one piece keeps it huge through swap. vm-scalability's "
+    "swap-w-seq: 16 processes write 1.5x RAM in total, 8 times over, with swap on a RAM-backed pmem device.",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+
+    from thplab.seeds import print_tables
+
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
-    meta: dict = {}
     t0 = time.perf_counter()
-    rows = run(quick, _meta=meta)
-    print_table(rows, meta)
+    out = run(quick)
+    print_tables("003", TITLE, out.tables, Console())
     print(f"total host time {time.perf_counter() - t0:.1f} s ({'quick' if quick else 'full'})")
     return 0
 
