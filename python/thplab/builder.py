@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from thplab import _native
-from thplab.errors import InputError
 from thplab.atomic import write_atomic
+from thplab.errors import InputError
 
 __all__ = ["KallocSet", "Process", "Region", "Workload"]
 
