@@ -2,6 +2,7 @@
 //! buddy counts agree with the frames; page tables, reverse maps and LRU lists agree;
 //! counters agree with the state. Returns a description of the first violation.
 
+use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::pgtable::*;
@@ -49,7 +50,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         let mut rss = 0;
         for (&idx, &sid) in mm.pmds.iter() {
             let s = k.slots.get(sid);
-            if s.index != idx || s.mm as usize != mi {
+            if s.index != idx || s.mm.idx() != mi {
                 return Err(format!("slot {sid} does not belong to mm {mi} index {idx}"));
             }
             if tag(pm.frames[s.table_pfn as usize]) != TAG_PGTABLE {
@@ -63,7 +64,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                             return Err(format!("THP {head}+{i} mapped by slot {sid} has a wrong frame/rmap"));
                         }
                     }
-                    rss += 512;
+                    rss += HPAGE_PMD_NR;
                 }
                 Pmd::Table(t) => {
                     for (i, &pte) in t.iter().enumerate() {
@@ -107,7 +108,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                     }
                 }
                 if compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
-                    lru_pages += if compound(f) == COMPOUND_HEAD { 512 } else { 1 };
+                    lru_pages += if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
                 }
             }
             TAG_KERNEL => kernel += 1,
@@ -134,7 +135,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
     let mut per_list = vec![[0u64; NR_LRU_LISTS]; pm.lru.len()];
     for (p, &f) in pm.frames.iter().enumerate() {
         if tag(f) == TAG_ANON && compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
-            per_list[pm.node_of(p as u64)][lru_index(f)] += if compound(f) == COMPOUND_HEAD { 512 } else { 1 };
+            per_list[pm.node_of(p as u64)][lru_index(f)] += if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
         }
     }
     for (n, lists) in pm.lru.iter().enumerate() {
@@ -170,8 +171,8 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
         for &sid in mm.pmds.values() {
             match &k.slots.get(sid).pmd {
                 Pmd::SwapPmd(first) => {
-                    bump(*first, 512)?;
-                    ents += 512;
+                    bump(*first, HPAGE_PMD_NR as u32)?;
+                    ents += HPAGE_PMD_NR;
                 }
                 Pmd::Table(t) => {
                     for &pte in t.iter() {
@@ -221,7 +222,7 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
                 }
                 if let Some(&pfn) = cached {
                     let f = k.pm.frames[pfn as usize];
-                    let head = if compound(f) == COMPOUND_TAIL { pfn & !511 } else { pfn };
+                    let head = if compound(f) == COMPOUND_TAIL { hpage_pfn_align(pfn as u64) as u32 } else { pfn };
                     if tag(f) != TAG_ANON || !swapcache(k.pm.frames[head as usize]) {
                         return Err(format!("swap slot {slot}: cached page {pfn} is not a swap-cache folio"));
                     }
@@ -246,7 +247,7 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
             if z.pages_stored != stored {
                 return Err(format!("{}: zram stores {} pages, the swap map {stored}", d.name, z.pages_stored));
             }
-            if z.frames.len() as u64 != z.pool_bytes.div_ceil(4096) {
+            if z.frames.len() as u64 != z.pool_bytes.div_ceil(PAGE_SIZE) {
                 return Err(format!(
                     "{}: zsmalloc pool has {} frames for {} bytes",
                     d.name,

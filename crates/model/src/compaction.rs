@@ -45,12 +45,14 @@
 //! workload (the kernel's cond_resched points); between slices the isolated free pages
 //! go back to the buddy lists (the kernel keeps them in cc->freepages).
 
+use crate::consts::*;
 use crate::kernel::{CompactPriority, CompactResult, Kernel, Kthread, KthreadNext};
 use crate::mm_types::*;
 use crate::mmzone::*;
 use crate::page_alloc::*;
+use crate::trace::trace_event;
 use crate::vmstat::{self, Ev};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// HPAGE_FRAG_CHECK_INTERVAL_MSEC
 pub const HPAGE_FRAG_CHECK_INTERVAL_NS: u64 = 500_000_000;
@@ -58,7 +60,7 @@ pub const COMPACT_MAX_DEFER_SHIFT: u32 = 6;
 /// COMPACT_CLUSTER_MAX = SWAP_CLUSTER_MAX
 pub const COMPACT_CLUSTER_MAX: usize = 32;
 /// COMPACTION_HPAGE_ORDER (HPAGE_PMD_ORDER)
-pub const COMPACTION_HPAGE_ORDER: u32 = 9;
+pub const COMPACTION_HPAGE_ORDER: u32 = HPAGE_PMD_ORDER;
 /// Simulated CPU time of one kcompactd engine step during a proactive round.
 pub const KCOMPACTD_SLICE_NS: u64 = 2_000_000;
 
@@ -214,6 +216,24 @@ impl Default for Kcompactd {
     }
 }
 
+/// A zone's deferral state, as the mm_compaction_defer_template tracepoints record it.
+macro_rules! trace_defer {
+    ($k:expr, $name:ident, $zi:expr, $order:expr) => {{
+        let z = &$k.pm.zones[$zi];
+        trace_event!(
+            $k,
+            $name,
+            nid = z.node,
+            zone = z.name,
+            order = $order,
+            considered = z.compact_considered,
+            defer_shift = z.compact_defer_shift,
+            order_failed = z.compact_order_failed,
+        );
+    }};
+}
+
+/// compaction_status_string[]
 fn result_name(r: CompactResult) -> &'static str {
     match r {
         CompactResult::NotSuitableZone => "not_suitable_zone",
@@ -244,7 +264,7 @@ impl Kernel {
         if order < z.compact_order_failed {
             z.compact_order_failed = order;
         }
-        self.trace_defer("mm_compaction_defer_compaction", zi, order);
+        trace_defer!(self, mm_compaction_defer_compaction, zi, order);
     }
 
     /// compaction_deferred(): true if compaction should be skipped this time.
@@ -259,7 +279,7 @@ impl Kernel {
             z.compact_considered = limit;
             return false;
         }
-        self.trace_defer("mm_compaction_deferred", zi, order);
+        trace_defer!(self, mm_compaction_deferred, zi, order);
         true
     }
 
@@ -273,7 +293,7 @@ impl Kernel {
         if order >= z.compact_order_failed {
             z.compact_order_failed = order + 1;
         }
-        self.trace_defer("mm_compaction_defer_reset", zi, order);
+        trace_defer!(self, mm_compaction_defer_reset, zi, order);
     }
 
     /// compaction_restarting()
@@ -283,20 +303,6 @@ impl Kernel {
             return false;
         }
         z.compact_defer_shift == COMPACT_MAX_DEFER_SHIFT && z.compact_considered >= 1 << z.compact_defer_shift
-    }
-
-    fn trace_defer(&mut self, ev: &str, zi: usize, order: i32) {
-        if self.trace_on(ev) {
-            let z = &self.pm.zones[zi];
-            let mut m = Map::new();
-            m.insert("node".into(), json!(z.node));
-            m.insert("zone".into(), json!(z.name));
-            m.insert("order".into(), json!(order));
-            m.insert("considered".into(), json!(z.compact_considered));
-            m.insert("defer_shift".into(), json!(z.compact_defer_shift));
-            m.insert("order_failed".into(), json!(z.compact_order_failed));
-            self.emit(ev, m);
-        }
     }
 
     // ---------------- skip hints and cached positions ----------------
@@ -531,16 +537,16 @@ impl Kernel {
                     }
                     // a PMD THP: skip_isolation_on_order(9, order) is always true
                     COMPOUND_HEAD => {
-                        nr_scanned += 511;
-                        Some(512)
+                        nr_scanned += HPAGE_PMD_NR - 1;
+                        Some(HPAGE_PMD_NR)
                     }
                     // a tail (entered mid-folio): compound_order() of a tail is 0
                     _ => Some(1),
                 },
                 TAG_ZERO => {
-                    if pfn.is_multiple_of(512) {
-                        nr_scanned += 511;
-                        Some(512)
+                    if pfn.is_multiple_of(HPAGE_PMD_NR) {
+                        nr_scanned += HPAGE_PMD_NR - 1;
+                        Some(HPAGE_PMD_NR)
                     } else {
                         Some(1)
                     }
@@ -592,6 +598,14 @@ impl Kernel {
         if nr_isolated > 0 {
             self.vm.add(Ev::COMPACT_ISOLATED, nr_isolated);
         }
+        trace_event!(
+            self,
+            mm_compaction_isolate_migratepages,
+            start_pfn = low,
+            end_pfn = pfn,
+            nr_scanned = nr_scanned,
+            nr_taken = nr_isolated,
+        );
         cc.migrate_pfn = pfn;
         self.charge(steps * self.costs.pte_walk_ns);
     }
@@ -626,10 +640,10 @@ impl Kernel {
             steps += 1;
             let f = self.pm.frames[pfn as usize];
             let t = tag(f);
-            if (t == TAG_ANON && compound(f) == COMPOUND_HEAD) || (t == TAG_ZERO && pfn.is_multiple_of(512)) {
-                if pfn + 512 <= end {
-                    pfn += 511;
-                    nr_scanned += 511;
+            if (t == TAG_ANON && compound(f) == COMPOUND_HEAD) || (t == TAG_ZERO && pfn.is_multiple_of(HPAGE_PMD_NR)) {
+                if pfn + HPAGE_PMD_NR <= end {
+                    pfn += HPAGE_PMD_NR - 1;
+                    nr_scanned += HPAGE_PMD_NR - 1;
                 }
             } else if t == TAG_FREE {
                 let Some(o) = self.pm.isolate_free_page(cc.zi, pfn) else { break };
@@ -650,6 +664,14 @@ impl Kernel {
         if pfn > end {
             pfn = end;
         }
+        trace_event!(
+            self,
+            mm_compaction_isolate_freepages,
+            start_pfn = *start,
+            end_pfn = pfn,
+            nr_scanned = nr_scanned,
+            nr_taken = total,
+        );
         *start = pfn;
         cc.total_free_scanned += nr_scanned;
         if total > 0 {
@@ -738,7 +760,7 @@ impl Kernel {
         for &src in &pages {
             match self.compaction_alloc(cc) {
                 Some(dst) => {
-                    self.move_folio(src, dst);
+                    self.move_folio(Pfn(src), Pfn(dst));
                     moved += 1;
                 }
                 None => {
@@ -749,6 +771,7 @@ impl Kernel {
             }
         }
         self.vm.add(Ev::PGMIGRATE_SUCCESS, moved);
+        trace_event!(self, mm_compaction_migratepages, nr_migrated = moved, nr_failed = enomem as u64);
         cc.migratepages = pages;
         cc.migratepages.clear();
         cc.nr_migratepages = 0;
@@ -757,8 +780,24 @@ impl Kernel {
 
     // ---------------- compact_zone ----------------
 
-    /// __compact_finished() (+ compact_finished(): NO_SUITABLE_PAGE means continue).
+    /// compact_finished(): __compact_finished() and its tracepoint (the model never
+    /// returns NO_SUITABLE_PAGE, which the kernel turns into CONTINUE here).
     fn compact_finished(&mut self, cc: &CompactControl) -> CompactResult {
+        let ret = self.compact_finished_check(cc);
+        let z = &self.pm.zones[cc.zi];
+        trace_event!(
+            self,
+            mm_compaction_finished,
+            nid = z.node,
+            zone = z.name,
+            order = cc.order,
+            ret = result_name(ret)
+        );
+        ret
+    }
+
+    /// __compact_finished()
+    fn compact_finished_check(&mut self, cc: &CompactControl) -> CompactResult {
         let zi = cc.zi;
         if cc.scanners_met() {
             self.reset_cached_positions(zi);
@@ -823,7 +862,18 @@ impl Kernel {
             if self.pm.zone_watermark_ok(zi, cc.order as u32, mark, cc.highest_zoneidx, cc.alloc_flags) {
                 return Some(CompactResult::Success);
             }
-            if !self.compaction_suitable(zi, cc.order, cc.highest_zoneidx) {
+            let suitable = self.compaction_suitable(zi, cc.order, cc.highest_zoneidx);
+            let ret = if suitable { CompactResult::Continue } else { CompactResult::Skipped };
+            let z = &self.pm.zones[zi];
+            trace_event!(
+                self,
+                mm_compaction_suitable,
+                nid = z.node,
+                zone = z.name,
+                order = cc.order,
+                ret = result_name(ret)
+            );
+            if !suitable {
                 return Some(CompactResult::Skipped);
             }
         }
@@ -854,18 +904,18 @@ impl Kernel {
         cc.last_migrated_pfn = 0;
         let z = &self.pm.zones[zi];
         cc.update_cached = !sync && z.compact_cached_migrate_pfn[0] == z.compact_cached_migrate_pfn[1];
-        if self.trace_on("mm_compaction_begin") {
-            let mut m = Map::new();
-            m.insert("node".into(), json!(z.node));
-            m.insert("zone".into(), json!(z.name));
-            m.insert("order".into(), json!(cc.order));
-            m.insert("zone_start".into(), json!(s));
-            m.insert("migrate_pfn".into(), json!(cc.migrate_pfn));
-            m.insert("free_pfn".into(), json!(cc.free_pfn));
-            m.insert("zone_end".into(), json!(e));
-            m.insert("mode".into(), json!(if sync { "sync" } else { "async" }));
-            self.emit("mm_compaction_begin", m);
-        }
+        trace_event!(
+            self,
+            mm_compaction_begin,
+            nid = z.node,
+            zone = z.name,
+            order = cc.order,
+            zone_start = s,
+            migrate_pfn = cc.migrate_pfn,
+            free_pfn = cc.free_pfn,
+            zone_end = e,
+            sync = sync,
+        );
         None
     }
 
@@ -932,19 +982,22 @@ impl Kernel {
             }
         }
         self.count_scanned(cc);
-        if self.trace_on("mm_compaction_end") {
-            let z = &self.pm.zones[cc.zi];
-            let mut m = Map::new();
-            m.insert("node".into(), json!(z.node));
-            m.insert("zone".into(), json!(z.name));
-            m.insert("order".into(), json!(cc.order));
-            m.insert("migrate_pfn".into(), json!(cc.migrate_pfn));
-            m.insert("free_pfn".into(), json!(cc.free_pfn));
-            m.insert("status".into(), json!(result_name(ret)));
-            m.insert("migrate_scanned".into(), json!(cc.total_migrate_scanned));
-            m.insert("free_scanned".into(), json!(cc.total_free_scanned));
-            self.emit("mm_compaction_end", m);
-        }
+        let z = &self.pm.zones[cc.zi];
+        trace_event!(
+            self,
+            mm_compaction_end,
+            nid = z.node,
+            zone = z.name,
+            order = cc.order,
+            zone_start = z.start_pfn,
+            migrate_pfn = cc.migrate_pfn,
+            free_pfn = cc.free_pfn,
+            zone_end = z.end_pfn(),
+            sync = cc.mode != MigrateMode::Async,
+            status = result_name(ret),
+            migrate_scanned = cc.total_migrate_scanned,
+            free_scanned = cc.total_free_scanned,
+        );
         ret
     }
 
@@ -992,12 +1045,7 @@ impl Kernel {
         if gfp & __GFP_IO == 0 {
             return CompactResult::Skipped;
         }
-        if self.trace_on("mm_compaction_try_to_compact_pages") {
-            let mut m = Map::new();
-            m.insert("order".into(), json!(order));
-            m.insert("prio".into(), json!(format!("{prio:?}")));
-            self.emit("mm_compaction_try_to_compact_pages", m);
-        }
+        trace_event!(self, mm_compaction_try_to_compact_pages, order = order, gfp_mask = gfp, prio = prio as u32);
         let o = order as i32;
         let mut rc = CompactResult::Skipped;
         for &zi in zonelist {
@@ -1111,12 +1159,7 @@ impl Kernel {
         if !self.kcompactd_node_suitable(nid) {
             return;
         }
-        if self.trace_on("mm_compaction_wakeup_kcompactd") {
-            let mut m = Map::new();
-            m.insert("nid".into(), json!(nid));
-            m.insert("order".into(), json!(order));
-            self.emit("mm_compaction_wakeup_kcompactd", m);
-        }
+        trace_event!(self, mm_compaction_wakeup_kcompactd, nid = nid, order = order, highest_zoneidx = ZONE_NORMAL);
         self.wake(Kthread::Kcompactd(nid));
     }
 
@@ -1124,13 +1167,7 @@ impl Kernel {
     fn kcompactd_do_work(&mut self, nid: usize) {
         let (order, highest) = (self.kcompactd[nid].max_order, self.kcompactd[nid].highest_zoneidx);
         self.kcompactd[nid].do_work_runs += 1;
-        if self.trace_on("mm_compaction_kcompactd_wake") {
-            let mut m = Map::new();
-            m.insert("nid".into(), json!(nid));
-            m.insert("order".into(), json!(order));
-            m.insert("highest_zoneidx".into(), json!(highest));
-            self.emit("mm_compaction_kcompactd_wake", m);
-        }
+        trace_event!(self, mm_compaction_kcompactd_wake, nid = nid, order = order, highest_zoneidx = highest);
         self.vm.count(Ev::COMPACT_DAEMON_WAKE);
         let o = order as i32;
         for zi in self.node_zones(nid, highest) {
@@ -1208,10 +1245,12 @@ impl Kernel {
         if st.max_order > 0 || st.proactive_trigger {
             return KthreadNext::Again;
         }
+        trace_event!(self, mm_compaction_kcompactd_sleep, nid = nid);
         if self.cfg.compaction_proactiveness == 0 {
             self.kcompactd[nid].deadline = None;
             return KthreadNext::Wait;
         }
+        let st = &mut self.kcompactd[nid];
         let t = st.timeout_ns;
         st.deadline = Some(self.now + self.cost + t);
         KthreadNext::Sleep(t)
@@ -1269,14 +1308,14 @@ impl Kernel {
             st.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS << COMPACT_MAX_DEFER_SHIFT;
             st.proactive_backoffs += 1;
         }
-        if self.trace_on("thplab_proactive_round") {
-            let mut m = Map::new();
-            m.insert("nid".into(), json!(nid));
-            m.insert("prev_score".into(), json!(prev_score));
-            m.insert("score".into(), json!(score));
-            m.insert("next_timeout_ns".into(), json!(self.kcompactd[nid].timeout_ns));
-            self.emit("thplab_proactive_round", m);
-        }
+        trace_event!(
+            self,
+            thplab_proactive_round,
+            nid = nid,
+            prev_score = prev_score,
+            score = score,
+            next_timeout_ns = self.kcompactd[nid].timeout_ns,
+        );
     }
 
     /// kcompactd state for results: per node rounds, back-offs, do_work runs.

@@ -4,24 +4,24 @@
 //! page allocates a THP, splitting only on failure), __split_huge_pmd, and the
 //! deferred split queue (deferred_split_folio).
 
+use crate::consts::*;
 use crate::kernel::{Defrag, Fault, Kernel, ThpMode};
 use crate::mm_types::*;
 use crate::mmap::{Vma, VM_HUGEPAGE, VM_LOCKED, VM_NOHUGEPAGE};
 use crate::page_alloc::*;
 use crate::pgtable::*;
+use crate::trace::trace_event;
 use crate::vmstat::Ev;
-
-pub const HPAGE_PMD_SIZE: u64 = 2 << 20;
 
 impl Kernel {
     /// thp_vma_allowable_order(vma, vm_flags, TVA_PAGEFAULT, PMD_ORDER) plus
     /// thp_vma_suitable_order(): may this fault map a PMD THP at `haddr`?
-    pub fn thp_vma_allowable(&self, mm: usize, vma: &Vma, haddr: u64) -> bool {
+    pub fn thp_vma_allowable(&self, mm: MmId, vma: &Vma, haddr: u64) -> bool {
         self.thp_vma_allowable_flags(mm, vma.flags) && haddr >= vma.start && haddr + HPAGE_PMD_SIZE <= vma.end
     }
 
     /// The flag part of thp_vma_allowable_order (no range check).
-    pub fn thp_vma_allowable_flags(&self, mm: usize, vm_flags: u32) -> bool {
+    pub fn thp_vma_allowable_flags(&self, mm: MmId, vm_flags: u32) -> bool {
         if self.mms[mm].thp_disable || vm_flags & VM_NOHUGEPAGE != 0 {
             return false;
         }
@@ -48,19 +48,19 @@ impl Kernel {
 
     /// alloc_pages_mpol() for PMD order: the local node only (THISNODE|NORETRY) first;
     /// other nodes (and full reclaim/compaction) only when direct reclaim is allowed.
-    pub fn alloc_thp(&mut self, gfp: Gfp, nid: usize) -> Option<u64> {
-        if let Some(p) = self.alloc_pages(gfp | __GFP_THISNODE | __GFP_NORETRY, 9, nid) {
+    pub fn alloc_thp(&mut self, gfp: Gfp, nid: usize) -> Option<Pfn> {
+        if let Some(p) = self.alloc_pages(gfp | __GFP_THISNODE | __GFP_NORETRY, HPAGE_PMD_ORDER, nid) {
             return Some(p);
         }
         if gfp & __GFP_DIRECT_RECLAIM == 0 {
             return None;
         }
-        self.alloc_pages(gfp, 9, nid)
+        self.alloc_pages(gfp, HPAGE_PMD_ORDER, nid)
     }
 
     /// vma_alloc_anon_folio_pmd(): allocate and clear a THP for a fault, counting
     /// thp_fault_alloc / thp_fault_fallback and the per-size anon_fault_* stats.
-    fn vma_alloc_anon_folio_pmd(&mut self, mm: usize, vm_flags: u32) -> Option<u64> {
+    fn vma_alloc_anon_folio_pmd(&mut self, mm: MmId, vm_flags: u32) -> Option<u64> {
         let gfp = self.vma_thp_gfp_mask(vm_flags);
         let nid = self.mms[mm].node;
         let t0 = self.cost;
@@ -74,7 +74,7 @@ impl Kernel {
                 self.count_mthp("anon_fault_fallback", 1);
                 None
             }
-            Some(pfn) => {
+            Some(Pfn(pfn)) => {
                 self.vm.count(Ev::THP_FAULT_ALLOC);
                 self.count_mthp("anon_fault_alloc", 1);
                 self.charge(self.costs.fault_2m_ns + self.costs.clear_2m_ns);
@@ -84,26 +84,26 @@ impl Kernel {
     }
 
     /// map_anon_folio_pmd(): set up the THP's frames, map it by a huge PMD in slot `sid`.
-    pub(crate) fn map_anon_folio_pmd(&mut self, mm: usize, sid: u32, head: u64, vm_flags: u32, write: bool) {
-        for i in 0..512u64 {
+    pub(crate) fn map_anon_folio_pmd(&mut self, mm: MmId, sid: u32, head: u64, vm_flags: u32, write: bool) {
+        for i in 0..HPAGE_PMD_NR {
             let c = if i == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
             self.pm.frames[(head + i) as usize] = with_rmap(make_anon(c), Some((sid, i as u32)));
         }
         let h = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_dirty(set_young(h, true), write);
         self.slots.get_mut(sid).pmd = Pmd::Huge(head as u32);
-        self.mms[mm].rss_anon += 512;
-        self.nr_anon_pages += 512;
+        self.mms[mm].rss_anon += HPAGE_PMD_NR;
+        self.nr_anon_pages += HPAGE_PMD_NR;
         self.nr_anon_thp += 1;
-        self.lru_add(head, 512, vm_flags & VM_LOCKED != 0);
+        self.lru_add(head, HPAGE_PMD_NR, vm_flags & VM_LOCKED != 0);
         self.deferred_split_folio(head, false);
     }
 
     /// do_huge_pmd_anonymous_page(). Returns None for VM_FAULT_FALLBACK (the caller
     /// then takes the PTE path), Some(result) otherwise.
-    pub fn do_huge_pmd_anonymous_page(&mut self, mm: usize, vma: &Vma, haddr: u64, write: bool) -> Option<Fault> {
+    pub fn do_huge_pmd_anonymous_page(&mut self, mm: MmId, vma: &Vma, haddr: u64, write: bool) -> Option<Fault> {
         self.khugepaged_enter_vma(mm, vma.flags);
-        let idx = haddr >> 21;
+        let idx = haddr >> PMD_SHIFT;
         if !write && self.cfg.use_zero_page {
             let Some(pgtable) = self.alloc_pgtable(mm) else { return Some(Fault::Oom) };
             if !self.mm_get_huge_zero_folio(mm) {
@@ -116,11 +116,11 @@ impl Kernel {
         }
         let head = self.vma_alloc_anon_folio_pmd(mm, vma.flags)?;
         if !self.mms[mm].alive {
-            self.pm.free_pages(head, 9, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
             return Some(Fault::Oom);
         }
         let Some(pgtable) = self.alloc_pgtable(mm) else {
-            self.pm.free_pages(head, 9, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
             return Some(Fault::Oom);
         };
         let sid = self.new_slot(mm, idx, Pmd::HugeZero, pgtable);
@@ -131,19 +131,19 @@ impl Kernel {
     /// mm_get_huge_zero_folio(): take a reference on the huge zero page, allocating it
     /// on first use ((GFP_TRANSHUGE | __GFP_ZERO) & ~__GFP_MOVABLE), counting
     /// thp_zero_page_alloc / thp_zero_page_alloc_failed.
-    fn mm_get_huge_zero_folio(&mut self, mm: usize) -> bool {
+    fn mm_get_huge_zero_folio(&mut self, mm: MmId) -> bool {
         if self.mms[mm].huge_zero_ref {
             return true;
         }
         if self.huge_zero_pfn.is_none() {
             let nid = self.mms[mm].node;
-            match self.alloc_pages((GFP_TRANSHUGE | __GFP_ZERO) & !__GFP_MOVABLE, 9, nid) {
+            match self.alloc_pages((GFP_TRANSHUGE | __GFP_ZERO) & !__GFP_MOVABLE, HPAGE_PMD_ORDER, nid) {
                 None => {
                     self.vm.count(Ev::THP_ZERO_PAGE_ALLOC_FAILED);
                     return false;
                 }
-                Some(pfn) => {
-                    for p in pfn..pfn + 512 {
+                Some(Pfn(pfn)) => {
+                    for p in pfn..pfn + HPAGE_PMD_NR {
                         self.pm.frames[p as usize] = make_zero_frame();
                     }
                     self.charge(self.costs.clear_2m_ns);
@@ -161,29 +161,29 @@ impl Kernel {
     pub fn shrink_huge_zero_page(&mut self) {
         if self.huge_zero_users == 0 {
             if let Some(pfn) = self.huge_zero_pfn.take() {
-                self.pm.free_pages(pfn, 9, &mut self.vm);
+                self.pm.free_pages(Pfn(pfn), HPAGE_PMD_ORDER, &mut self.vm);
             }
         }
     }
 
     /// do_huge_zero_wp_pmd(): replace the huge zero PMD with a fresh THP. None = fallback.
-    pub fn do_huge_zero_wp_pmd(&mut self, mm: usize, vma: &Vma, sid: u32, _haddr: u64) -> Option<Fault> {
+    pub fn do_huge_zero_wp_pmd(&mut self, mm: MmId, vma: &Vma, sid: u32, _haddr: u64) -> Option<Fault> {
         let head = self.vma_alloc_anon_folio_pmd(mm, vma.flags)?;
         if !self.mms[mm].alive {
-            self.pm.free_pages(head, 9, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
             return Some(Fault::Oom);
         }
         self.map_anon_folio_pmd(mm, sid, head, vma.flags, true);
         let i = self.slots.get(sid).index;
-        self.mms[mm].tlb.flush_range(i << 21, (i + 1) << 21);
+        self.mms[mm].tlb.flush_range(i << PMD_SHIFT, (i + 1) << PMD_SHIFT);
         self.charge(self.costs.tlb_flush_ns);
         Some(Fault::Ok)
     }
 
     /// __split_huge_pmd_locked(): turn a huge PMD into a PTE table (the deposited one),
     /// counting thp_split_pmd. The folio stays whole; its subpages are now PTE-mapped.
-    pub fn split_huge_pmd(&mut self, mm: usize, sid: u32) {
-        let pmd = std::mem::replace(&mut self.slots.get_mut(sid).pmd, Pmd::Table(Box::new([PTE_NONE; 512])));
+    pub fn split_huge_pmd(&mut self, mm: MmId, sid: u32) {
+        let pmd = std::mem::replace(&mut self.slots.get_mut(sid).pmd, Pmd::Table(Box::new([PTE_NONE; PTRS_PER_PTE])));
         self.vm.count(Ev::THP_SPLIT_PMD);
         self.charge(self.costs.split_pmd_ns);
         match pmd {
@@ -199,14 +199,14 @@ impl Kernel {
                     }
                 }
                 self.nr_anon_thp -= 1;
-                self.thp_mapcount.insert(head, 512);
+                self.thp_mapcount.insert(head, HPAGE_PMD_NR as u16);
             }
             other => {
                 self.slots.get_mut(sid).pmd = other;
             }
         }
         let i = self.slots.get(sid).index;
-        self.mms[mm].tlb.flush_range(i << 21, (i + 1) << 21);
+        self.mms[mm].tlb.flush_range(i << PMD_SHIFT, (i + 1) << PMD_SHIFT);
     }
 
     // ---- the deferred split queue: links of head+1, flags in head+1's frame ----
@@ -232,7 +232,7 @@ impl Kernel {
         if !self.on_deferred(head) {
             self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
             let node = self.pm.node_of(head);
-            self.deferred[node].push_tail(&mut self.pm.links, t as u32, 512);
+            self.deferred[node].push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
         }
     }
 
@@ -241,7 +241,7 @@ impl Kernel {
         if self.on_deferred(head) {
             let t = head as usize + 1;
             let node = self.pm.node_of(head);
-            self.deferred[node].remove(&mut self.pm.links, t as u32, 512);
+            self.deferred[node].remove(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
             self.pm.frames[t] = set_mlocked(with_lru(self.pm.frames[t], 0), false);
         }
     }
@@ -278,7 +278,8 @@ impl Kernel {
     /// mlocked folios and VM_LOCKED VMAs keep their zero pages. The zero check costs
     /// what memchr_inv costs: up to the first non-zero byte.
     /// Returns the head pfns of the order-0 folios left (mapped or not, not freed).
-    pub fn split_folio(&mut self, head: u64, reason: SplitReason) -> Result<Vec<u64>, SplitFailed> {
+    pub fn split_folio(&mut self, head: Pfn, reason: SplitReason) -> Result<Vec<Pfn>, SplitFailed> {
+        let head = head.0;
         let f = self.pm.frames[head as usize];
         if tag(f) != TAG_ANON || compound(f) != COMPOUND_HEAD {
             self.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
@@ -288,7 +289,7 @@ impl Kernel {
         // unmap_folio(): a PMD mapping becomes PTEs first
         if let Some((sid, _)) = rmap(f) {
             if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
-                let mm = self.slots.get(sid).mm as usize;
+                let mm = self.slots.get(sid).mm;
                 self.split_huge_pmd(mm, sid);
             }
         }
@@ -300,15 +301,15 @@ impl Kernel {
         // an isolated folio is off its list: PG_mlocked tells
         let mlocked_ = lru_list == LRU_UNEVICTABLE || mlocked(f);
         if lru_list != LRU_NONE {
-            self.lru_del(head, 512);
+            self.lru_del(head, HPAGE_PMD_NR);
         }
         self.deferred_split_remove(head);
         self.thp_mapcount.remove(&(head as u32));
         self.charge(self.costs.split_folio_ns);
         let mut left = vec![];
         let mut freed = vec![];
-        let mut flushed: Option<(usize, u64)> = None;
-        for i in 0..512u64 {
+        let mut flushed: Option<(MmId, u64)> = None;
+        for i in 0..HPAGE_PMD_NR {
             let p = head + i;
             let pf = self.pm.frames[p as usize];
             // every subpage becomes an order-0 folio with the folio's flags
@@ -325,9 +326,9 @@ impl Kernel {
                     freed.push(p);
                 }
                 Some((sid, idx)) => {
-                    let mm = self.slots.get(sid).mm as usize;
+                    let mm = self.slots.get(sid).mm;
                     let vma_locked = {
-                        let addr = (self.slots.get(sid).index << 21) + ((idx as u64) << 12);
+                        let addr = (self.slots.get(sid).index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
                         self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0)
                     };
                     let check = match policy {
@@ -337,7 +338,9 @@ impl Kernel {
                     } && !mlocked_
                         && !vma_locked;
                     let zero = if check {
-                        self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(content(pf)) / 4096);
+                        self.charge(
+                            self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(content(pf)) / PAGE_SIZE,
+                        );
                         crate::content::is_zero(content(pf))
                     } else {
                         false
@@ -355,18 +358,18 @@ impl Kernel {
                         freed.push(p);
                     } else {
                         self.charge(self.costs.pte_walk_ns);
-                        left.push(p);
+                        left.push(Pfn(p));
                     }
                 }
             }
         }
         for p in freed {
-            self.pm.free_pages(p, 0, &mut self.vm);
+            self.pm.free_pages(Pfn(p), 0, &mut self.vm);
         }
         if !isolated {
             // lru_add_split_folio(): the pieces of a folio that was on the LRU go back on it;
             // an isolated folio's pieces stay on the caller's list (reclaim, migration)
-            for &p in &left {
+            for &Pfn(p) in &left {
                 let node = self.pm.node_of(p);
                 let l = if lru_list == LRU_NONE { crate::mm_types::LRU_INACTIVE_ANON } else { lru_list };
                 self.pm.frames[p as usize] = with_lru(self.pm.frames[p as usize], l);
@@ -375,24 +378,33 @@ impl Kernel {
             }
         }
         if let Some((mm, ix)) = flushed {
-            self.mms[mm].tlb.flush_range(ix << 21, (ix + 1) << 21);
+            self.mms[mm].tlb.flush_range(ix << PMD_SHIFT, (ix + 1) << PMD_SHIFT);
             self.charge(self.costs.tlb_flush_ns);
         }
         self.vm.count(Ev::THP_SPLIT_PAGE);
         self.count_mthp("split", 1);
+        trace_event!(
+            self,
+            thplab_split_huge_page,
+            pfn = head,
+            reason = format!("{reason:?}"),
+            zero_subpages = format!("{policy:?}"),
+            nr_freed = HPAGE_PMD_NR - left.len() as u64,
+            nr_left = left.len(),
+        );
         Ok(left)
     }
 
     /// thp_underused(): more than max_ptes_none zero subpages (never at the default 511).
     pub fn thp_underused(&mut self, head: u64) -> bool {
         let max_none = self.cfg.max_ptes_none as u64;
-        if max_none == 511 {
+        if max_none == MAX_PTES_NONE_ANY as u64 {
             return false;
         }
         let (mut zero, mut filled) = (0u64, 0u64);
-        for i in 0..512u64 {
+        for i in 0..HPAGE_PMD_NR {
             let c = content(self.pm.frames[(head + i) as usize]);
-            self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(c) / 4096);
+            self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(c) / PAGE_SIZE);
             if crate::content::is_zero(c) {
                 zero += 1;
                 if zero > max_none {
@@ -400,7 +412,7 @@ impl Kernel {
                 }
             } else {
                 filled += 1;
-                if filled >= 512 - max_none {
+                if filled >= HPAGE_PMD_NR - max_none {
                     return false;
                 }
             }
@@ -425,7 +437,7 @@ impl Kernel {
             let partially = self.folio_partially_mapped(head);
             self.deferred_split_remove(head);
             if partially {
-                if self.split_folio(head, SplitReason::Deferred).is_ok() {
+                if self.split_folio(Pfn(head), SplitReason::Deferred).is_ok() {
                     split += 1;
                 }
                 continue;
@@ -435,7 +447,7 @@ impl Kernel {
                 keep.push(head);
                 continue;
             }
-            if self.thp_underused(head) && self.split_folio(head, SplitReason::Underused).is_ok() {
+            if self.thp_underused(head) && self.split_folio(Pfn(head), SplitReason::Underused).is_ok() {
                 self.vm.count(Ev::THP_UNDERUSED_SPLIT_PAGE);
                 split += 1;
             }

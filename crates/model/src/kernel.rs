@@ -5,13 +5,13 @@
 //! Later mechanisms hook in here: `wakeup_kswapd` and `try_to_free_pages` (vmscan.rs),
 //! `try_to_compact_pages` (compaction issue), `out_of_memory`.
 
+use crate::consts::*;
 use crate::mm_types::*;
-use crate::mmap::Mm;
 use crate::mmzone::*;
 use crate::page_alloc::*;
 use crate::pgtable::SlotTable;
+use crate::trace::trace_event;
 use crate::vmstat::{Ev, VmStat, EV_NAMES, NON_MAINLINE};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs::{self, KnobSet};
@@ -198,7 +198,7 @@ pub struct Kernel {
     pub cfg: Config,
     pub costs: CostProfile,
     pub slots: SlotTable,
-    pub mms: Vec<Mm>,
+    pub mms: crate::mmap::MmList,
     pub huge_zero_pfn: Option<u64>,
     pub huge_zero_users: u64,
     /// the time the current operation started, and what it has cost so far (ns)
@@ -209,7 +209,7 @@ pub struct Kernel {
     /// THP folios on the deferred split queue, by node (a List threaded through head+1's links)
     pub deferred: Vec<List>,
     /// the khugepaged mm_slot list (mm ids), in scan order
-    pub khugepaged_list: std::collections::VecDeque<u32>,
+    pub khugepaged_list: std::collections::VecDeque<MmId>,
     /// khugepaged's cursor, counters and records (khugepaged.rs)
     pub khugepaged: crate::khugepaged::KhugepagedState,
     pub nr_anon_thp: u64,
@@ -223,11 +223,11 @@ pub struct Kernel {
     /// the page-allocation part of each successful THP fault (alloc_thp), ns
     pub latency_thp_alloc: Vec<u64>,
     pub record_latency: bool,
-    pub trace_enabled: Vec<String>,
-    pub trace: Vec<Value>,
+    /// the enabled tracepoints and the events recorded (trace.rs)
+    pub trace: crate::trace::Trace,
     pub seed: u64,
     /// mms the OOM killer chose; the engine stops their processes
-    pub killed: Vec<u32>,
+    pub killed: Vec<MmId>,
     /// wake-up requests for kernel threads, (thread, at ns), drained by the engine
     pub wakeups: Vec<(Kthread, u64)>,
     /// per-node kcompactd state (compaction.rs)
@@ -254,7 +254,7 @@ impl Kernel {
             cfg,
             costs,
             slots: SlotTable::default(),
-            mms: vec![],
+            mms: Default::default(),
             huge_zero_pfn: None,
             huge_zero_users: 0,
             now: 0,
@@ -272,8 +272,7 @@ impl Kernel {
             latency_thp_fault: vec![],
             latency_thp_alloc: vec![],
             record_latency: false,
-            trace_enabled: vec![],
-            trace: vec![],
+            trace: Default::default(),
             seed,
             killed: vec![],
             wakeups: vec![],
@@ -314,41 +313,19 @@ impl Kernel {
         *self.mthp.entry(stat).or_insert(0) += n;
     }
 
-    pub fn trace_on(&self, ev: &str) -> bool {
-        self.trace_enabled.iter().any(|t| t == ev || t.ends_with(&format!(":{ev}")) || t == "all")
-    }
-    pub fn emit(&mut self, ev: &str, mut fields: serde_json::Map<String, Value>) {
-        if self.trace_on(ev) && self.trace.len() < 1_000_000 {
-            fields.insert("t_ns".into(), Value::from(self.now + self.cost));
-            fields.insert("event".into(), Value::from(ev));
-            self.trace.push(Value::Object(fields));
-        }
-    }
-
     // ---------------- page allocation: __alloc_pages and its slow path ----------------
 
     /// __alloc_pages(gfp, order, preferred nid): fast path, then the slow path. Returns the pfn.
-    pub fn alloc_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> Option<u64> {
+    pub fn alloc_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> Option<Pfn> {
         let highest = ZONE_NORMAL;
         let zonelist = self.pm.zonelist(nid, highest, gfp & __GFP_THISNODE != 0);
         if zonelist.is_empty() {
             return None;
         }
-        let boost = self.cfg.watermark_boost_factor;
-        let defrag_mode = self.cfg.defrag_mode;
         self.charge(self.costs.page_alloc_ns);
         // fast path: low watermark, avoid fragmenting (alloc_flags_nofragment)
-        let flags = ALLOC_WMARK_LOW | self.pm.alloc_flags_nofragment(zonelist[0], gfp, defrag_mode);
-        let page = match self.pm.get_page_from_freelist(
-            gfp,
-            order,
-            flags,
-            &zonelist,
-            highest,
-            boost,
-            defrag_mode,
-            &mut self.vm,
-        ) {
+        let flags = ALLOC_WMARK_LOW | self.pm.alloc_flags_nofragment(zonelist[0], gfp, self.cfg.defrag_mode);
+        let page = match self.get_page_from_freelist(gfp, order, flags, &zonelist) {
             Some((pfn, zi)) => {
                 self.after_alloc(zi);
                 Some(pfn)
@@ -357,12 +334,35 @@ impl Kernel {
         };
         if let Some(pfn) = page {
             // free page reporting: the first touch of a block the host took back refaults it
-            let reported = self.pm.take_reported(pfn, order);
+            let reported = self.pm.take_reported(pfn.0, order);
             if self.cfg.free_page_reporting && reported > 0 {
                 self.charge(reported * self.costs.refault_reported_2m_ns);
             }
         }
         page
+    }
+
+    /// get_page_from_freelist() with the sysctls it reads; its tracepoints are stamped now.
+    pub fn get_page_from_freelist(
+        &mut self,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        zonelist: &[usize],
+    ) -> Option<(Pfn, usize)> {
+        let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
+        self.trace.clock = self.now + self.cost;
+        self.pm.get_page_from_freelist(
+            gfp,
+            order,
+            alloc_flags,
+            zonelist,
+            ZONE_NORMAL,
+            boost,
+            dm,
+            &mut self.vm,
+            &mut self.trace,
+        )
     }
 
     fn after_alloc(&mut self, zi: usize) {
@@ -374,9 +374,7 @@ impl Kernel {
     }
 
     /// __alloc_pages_slowpath()
-    fn alloc_pages_slowpath(&mut self, gfp: Gfp, order: u32, nid: usize, zonelist: &[usize]) -> Option<u64> {
-        let boost = self.cfg.watermark_boost_factor;
-        let defrag_mode = self.cfg.defrag_mode;
+    fn alloc_pages_slowpath(&mut self, gfp: Gfp, order: u32, nid: usize, zonelist: &[usize]) -> Option<Pfn> {
         let costly = order > PAGE_ALLOC_COSTLY_ORDER;
         let can_direct_reclaim = gfp & __GFP_DIRECT_RECLAIM != 0;
         let mut alloc_flags = ALLOC_WMARK_MIN;
@@ -387,16 +385,7 @@ impl Kernel {
             alloc_flags |= ALLOC_KSWAPD;
             self.wakeup_kswapd(nid, order);
         }
-        if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
-            gfp,
-            order,
-            alloc_flags,
-            zonelist,
-            ZONE_NORMAL,
-            boost,
-            defrag_mode,
-            &mut self.vm,
-        ) {
+        if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
             self.after_alloc(zi);
             return Some(pfn);
         }
@@ -429,32 +418,14 @@ impl Kernel {
             if alloc_flags & ALLOC_KSWAPD != 0 {
                 self.wakeup_kswapd(nid, order);
             }
-            if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
-                gfp,
-                order,
-                alloc_flags,
-                zonelist,
-                ZONE_NORMAL,
-                boost,
-                defrag_mode,
-                &mut self.vm,
-            ) {
+            if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
                 self.after_alloc(zi);
                 return Some(pfn);
             }
             // direct reclaim, then direct compaction
             let reclaimed = self.try_to_free_pages(gfp, order, nid);
             if reclaimed > 0 {
-                if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
-                    gfp,
-                    order,
-                    alloc_flags,
-                    zonelist,
-                    ZONE_NORMAL,
-                    boost,
-                    defrag_mode,
-                    &mut self.vm,
-                ) {
+                if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
                     self.after_alloc(zi);
                     return Some(pfn);
                 }
@@ -496,15 +467,13 @@ impl Kernel {
         alloc_flags: AllocFlags,
         zonelist: &[usize],
         prio: CompactPriority,
-    ) -> (Option<u64>, CompactResult) {
+    ) -> (Option<Pfn>, CompactResult) {
         let result = self.try_to_compact_pages(gfp, order, alloc_flags, zonelist, prio);
         if result == CompactResult::Skipped {
             return (None, result);
         }
         self.vm.count(Ev::COMPACT_STALL);
-        let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
-        let page =
-            self.pm.get_page_from_freelist(gfp, order, alloc_flags, zonelist, ZONE_NORMAL, boost, dm, &mut self.vm);
+        let page = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist);
         if let Some((pfn, zi)) = page {
             self.compaction_defer_reset(zi, order as i32, true);
             self.vm.count(Ev::COMPACT_SUCCESS);
@@ -525,16 +494,24 @@ impl Kernel {
             .max_by_key(|m| (m.rss_anon + m.swap_ents + m.pmds.len() as u64, std::cmp::Reverse(m.id)))
             .map(|m| m.id);
         let Some(v) = victim else { return false };
-        let rss_kb = self.mms[v as usize].rss_anon * 4;
+        let rss_kb = self.mms[v].rss_anon * 4;
         self.vm.count(Ev::OOM_KILL);
+        trace_event!(
+            self,
+            mark_victim,
+            pid = 1000 + v.0,
+            comm = self.mms[v].name.clone(),
+            anon_rss = rss_kb,
+            pgtables = self.mms[v].pmds.len() as u64 * 4,
+        );
         self.oom_kills.push(OomKill {
             t_ns: self.now + self.cost,
-            victim: self.mms[v as usize].name.clone(),
+            victim: self.mms[v].name.clone(),
             rss_kb,
             trigger: "page allocation".into(),
         });
         self.killed.push(v);
-        self.exit_mm(v as usize);
+        self.exit_mm(v);
         true
     }
 

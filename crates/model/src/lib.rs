@@ -4,6 +4,7 @@
 pub mod bitmap;
 pub mod check;
 pub mod compaction;
+pub mod consts;
 pub mod content;
 pub mod huge_memory;
 pub mod kernel;
@@ -21,8 +22,12 @@ pub mod run;
 pub mod swap_state;
 pub mod swapfile;
 pub mod tlb;
+pub mod trace;
 pub mod vmscan;
 pub mod vmstat;
 pub mod zram;
 
 pub use run::{run, run_keep, RunOptions};
+
+#[cfg(test)]
+mod tests;

@@ -10,8 +10,10 @@
 //! (nr_free per order and migratetype, NR_FREE_PAGES) are exact.
 
 use crate::bitmap::BitTree;
+use crate::consts::*;
 use crate::mm_types::*;
 use crate::mmzone::*;
+use crate::trace::{trace_event, Trace};
 use crate::vmstat::{Ev, VmStat};
 use thplab_workload::machine::MachineSpec;
 
@@ -28,7 +30,7 @@ pub const __GFP_HIGH: Gfp = 1 << 8;
 pub const __GFP_NOWARN: Gfp = 1 << 9;
 pub const __GFP_NOMEMALLOC: Gfp = 1 << 10;
 pub const __GFP_RETRY_MAYFAIL: Gfp = 1 << 11;
-pub const __GFP_IO: Gfp = 1 << 12;
+pub const __GFP_IO: Gfp = 1 << PAGE_SHIFT;
 pub const __GFP_FS: Gfp = 1 << 13;
 pub const __GFP_RECLAIM: Gfp = __GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM;
 pub const GFP_KERNEL: Gfp = __GFP_RECLAIM | __GFP_IO | __GFP_FS;
@@ -168,7 +170,7 @@ impl PhysMem {
             let (res_lo, res_hi) = match zl.idx {
                 ZONE_DMA | ZONE_DMA32 if zl.node == 0 && !is_highest(&lay, zl) => (zl.reserved, 0),
                 ZONE_DMA32 if zl.node == 0 => {
-                    let memmap = (m.nodes[0].mem.0 >> 12) * 64 / 4096;
+                    let memmap = (m.nodes[0].mem.0 >> PAGE_SHIFT) * 64 / PAGE_SIZE;
                     (zl.reserved - memmap.min(zl.reserved), memmap.min(zl.reserved))
                 }
                 _ => (0, zl.reserved),
@@ -521,7 +523,8 @@ impl PhysMem {
         None
     }
 
-    /// __rmqueue_claim(): from the largest fallback block down.
+    /// __rmqueue_claim(): from the largest fallback block down. Returns the block and the
+    /// (order, migratetype) of the free block it came from.
     fn rmqueue_claim(
         &mut self,
         zi: usize,
@@ -529,7 +532,7 @@ impl PhysMem {
         start_mt: u8,
         alloc_flags: AllocFlags,
         boost_factor: u64,
-    ) -> Option<u64> {
+    ) -> Option<(u64, u32, u8)> {
         let min_order =
             if order < PAGEBLOCK_ORDER && alloc_flags & ALLOC_NOFRAGMENT != 0 { PAGEBLOCK_ORDER } else { order };
         let mut cur = MAX_PAGE_ORDER as i32;
@@ -543,7 +546,7 @@ impl PhysMem {
                 if let Some(p) =
                     self.try_to_claim_block(zi, pfn, cur as u32, order, start_mt, fb as u8, alloc_flags, boost_factor)
                 {
-                    return Some(p);
+                    return Some((p, cur as u32, fb as u8));
                 }
             }
             cur -= 1;
@@ -552,7 +555,7 @@ impl PhysMem {
     }
 
     /// __rmqueue_steal(): the smallest fallback block, without retyping the pageblock.
-    fn rmqueue_steal(&mut self, zi: usize, order: u32, start_mt: u8) -> Option<u64> {
+    fn rmqueue_steal(&mut self, zi: usize, order: u32, start_mt: u8) -> Option<(u64, u32, u8)> {
         for cur in order..=MAX_PAGE_ORDER {
             let fb = self.find_suitable_fallback(zi, cur, start_mt, false);
             if fb < 0 {
@@ -560,12 +563,13 @@ impl PhysMem {
             }
             let pfn = self.first_free(zi, cur, fb as u8).unwrap();
             self.page_del_and_expand(zi, pfn, order, cur, fb as u8);
-            return Some(pfn);
+            return Some((pfn, cur, fb as u8));
         }
         None
     }
 
     /// __rmqueue(): requested type, then claim, then (unless ALLOC_NOFRAGMENT) steal.
+    /// A fallback raises mm_page_alloc_extfrag.
     pub fn rmqueue(
         &mut self,
         zi: usize,
@@ -573,17 +577,28 @@ impl PhysMem {
         mt: u8,
         alloc_flags: AllocFlags,
         boost_factor: u64,
+        trace: &mut Trace,
     ) -> Option<u64> {
         if let Some(p) = self.rmqueue_smallest(zi, order, mt) {
             return Some(p);
         }
-        if let Some(p) = self.rmqueue_claim(zi, order, mt, alloc_flags, boost_factor) {
-            return Some(p);
-        }
-        if alloc_flags & ALLOC_NOFRAGMENT == 0 {
-            return self.rmqueue_steal(zi, order, mt);
-        }
-        None
+        let fallback = match self.rmqueue_claim(zi, order, mt, alloc_flags, boost_factor) {
+            Some(x) => Some(x),
+            None if alloc_flags & ALLOC_NOFRAGMENT == 0 => self.rmqueue_steal(zi, order, mt),
+            None => None,
+        };
+        let (pfn, fallback_order, fallback_mt) = fallback?;
+        trace_event!(
+            @clock trace,
+            mm_page_alloc_extfrag,
+            pfn = pfn,
+            alloc_order = order,
+            fallback_order = fallback_order,
+            alloc_migratetype = mt,
+            fallback_migratetype = fallback_mt,
+            change_ownership = (self.pb_mt(pfn) == mt) as u32,
+        );
+        Some(pfn)
     }
 
     /// __zone_watermark_ok()
@@ -683,7 +698,8 @@ impl PhysMem {
         boost_factor: u64,
         defrag_mode: bool,
         vm: &mut VmStat,
-    ) -> Option<(u64, usize)> {
+        trace: &mut Trace,
+    ) -> Option<(Pfn, usize)> {
         let mt = gfp_migratetype(gfp);
         let mut flags = alloc_flags;
         let preferred = *zonelist.first()?;
@@ -709,7 +725,7 @@ impl PhysMem {
                 if !self.zone_watermark_ok(zi, order, mark, highest, flags) {
                     continue;
                 }
-                if let Some(pfn) = self.rmqueue(zi, order, mt, flags, boost_factor) {
+                if let Some(pfn) = self.rmqueue(zi, order, mt, flags, boost_factor, trace) {
                     let z = &self.zones[zi];
                     let ev = match z.idx {
                         ZONE_DMA => Ev::PGALLOC_DMA,
@@ -721,7 +737,7 @@ impl PhysMem {
                     for p in pfn..pfn + (1 << order) {
                         self.frames[p as usize] = make_kernel(order, p == pfn);
                     }
-                    return Some((pfn, zi));
+                    return Some((Pfn(pfn), zi));
                 }
             }
             if restart {
@@ -764,7 +780,8 @@ impl PhysMem {
     }
 
     /// Return a block to the buddy allocator (__free_pages): frames must be owned by the caller.
-    pub fn free_pages(&mut self, pfn: u64, order: u32, vm: &mut VmStat) {
+    pub fn free_pages(&mut self, pfn: Pfn, order: u32, vm: &mut VmStat) {
+        let pfn = pfn.0;
         let zi = self.zone_of(pfn);
         for p in pfn..pfn + (1 << order) {
             self.frames[p as usize] = 0;
@@ -914,13 +931,23 @@ mod tests {
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         let before = pm.buddyinfo();
         let free0 = pm.total_free();
-        let (p, _) = pm
-            .get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm)
+        let (Pfn(p), _) = pm
+            .get_page_from_freelist(
+                GFP_HIGHUSER_MOVABLE,
+                0,
+                ALLOC_WMARK_LOW,
+                &zl,
+                ZONE_NORMAL,
+                15000,
+                false,
+                &mut vm,
+                &mut Trace::default(),
+            )
             .unwrap();
         assert_eq!(pm.total_free(), free0 - 1);
         check_counts(&pm);
         // the order-10 block was split: one free block at each order 0..9 appears
-        pm.free_pages(p, 0, &mut vm);
+        pm.free_pages(Pfn(p), 0, &mut vm);
         check_counts(&pm);
         assert_eq!(pm.buddyinfo(), before, "freeing merges back to the original blocks");
         assert_eq!(vm.get(Ev::PGFREE), 1);
@@ -931,13 +958,35 @@ mod tests {
         let (mut pm, mut vm) = small();
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         // every pageblock starts MOVABLE: an unmovable order-9 request must claim one
-        let (p, _) =
-            pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
+        let (Pfn(p), _) = pm
+            .get_page_from_freelist(
+                GFP_KERNEL,
+                9,
+                ALLOC_WMARK_LOW,
+                &zl,
+                ZONE_NORMAL,
+                15000,
+                false,
+                &mut vm,
+                &mut Trace::default(),
+            )
+            .unwrap();
         assert_eq!(pm.pb_mt(p), MIGRATE_UNMOVABLE);
         check_counts(&pm);
         // an unmovable order-0 request claims (rather than steals) since it is unmovable
-        let (q, _) =
-            pm.get_page_from_freelist(GFP_KERNEL, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
+        let (Pfn(q), _) = pm
+            .get_page_from_freelist(
+                GFP_KERNEL,
+                0,
+                ALLOC_WMARK_LOW,
+                &zl,
+                ZONE_NORMAL,
+                15000,
+                false,
+                &mut vm,
+                &mut Trace::default(),
+            )
+            .unwrap();
         assert_eq!(pm.pb_mt(q), MIGRATE_UNMOVABLE);
         let counts = pm.block_counts(1);
         assert!(counts[MIGRATE_UNMOVABLE as usize] >= 1);
@@ -963,8 +1012,18 @@ mod tests {
             }
         }
         check_counts(&pm);
-        let (p, _) = pm
-            .get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm)
+        let (Pfn(p), _) = pm
+            .get_page_from_freelist(
+                GFP_HIGHUSER_MOVABLE,
+                0,
+                ALLOC_WMARK_LOW,
+                &zl,
+                ZONE_NORMAL,
+                15000,
+                false,
+                &mut vm,
+                &mut Trace::default(),
+            )
             .unwrap();
         // the largest free block is order >= 4, so the movable request claims the whole block
         assert_eq!(pm.pb_mt(p), MIGRATE_MOVABLE);
@@ -989,7 +1048,7 @@ mod tests {
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         // take everything as order-0 pages, then free every other one: only order-0 blocks remain free
         let mut got = vec![];
-        while let Some((p, _)) = pm.get_page_from_freelist(
+        while let Some((Pfn(p), _)) = pm.get_page_from_freelist(
             GFP_HIGHUSER_MOVABLE,
             0,
             ALLOC_NO_WATERMARKS,
@@ -998,12 +1057,13 @@ mod tests {
             15000,
             false,
             &mut vm,
+            &mut Trace::default(),
         ) {
             got.push(p);
         }
         for (i, p) in got.iter().enumerate() {
             if i % 2 == 0 && p % 2 == 0 {
-                pm.free_pages(*p, 0, &mut vm);
+                pm.free_pages(Pfn(*p), 0, &mut vm);
             }
         }
         check_counts(&pm);

@@ -5,11 +5,13 @@
 //! kernel work is charged from the cost profile and advances the process's clock.
 //! Kernel threads (kswapd, kcompactd, khugepaged) join as timed tasks in later issues.
 
+use crate::consts::*;
 use crate::kernel::{Fault, Kernel, Kthread, KthreadNext};
 use crate::mm_types::*;
 use crate::mmap::{Mm, VM_READ, VM_WRITE};
 use crate::page_alloc::GFP_KERNEL;
 use crate::tlb::Tlb;
+use crate::trace::Trace;
 use crate::vmstat;
 use serde_json::{json, Value};
 use std::cmp::Reverse;
@@ -18,6 +20,7 @@ use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs;
 use thplab_workload::machine::MachineSpec;
 use thplab_workload::result::*;
+use thplab_workload::trace::trace_mask;
 use thplab_workload::workload::{AccessPattern, MachineArg, Op, Prot, Workload};
 
 #[derive(Clone, Debug, Default)]
@@ -27,6 +30,8 @@ pub struct RunOptions {
     pub costs: Option<CostProfile>,
     pub seed: Option<u64>,
     pub check: bool,
+    /// Tracepoints to export instead of the workload's record.trace (`thplab run --trace`).
+    pub trace: Option<Vec<String>>,
 }
 
 pub use thplab_workload::rng::{Rng, Zipf};
@@ -40,6 +45,8 @@ struct Phase {
 
 struct Task {
     pid: usize,
+    /// the process's address space
+    mm: MmId,
     cpu: u32,
     ready: u64,
     op: usize,
@@ -65,10 +72,12 @@ struct Task {
 /// A `kalloc` set: its size in bytes and its blocks, (pfn, order) each, None once freed.
 type KallocSet = (u64, Vec<Option<(u64, u32)>>);
 
-/// Page steps per engine step for page-wise ops (512 = one 2 MiB chunk).
-const PAGES_PER_STEP: u64 = 512;
+/// Page steps per engine step for page-wise ops (one 2 MiB chunk).
+const PAGES_PER_STEP: u64 = HPAGE_PMD_NR;
 const PIECES_PER_STEP: u64 = 64;
 const ACCESSES_PER_STEP: u64 = 16384;
+/// With --check, the invariant checker runs every this many engine steps.
+const CHECK_EVERY_STEPS: u64 = 4096;
 
 pub fn resolve_machine(w: &Workload, o: &RunOptions) -> Result<MachineSpec, String> {
     if let Some(m) = &o.machine {
@@ -105,7 +114,10 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     let seed = o.seed.unwrap_or(w.seed);
     let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
     k.record_latency = w.record.fault_latency;
-    k.trace_enabled = w.record.trace.clone();
+    k.trace = match &o.trace {
+        Some(t) => Trace::new(trace_mask(t, "--trace")?),
+        None => Trace::new(trace_mask(&w.record.trace, "workload.record.trace")?),
+    };
     let buddy_before = k.pm.buddyinfo();
     let boot_snap = k.vmstat_snapshot();
     let zram_before = k.zram_mm_stats();
@@ -114,9 +126,10 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     for (pid, p) in w.processes.iter().enumerate() {
         let cpu = pid as u32 % ncpus;
         let node = k.pm.nodes.iter().position(|n| n.cpus.contains(&cpu)).unwrap_or(0);
-        k.mms.push(Mm::new(pid as u32, &p.name, cpu, node, Tlb::new(&machine.tlb)));
+        k.mms.push(Mm::new(MmId(pid as u32), &p.name, cpu, node, Tlb::new(&machine.tlb)));
         tasks.push(Task {
             pid,
+            mm: MmId(pid as u32),
             cpu,
             ready: p.start.0,
             op: 0,
@@ -224,7 +237,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         enter_step(&mut k, start);
         k.cur_cpu = task.cpu;
         let ops = &w.processes[pid].ops;
-        let outcome = if k.killed.contains(&(pid as u32)) || !k.mms[pid].alive {
+        let outcome = if k.killed.contains(&task.mm) || !k.mms[task.mm].alive {
             task.killed = task.killed.clone().or_else(|| Some("oom_kill".into()));
             StepOutcome::Exit
         } else if task.op >= ops.len() {
@@ -273,15 +286,15 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         }
         // processes the OOM killer chose while this step ran end now
         for v in std::mem::take(&mut k.killed) {
-            let t = &mut tasks[v as usize];
+            let t = &mut tasks[v.idx()];
             if !t.done {
                 t.killed = Some("oom_kill".into());
-                finish_task(&mut k, t, now, &mut phases, &w.processes[v as usize].name);
+                finish_task(&mut k, t, now, &mut phases, &w.processes[v.idx()].name);
                 live -= 1;
             }
         }
         drain_wakeups(&mut k, &mut kts, &mut heap);
-        if o.check && steps.is_multiple_of(4096) {
+        if o.check && steps.is_multiple_of(CHECK_EVERY_STEPS) {
             crate::check::check(&k)?;
         }
     }
@@ -402,14 +415,14 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
                 end_ns: t.end_ns,
                 smaps_rollup: t.smaps.clone(),
                 errors: t.errors.clone(),
-                tlb: k.mms[t.pid].tlb.stats.clone(),
+                tlb: k.mms[t.mm].tlb.stats.clone(),
                 access_ns: t.access_ns,
                 killed: t.killed.clone(),
             })
             .collect(),
         latency,
         series,
-        trace: std::mem::take(&mut k.trace),
+        trace: std::mem::take(&mut k.trace.events),
         extra,
     };
     Ok((result, k))
@@ -548,8 +561,8 @@ fn close_phase(k: &mut Kernel, task: &mut Task, end: u64, phases: &mut Vec<Phase
     }
 }
 
-fn smaps_rollup(k: &Kernel, pid: usize) -> BTreeMap<String, u64> {
-    let mm = &k.mms[pid];
+fn smaps_rollup(k: &Kernel, mm: MmId) -> BTreeMap<String, u64> {
+    let mm = &k.mms[mm];
     let huge = mm.pmds.values().filter(|&&s| matches!(k.slots.get(s).pmd, crate::pgtable::Pmd::Huge(_))).count() as u64;
     let rss = mm.rss_anon * 4;
     let mut m = BTreeMap::new();
@@ -571,7 +584,7 @@ fn smaps_rollup(k: &Kernel, pid: usize) -> BTreeMap<String, u64> {
 
 fn finish_task(k: &mut Kernel, task: &mut Task, end: u64, phases: &mut Vec<PhaseResult>, pname: &str) {
     if task.smaps.is_empty() {
-        task.smaps = smaps_rollup(k, task.pid);
+        task.smaps = smaps_rollup(k, task.mm);
     }
     // exit: release kernel allocations (pipes close) and the address space
     let sets: Vec<String> = task.kallocs.keys().cloned().collect();
@@ -579,11 +592,11 @@ fn finish_task(k: &mut Kernel, task: &mut Task, end: u64, phases: &mut Vec<Phase
         if let Some((_, blocks)) = task.kallocs.remove(&s) {
             for (pfn, order) in blocks.into_iter().flatten() {
                 k.nr_kernel_pages -= 1 << order;
-                k.pm.free_pages(pfn, order, &mut k.vm);
+                k.pm.free_pages(Pfn(pfn), order, &mut k.vm);
             }
         }
     }
-    k.exit_mm(task.pid);
+    k.exit_mm(task.mm);
     close_phase(k, task, end, phases, pname);
     task.done = true;
     task.end_ns = end;
@@ -613,7 +626,7 @@ fn err(task: &mut Task, op_index: usize, op: &Op, errno: &str, message: String) 
 
 /// Run one step of `op` for `task`.
 fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>) -> StepOutcome {
-    let pid = task.pid;
+    let pid = task.mm;
     let oi = task.op;
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     // resolve a range op's pieces
@@ -636,10 +649,10 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
             }
             // MAP_POPULATE: write-fault every page (populate_vma_page_range with FOLL_WRITE)
             let (addr, size) = task.regions[name];
-            let pages = size / 4096;
+            let pages = size / PAGE_SIZE;
             let end = (task.cursor + PAGES_PER_STEP).min(pages);
             for p in task.cursor..end {
-                let a = addr + p * 4096;
+                let a = addr + p * PAGE_SIZE;
                 if !matches!(k.follow(pid, a), crate::memory::Mapping::Page(..))
                     && k.handle_mm_fault(pid, a, true) == Fault::Oom
                 {
@@ -690,7 +703,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
         }
         Op::Write { range, byte, bytes, data } => page_op(k, task, op, range, |k, pid, a| {
             let b = byte.unwrap_or(0);
-            let n = bytes.unwrap_or(4096 - b);
+            let n = bytes.unwrap_or(PAGE_SIZE as u32 - b);
             k.write_page(pid, a, b, n, data)
         }),
         Op::Read { range, .. } => page_op(k, task, op, range, |k, pid, a| k.read_page(pid, a)),
@@ -710,7 +723,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
             };
             let mut cycles = 0.0f64;
             let lines = (len / 64).max(1);
-            let pages = (len / 4096).max(1);
+            let pages = (len / PAGE_SIZE).max(1);
             let zipf = (*pattern == AccessPattern::Zipf && theta > 0.0).then(|| Zipf::new(pages, theta));
             let budget_ns = task.access_left_ns;
             let mut n = 0;
@@ -723,7 +736,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
                             Some(z) => z.sample(&mut task.rng),
                             None => task.rng.below(pages),
                         };
-                        page * 4096 + task.rng.below(64) * 64
+                        page * PAGE_SIZE + task.rng.below(64) * 64
                     }
                 };
                 let a = addr + off + o;
@@ -775,7 +788,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
         }
         Op::Kalloc { name, size, order } => {
             let order = order.unwrap_or(0);
-            let nblocks = size.0 / (4096 << order);
+            let nblocks = size.0 / (PAGE_SIZE << order);
             if task.cursor == 0 {
                 task.kallocs.insert(name.clone(), (size.0, Vec::with_capacity(nblocks as usize)));
             }
@@ -785,7 +798,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
             for _ in task.cursor..end {
                 k.charge(k.costs.page_alloc_ns);
                 match k.alloc_pages(GFP_KERNEL, order, node) {
-                    Some(pfn) => {
+                    Some(Pfn(pfn)) => {
                         k.nr_kernel_pages += 1 << order;
                         task.kallocs.get_mut(name).unwrap().1.push(Some((pfn, order)));
                     }
@@ -802,7 +815,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
         }
         Op::Kfree { range } => {
             let Some((size, blocks)) = task.kallocs.get_mut(&range.region) else { return done };
-            let bsize = blocks.iter().flatten().next().map_or(4096, |(_, o)| 4096u64 << o);
+            let bsize = blocks.iter().flatten().next().map_or(PAGE_SIZE, |(_, o)| PAGE_SIZE << o);
             let mut freed = vec![];
             range.for_each_piece(*size, |off, len| {
                 let mut b = off / bsize;
@@ -816,7 +829,7 @@ fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<PhaseResult>)
             for (pfn, order) in freed {
                 k.charge(k.costs.page_free_ns);
                 k.nr_kernel_pages -= 1 << order;
-                k.pm.free_pages(pfn, order, &mut k.vm);
+                k.pm.free_pages(Pfn(pfn), order, &mut k.vm);
             }
             done
         }
@@ -840,9 +853,9 @@ fn page_op(
     task: &mut Task,
     op: &Op,
     range: &thplab_workload::workload::RangeSpec,
-    f: impl Fn(&mut Kernel, usize, u64) -> Fault,
+    f: impl Fn(&mut Kernel, MmId, u64) -> Fault,
 ) -> StepOutcome {
-    let pid = task.pid;
+    let pid = task.mm;
     let Some(&(addr, size)) = task.regions.get(&range.region) else {
         return StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     };
@@ -854,7 +867,7 @@ fn page_op(
     let mut done_pages = 0u64;
     let mut total = 0u64;
     range.for_each_piece(size, |off, len| {
-        let np = len.div_ceil(4096);
+        let np = len.div_ceil(PAGE_SIZE);
         total += np;
         if outcome.is_some() || budget == 0 {
             return;
@@ -869,7 +882,7 @@ fn page_op(
             if budget == 0 {
                 break;
             }
-            let a = addr + off + p * 4096;
+            let a = addr + off + p * PAGE_SIZE;
             match f(k, pid, a) {
                 Fault::Ok => {}
                 Fault::Segv => {
@@ -914,8 +927,8 @@ fn page_op(
 /// Returns the cycles, or None when the process died.
 #[inline]
 fn access_one(k: &mut Kernel, task: &mut Task, a: u64, write: bool) -> Option<f64> {
-    let pid = task.pid;
-    let page = a >> 12;
+    let pid = task.mm;
+    let page = a >> PAGE_SHIFT;
     let gen = k.mms[pid].tlb.flushes;
     let hit = match task.xlat {
         Some((p, pfn, huge, g)) if p == page && g == gen && !(write && pfn == u64::MAX) => Some((pfn, huge)),
@@ -926,7 +939,7 @@ fn access_one(k: &mut Kernel, task: &mut Task, a: u64, write: bool) -> Option<f6
         None => {
             let (pfn, huge) = loop {
                 match k.follow(pid, a) {
-                    crate::memory::Mapping::Page(pfn, huge) => break (pfn, huge),
+                    crate::memory::Mapping::Page(Pfn(pfn), huge) => break (pfn, huge),
                     crate::memory::Mapping::Zero | crate::memory::Mapping::HugeZero if !write => {
                         break (u64::MAX, matches!(k.follow(pid, a), crate::memory::Mapping::HugeZero))
                     }

@@ -10,7 +10,10 @@
 //! Global slot numbers: device `d` owns [base, base + its rounded size); PTE swap
 //! entries carry the global number (29 bits: up to 2 TiB of swap in total).
 
+use crate::consts::*;
 use crate::kernel::Kernel;
+use crate::mm_types::Pfn;
+use crate::trace::trace_event;
 use crate::zram::Zram;
 use std::collections::BTreeMap;
 use thplab_workload::costs::{CostProfile, DeviceCosts};
@@ -240,12 +243,13 @@ impl SwapState {
     pub fn new(specs: &[SwapSpec], costs: &CostProfile, thp_swap: bool, nr_cpus: u32) -> Result<SwapState, String> {
         let mut devs = vec![];
         let mut base = 0u64;
-        let cl_nr = if thp_swap { 512 } else { 256 };
+        // SWAPFILE_CLUSTER: HPAGE_PMD_NR with CONFIG_THP_SWAP, else 256
+        let cl_nr = if thp_swap { HPAGE_PMD_NR as u32 } else { 256 };
         let mut least = -1i32;
         let mut n_of = BTreeMap::new();
         for (i, s) in specs.iter().enumerate() {
-            let pages = (s.size.0 / 4096) as u32;
-            let rounded = (pages as u64).next_multiple_of(512);
+            let pages = (s.size.0 / PAGE_SIZE) as u32;
+            let rounded = (pages as u64).next_multiple_of(HPAGE_PMD_NR);
             if base + rounded > MAX_SWAP_SLOTS {
                 return Err(format!(
                     "machine.swap[{i}]: the model holds at most 2T of swap in total (29-bit swap entries)"
@@ -383,6 +387,19 @@ impl Kernel {
     /// CONFIG_THP_SWAP, a block device (not a swap file) and a non-rotational device.
     /// Returns the first global slot.
     pub fn get_swap_pages(&mut self, order: u32) -> Option<u32> {
+        let slot = self.swap_alloc(order);
+        trace_event!(
+            self,
+            thplab_swap_alloc,
+            order = order,
+            slot = slot.map_or(-1, |s| s as i64),
+            dev = slot.map(|s| self.swap.devs[self.swap.dev_of(s)].name.clone()),
+        );
+        slot
+    }
+
+    /// swap_alloc_fast() then swap_alloc_slow().
+    fn swap_alloc(&mut self, order: u32) -> Option<u32> {
         if order > 0 && !self.cfg.thp_swap {
             return None;
         }
@@ -572,7 +589,7 @@ impl Kernel {
                     let all_unused = (first..first + nr).all(|s| self.swap.map(s) & SWAP_COUNT_MASK == 0);
                     if all_unused {
                         self.delete_from_swap_cache(head);
-                        self.free_folio(head);
+                        self.free_folio(Pfn(head));
                     }
                 }
             }

@@ -39,17 +39,22 @@
 //! dirty folio's writeback flushes the mm's TLB; when that mm runs on another CPU the
 //! flush is an IPI (tlb_ipi_ns, counted in tlb_ipis).
 
+use crate::consts::*;
 use crate::kernel::{Kernel, Kthread, KthreadNext};
 use crate::mm_types::*;
-use crate::mmzone::{PAGE_ALLOC_COSTLY_ORDER, WMARK_HIGH};
+use crate::mmzone::{WMARK_HIGH, ZONE_NORMAL};
 use crate::page_alloc::*;
 use crate::pgtable::*;
+use crate::trace::{trace_enabled, trace_event};
 use crate::vmstat::Ev;
 use std::collections::BTreeMap;
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 pub const DEF_PRIORITY: u32 = 12;
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
+/// The LRU lists' names as the mm_vmscan_lru_isolate tracepoint prints them.
+const LRU_NAMES: [&str; NR_LRU_LISTS] =
+    ["none", "inactive_anon", "active_anon", "unevictable", "inactive_file", "active_file"];
 
 /// Who reclaims (reclaimer_offset: pgscan_kswapd / pgscan_direct ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,7 +180,7 @@ impl Kernel {
 
     /// flush_tlb_mm_range() of [start, end) of `mm` from reclaim: an IPI when the mm
     /// runs on another CPU than the reclaimer.
-    pub fn reclaim_flush_tlb(&mut self, mm: usize, start: u64, end: u64) {
+    pub fn reclaim_flush_tlb(&mut self, mm: MmId, start: u64, end: u64) {
         self.mms[mm].tlb.flush_range(start, end);
         self.reclaim.tlb_flushes += 1;
         self.charge(self.costs.tlb_flush_ns);
@@ -224,8 +229,8 @@ impl Kernel {
         let mut nf = set_young(set_referenced(f, false), false);
         if let Some((sid, idx)) = rmap(f) {
             let s = self.slots.get(sid);
-            let addr = (s.index << 21) + ((idx as u64) << 12);
-            let mm = s.mm as usize;
+            let addr = (s.index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
+            let mm = s.mm;
             if self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
                 self.pm.frames[head as usize] = nf;
                 return Refs::Activate;
@@ -256,28 +261,28 @@ impl Kernel {
     fn try_to_unmap(&mut self, head: u64, slot: Option<u32>) {
         let f = self.pm.frames[head as usize];
         // (mm, first, last) address of the PTEs cleared, per PMD range
-        let mut flush: Vec<(usize, u64, u64)> = vec![];
+        let mut flush: Vec<(MmId, u64, u64)> = vec![];
         if compound(f) == COMPOUND_HEAD {
             if let Some((sid, _)) = rmap(f) {
                 if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
-                    let mm = self.slots.get(sid).mm as usize;
+                    let mm = self.slots.get(sid).mm;
                     let idx = self.slots.get(sid).index;
                     self.charge(self.costs.unmap_page_ns);
                     match slot {
                         Some(s) if self.cfg.pmd_swap_entries => {
                             // seed 003: set_pmd_swap_entry()
                             self.slots.get_mut(sid).pmd = Pmd::SwapPmd(s);
-                            for i in 0..512u64 {
+                            for i in 0..HPAGE_PMD_NR {
                                 let pf = self.pm.frames[(head + i) as usize];
                                 self.pm.frames[(head + i) as usize] = with_rmap(pf, None);
                                 self.swap_duplicate(s + i as u32);
                             }
-                            self.mms[mm].rss_anon -= 512;
-                            self.mms[mm].swap_ents += 512;
-                            self.nr_anon_pages -= 512;
+                            self.mms[mm].rss_anon -= HPAGE_PMD_NR;
+                            self.mms[mm].swap_ents += HPAGE_PMD_NR;
+                            self.nr_anon_pages -= HPAGE_PMD_NR;
                             self.nr_anon_thp -= 1;
                             // one huge TLB entry
-                            self.reclaim_flush_tlb(mm, idx << 21, (idx << 21) + 4096);
+                            self.reclaim_flush_tlb(mm, idx << PMD_SHIFT, (idx << PMD_SHIFT) + PAGE_SIZE);
                             return;
                         }
                         None => {
@@ -285,22 +290,22 @@ impl Kernel {
                             // with its deposited table
                             let slot_ = self.slots.remove(sid);
                             self.mms[mm].pmds.remove(&slot_.index);
-                            for i in 0..512u64 {
+                            for i in 0..HPAGE_PMD_NR {
                                 let pf = self.pm.frames[(head + i) as usize];
                                 self.pm.frames[(head + i) as usize] = with_rmap(pf, None);
                             }
-                            self.mms[mm].rss_anon -= 512;
-                            self.nr_anon_pages -= 512;
+                            self.mms[mm].rss_anon -= HPAGE_PMD_NR;
+                            self.nr_anon_pages -= HPAGE_PMD_NR;
                             self.nr_anon_thp -= 1;
                             self.free_pgtable(slot_.table_pfn);
-                            self.reclaim_flush_tlb(mm, idx << 21, (idx << 21) + 4096);
+                            self.reclaim_flush_tlb(mm, idx << PMD_SHIFT, (idx << PMD_SHIFT) + PAGE_SIZE);
                             return;
                         }
                         Some(_) => self.split_huge_pmd(mm, sid),
                     }
                 }
             }
-            for i in 0..512u64 {
+            for i in 0..HPAGE_PMD_NR {
                 let p = head + i;
                 let pf = self.pm.frames[p as usize];
                 if let Some((sid, pi)) = rmap(pf) {
@@ -312,14 +317,14 @@ impl Kernel {
             self.unmap_pte(head, sid, pi, slot, &mut flush);
         }
         for (mm, a, b) in flush {
-            self.reclaim_flush_tlb(mm, a, b + 4096);
+            self.reclaim_flush_tlb(mm, a, b + PAGE_SIZE);
         }
     }
 
-    fn unmap_pte(&mut self, p: u64, sid: u32, pi: u32, slot: Option<u32>, flush: &mut Vec<(usize, u64, u64)>) {
+    fn unmap_pte(&mut self, p: u64, sid: u32, pi: u32, slot: Option<u32>, flush: &mut Vec<(MmId, u64, u64)>) {
         let (mm, idx) = {
             let s = self.slots.get(sid);
-            (s.mm as usize, s.index)
+            (s.mm, s.index)
         };
         let pte = match slot {
             Some(s) => {
@@ -335,8 +340,8 @@ impl Kernel {
         self.mms[mm].rss_anon -= 1;
         self.nr_anon_pages -= 1;
         self.charge(self.costs.unmap_page_ns);
-        let addr = (idx << 21) + ((pi as u64) << 12);
-        match flush.iter_mut().find(|(m, a, _)| *m == mm && *a >> 21 == idx) {
+        let addr = (idx << PMD_SHIFT) + ((pi as u64) << PAGE_SHIFT);
+        match flush.iter_mut().find(|(m, a, _)| *m == mm && *a >> PMD_SHIFT == idx) {
             Some(e) => {
                 e.1 = e.1.min(addr);
                 e.2 = e.2.max(addr);
@@ -353,7 +358,7 @@ impl Kernel {
         let mut work: std::collections::VecDeque<u64> = list.into();
         let mut freed = 0;
         while let Some(head) = work.pop_front() {
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
             let mut pieces = vec![];
             let fate = self.shrink_folio(head, sc, &mut pieces);
             match fate {
@@ -379,7 +384,7 @@ impl Kernel {
     fn shrink_folio(&mut self, head: u64, sc: &ScanControl, pieces: &mut Vec<u64>) -> Fate {
         let f = self.pm.frames[head as usize];
         let thp = compound(f) == COMPOUND_HEAD;
-        let nr: u64 = if thp { 512 } else { 1 };
+        let nr: u64 = if thp { HPAGE_PMD_NR } else { 1 };
         self.charge(self.costs.reclaim_scan_page_ns);
         if lru(f) == LRU_UNEVICTABLE || mlocked(f) {
             return Fate::Keep;
@@ -392,8 +397,8 @@ impl Kernel {
             }
         } else if let Some((sid, idx)) = rmap(f) {
             let s = self.slots.get(sid);
-            let addr = (s.index << 21) + ((idx as u64) << 12);
-            if self.mms[s.mm as usize].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
+            let addr = (s.index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
+            if self.mms[s.mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
                 return Fate::Activate;
             }
         }
@@ -413,7 +418,7 @@ impl Kernel {
             if thp {
                 self.deferred_split_remove(head);
             }
-            self.free_folio(head);
+            self.free_folio(Pfn(head));
             self.vm.add(Ev::PGLAZYFREED, nr);
             return Fate::Freed(nr);
         }
@@ -426,30 +431,30 @@ impl Kernel {
             self.try_to_unmap(head, Some(slot));
             self.lru_del(head, nr);
             self.delete_from_swap_cache(head);
-            self.free_folio(head);
+            self.free_folio(Pfn(head));
             return Fate::Freed(nr);
         }
         if thp && self.folio_partially_mapped(head) {
             // split partially mapped folios right away: the unmapped pages go without I/O
             self.lru_del(head, nr);
-            return match self.split_folio(head, crate::migrate::SplitReason::Reclaim) {
+            return match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
                 Ok(p) => {
-                    *pieces = p;
+                    *pieces = p.into_iter().map(|x| x.0).collect();
                     Fate::Split
                 }
                 Err(_) => Fate::Activate,
             };
         }
-        let slot = match self.get_swap_pages(if thp { 9 } else { 0 }) {
+        let slot = match self.get_swap_pages(if thp { HPAGE_PMD_ORDER } else { 0 }) {
             Some(s) => s,
             None if thp => {
                 // fall back to swapping base pages
                 self.lru_del(head, nr);
-                return match self.split_folio(head, crate::migrate::SplitReason::Reclaim) {
+                return match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
                     Ok(p) => {
                         self.vm.count(Ev::THP_SWPOUT_FALLBACK);
                         self.count_mthp("swpout_fallback", 1);
-                        *pieces = p;
+                        *pieces = p.into_iter().map(|x| x.0).collect();
                         Fate::Split
                     }
                     Err(_) => Fate::Activate,
@@ -468,6 +473,15 @@ impl Kernel {
             self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
         }
         // try_to_unmap_flush_dirty() then pageout(): write the folio
+        let sync = self.swap.devs[di].sync_io;
+        trace_event!(
+            self,
+            mm_vmscan_write_folio,
+            pfn = head,
+            nr_pages = nr,
+            slot = slot,
+            reclaim_flags = if sync { "RECLAIM_WB_ANON|RECLAIM_WB_SYNC" } else { "RECLAIM_WB_ANON|RECLAIM_WB_ASYNC" },
+        );
         if self.swap_writepage(head, nr as u32, slot).is_err() {
             if keep_cached {
                 self.delete_from_swap_cache(head);
@@ -501,7 +515,7 @@ impl Kernel {
         }
         self.charge(self.costs.page_free_ns);
         self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
-        self.free_folio(head);
+        self.free_folio(Pfn(head));
         Fate::Freed(nr)
     }
 
@@ -518,11 +532,22 @@ impl Kernel {
                 break;
             }
             let head = t as u64;
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
             self.lru_del(head, nr);
             scanned += nr;
             out.push(head);
         }
+        trace_event!(
+            self,
+            mm_vmscan_lru_isolate,
+            highest_zoneidx = ZONE_NORMAL,
+            order = 0,
+            nr_requested = nr_to_scan,
+            nr_scanned = scanned,
+            nr_skipped = 0,
+            nr_taken = scanned,
+            lru = LRU_NAMES[idx],
+        );
         (out, scanned)
     }
 
@@ -551,6 +576,15 @@ impl Kernel {
         if anon {
             self.vm.add(Ev::PGSTEAL_ANON, freed);
         }
+        trace_event!(
+            self,
+            mm_vmscan_lru_shrink_inactive,
+            nid = node,
+            nr_scanned = scanned,
+            nr_reclaimed = freed,
+            priority = sc.priority,
+            reclaim_flags = if anon { "RECLAIM_WB_ANON" } else { "RECLAIM_WB_FILE" },
+        );
         self.lock_acquire(LockId::Lru(node), self.costs.page_free_ns);
         freed
     }
@@ -562,7 +596,7 @@ impl Kernel {
         self.vm.add(Ev::PGREFILL, scanned);
         let mut moved = 0;
         for head in list {
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
             self.charge(self.costs.reclaim_scan_page_ns);
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_young(f, false);
@@ -570,13 +604,21 @@ impl Kernel {
             moved += nr;
         }
         self.vm.add(Ev::PGDEACTIVATE, moved);
+        trace_event!(
+            self,
+            mm_vmscan_lru_shrink_active,
+            nid = node,
+            nr_taken = scanned,
+            nr_active = 0,
+            nr_deactivated = moved
+        );
     }
 
     /// inactive_is_low()
     fn inactive_is_low(&self, node: usize, inactive_idx: usize) -> bool {
         let inactive = self.pm.lru[node][inactive_idx].pages;
         let active = self.pm.lru[node][inactive_idx + 1].pages;
-        let gb = (inactive + active) >> (30 - 12);
+        let gb = (inactive + active) >> (30 - PAGE_SHIFT);
         let ratio = if gb > 0 { crate::mmzone::int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active
     }
@@ -654,7 +696,7 @@ impl Kernel {
         let (list, scanned) = self.isolate_lru_folios(node, idx, nr);
         self.vm.add(Ev::PGREFILL, scanned);
         for head in list {
-            let n = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let n = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_young(f, false);
             self.lru_putback(head, n, LRU_INACTIVE_ANON);
@@ -682,6 +724,7 @@ impl Kernel {
     /// For a costly order, reclaim goes on until compaction would have room to work
     /// (should_continue_reclaim: compact_gap(order) = 2 << order pages).
     pub fn try_to_free_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> u64 {
+        trace_event!(self, mm_vmscan_direct_reclaim_begin, order = order, gfp_flags = gfp);
         self.vm.count(if gfp & __GFP_MOVABLE != 0 { Ev::ALLOCSTALL_MOVABLE } else { Ev::ALLOCSTALL_NORMAL });
         let target = if order > PAGE_ALLOC_COSTLY_ORDER { 2u64 << order } else { SWAP_CLUSTER_MAX };
         let mut sc = ScanControl {
@@ -712,6 +755,7 @@ impl Kernel {
                 s.failures = 0;
             }
         }
+        trace_event!(self, mm_vmscan_direct_reclaim_end, nr_reclaimed = sc.nr_reclaimed);
         sc.nr_reclaimed
     }
 
@@ -729,7 +773,15 @@ impl Kernel {
             ignore_references: true,
             who: Reclaimer::Madvise,
         };
-        self.shrink_folio_list(list, &mut sc)
+        let traced = trace_enabled!(self, mm_vmscan_reclaim_pages).then(|| {
+            let nr = |h: &u64| if compound(self.pm.frames[*h as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            (self.pm.node_of(list[0]), list.iter().map(nr).sum::<u64>())
+        });
+        let freed = self.shrink_folio_list(list, &mut sc);
+        if let Some((nid, scanned)) = traced {
+            trace_event!(self, mm_vmscan_reclaim_pages, nid = nid, nr_scanned = scanned, nr_reclaimed = freed);
+        }
+        freed
     }
 
     // ---------------- kswapd ----------------
@@ -753,7 +805,7 @@ impl Kernel {
             }
             any = true;
             let mark = if boost { z.wmark(WMARK_HIGH) } else { z.watermark[WMARK_HIGH] };
-            if self.pm.zone_watermark_ok(zi, order, mark, crate::mmzone::ZONE_NORMAL, 0) {
+            if self.pm.zone_watermark_ok(zi, order, mark, ZONE_NORMAL, 0) {
                 return true;
             }
         }
@@ -774,6 +826,7 @@ impl Kernel {
             return;
         }
         if !self.reclaim.kswapd[nid].running {
+            trace_event!(self, mm_vmscan_wakeup_kswapd, nid = nid, zid = ZONE_NORMAL, order = order);
             self.wake(Kthread::Kswapd(nid));
         }
     }
@@ -789,6 +842,7 @@ impl Kernel {
             self.reclaim.kswapd[nid].priority = DEF_PRIORITY;
             self.reclaim.kswapd[nid].reclaimed = 0;
             self.vm.count(Ev::PAGEOUTRUN);
+            trace_event!(self, mm_vmscan_kswapd_wake, nid = nid, zid = ZONE_NORMAL, order = order);
         }
         let balanced = self.pgdat_balanced(nid, order, false);
         if balanced && (!boosted || self.pgdat_balanced(nid, order, true))
@@ -853,6 +907,7 @@ impl Kernel {
         let st = &mut self.reclaim.kswapd[nid];
         st.running = false;
         st.order = 0;
+        trace_event!(self, mm_vmscan_kswapd_sleep, nid = nid);
         self.wakeup_kcompactd(nid, order);
         KthreadNext::Wait
     }

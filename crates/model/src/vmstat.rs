@@ -4,7 +4,8 @@
 //! (mm/vmstat.c: fill_contig_page_info, __fragmentation_index; mm/compaction.c:
 //! extfrag_for_order, fragmentation_score_zone/_node).
 
-use crate::mmzone::{Zone, MIGRATETYPE_NAMES, MIGRATE_TYPES, NR_FREE_LISTS, NR_PAGE_ORDERS};
+use crate::consts::*;
+use crate::mmzone::{Zone, MIGRATETYPE_NAMES, MIGRATE_TYPES, NR_FREE_LISTS};
 
 macro_rules! events {
     ($($id:ident = $name:literal),* $(,)?) => {
@@ -114,7 +115,7 @@ pub fn fragmentation_index(z: &Zone, order: u32) -> i64 {
 
 /// fragmentation_score_zone(): extfrag at COMPACTION_HPAGE_ORDER (9).
 pub fn fragmentation_score_zone(z: &Zone) -> u64 {
-    extfrag_for_order(z, crate::mmzone::PAGEBLOCK_ORDER)
+    extfrag_for_order(z, PAGEBLOCK_ORDER)
 }
 
 /// fragmentation_score_zone_weighted(): weighted by present pages over the node's.
@@ -140,8 +141,8 @@ pub fn buddyinfo_line(z: &Zone) -> String {
 /// /proc/pagetypeinfo for one node (pagetypeinfo_show: header, free counts, block counts).
 pub fn pagetypeinfo_node(node: usize, zones: &[&Zone], block_counts: &[[u64; MIGRATE_TYPES]]) -> String {
     let mut s = String::new();
-    s.push_str(&format!("Page block order: {}\n", crate::mmzone::PAGEBLOCK_ORDER));
-    s.push_str(&format!("Pages per block:  {}\n", crate::mmzone::PAGEBLOCK_NR_PAGES));
+    s.push_str(&format!("Page block order: {}\n", PAGEBLOCK_ORDER));
+    s.push_str(&format!("Pages per block:  {}\n", PAGEBLOCK_NR_PAGES));
     s.push('\n');
     s.push_str(&format!("{:<43} ", "Free pages count per migrate type at order"));
     for o in 0..NR_PAGE_ORDERS {

@@ -3,16 +3,16 @@
 //! contents survive migration, direct compaction on THP faults, kcompactd (woken and
 //! proactive, with its 32 s back-off). The invariant checker runs in every test.
 
-use thplab_model::check;
-use thplab_model::compaction::fragmentation_score_wmark;
-use thplab_model::kernel::{CompactPriority, CompactResult, Kernel, Kthread};
-use thplab_model::memory::Mapping;
-use thplab_model::mm_types::*;
-use thplab_model::mmap::{Mm, VM_LOCKED, VM_READ, VM_WRITE};
-use thplab_model::mmzone::*;
-use thplab_model::page_alloc::*;
-use thplab_model::tlb::Tlb;
-use thplab_model::vmstat::{self, Ev};
+use crate::check;
+use crate::compaction::fragmentation_score_wmark;
+use crate::kernel::{CompactPriority, CompactResult, Kernel, Kthread};
+use crate::memory::Mapping;
+use crate::mm_types::*;
+use crate::mmap::{Mm, VM_LOCKED, VM_READ, VM_WRITE};
+use crate::mmzone::*;
+use crate::page_alloc::*;
+use crate::tlb::Tlb;
+use crate::vmstat::{self, Ev};
 use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs;
 use thplab_workload::workload::WriteData;
@@ -28,7 +28,7 @@ fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
         ks.insert(c, v);
     }
     let mut k = Kernel::new(&m, ks, CostProfile::default(), 1).unwrap();
-    k.mms.push(Mm::new(0, "p", 0, 0, Tlb::new(&m.tlb)));
+    k.mms.push(Mm::new(P0, "p", 0, 0, Tlb::new(&m.tlb)));
     k
 }
 
@@ -36,22 +36,22 @@ fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
 /// (distinct contents), then unmap 3/4 of every 2 MiB (offset 512K..2M) as seed 004 does.
 /// Returns (address, pages kept as (addr, expected content)).
 fn fragment(k: &mut Kernel, size: u64, flags: u32) -> (u64, Vec<(u64, u16)>) {
-    let addr = k.mms[0].get_unmapped_area(size, Some(2 << 20)).unwrap();
-    k.mms[0].insert_vma(addr, addr + size, flags);
+    let addr = k.mms[P0].get_unmapped_area(size, Some(2 << 20)).unwrap();
+    k.mms[P0].insert_vma(addr, addr + size, flags);
     for i in 0..size / 4096 {
         assert_eq!(
-            k.write_page(0, addr + i * 4096, (i % 4096) as u32, 1, &WriteData::Byte(1)),
-            thplab_model::kernel::Fault::Ok
+            k.write_page(P0, addr + i * 4096, (i % 4096) as u32, 1, &WriteData::Byte(1)),
+            crate::kernel::Fault::Ok
         );
     }
     let mut kept = vec![];
     let mut a = addr;
     while a < addr + size {
-        k.mms[0].unmap_range(a + (512 << 10), a + (2 << 20));
-        k.zap_range(0, a + (512 << 10), a + (2 << 20), true);
+        k.mms[P0].unmap_range(a + (512 << 10), a + (2 << 20));
+        k.zap_range(P0, a + (512 << 10), a + (2 << 20), true);
         for p in 0..128u64 {
             let pa = a + p * 4096;
-            let Mapping::Page(pfn, _) = k.follow(0, pa) else { panic!("page kept") };
+            let Mapping::Page(Pfn(pfn), _) = k.follow(P0, pa) else { panic!("page kept") };
             kept.push((pa, content(k.pm.frames[pfn as usize])));
         }
         a += 2 << 20;
@@ -65,8 +65,8 @@ fn most(k: &Kernel) -> u64 {
 }
 
 fn pfn_of(k: &Kernel, a: u64) -> u64 {
-    match k.follow(0, a) {
-        Mapping::Page(pfn, _) => pfn,
+    match k.follow(P0, a) {
+        Mapping::Page(Pfn(pfn), _) => pfn,
         m => panic!("{a:#x} not mapped: {m:?}"),
     }
 }
@@ -156,14 +156,22 @@ fn unmovable_fill(k: &mut Kernel) -> Vec<u64> {
     let mut kept = vec![];
     let mut all = vec![];
     let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
-    while let Some((p, _)) =
-        k.pm.get_page_from_freelist(GFP_KERNEL, 7, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm)
-    {
+    while let Some((Pfn(p), _)) = k.pm.get_page_from_freelist(
+        GFP_KERNEL,
+        7,
+        ALLOC_NO_WATERMARKS,
+        &zl,
+        ZONE_NORMAL,
+        15000,
+        false,
+        &mut k.vm,
+        &mut Trace::default(),
+    ) {
         all.push(p);
     }
     for p in all {
         if p % 512 < 384 {
-            k.pm.free_pages(p, 7, &mut k.vm);
+            k.pm.free_pages(Pfn(p), 7, &mut k.vm);
         } else {
             kept.push(p);
             k.nr_kernel_pages += 128;
@@ -204,7 +212,7 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
         // interleave unmovable kernel pages with the anonymous memory
         let mut kern = vec![];
         for _ in 0..64 {
-            kern.push(k.alloc_pages(GFP_KERNEL, 0, 0).unwrap());
+            kern.push(k.alloc_pages(GFP_KERNEL, 0, 0).unwrap().0);
             k.nr_kernel_pages += 1;
         }
         let (_, kept) = fragment(&mut k, 192 << 20, VM_READ | VM_WRITE);
@@ -255,10 +263,10 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
 #[test]
 fn compaction_skips_pmd_thps() {
     let mut k = kernel("512M", &[("transparent_hugepage/enabled", "always"), ("vm.compaction_proactiveness", "0")]);
-    let addr = k.mms[0].get_unmapped_area(64 << 20, Some(2 << 20)).unwrap();
-    k.mms[0].insert_vma(addr, addr + (64 << 20), VM_READ | VM_WRITE);
+    let addr = k.mms[P0].get_unmapped_area(64 << 20, Some(2 << 20)).unwrap();
+    k.mms[P0].insert_vma(addr, addr + (64 << 20), VM_READ | VM_WRITE);
     for i in 0..32u64 {
-        k.write_page(0, addr + i * (2 << 20), 0, 1, &WriteData::Byte(7));
+        k.write_page(P0, addr + i * (2 << 20), 0, 1, &WriteData::Byte(7));
     }
     let thps: Vec<u64> = (0..32u64).map(|i| pfn_of(&k, addr + i * (2 << 20))).collect();
     assert!(k.nr_anon_thp == 32);
@@ -271,8 +279,15 @@ fn compaction_skips_pmd_thps() {
     check::check(&k).unwrap();
 }
 
-mod common;
-use common::go;
+use super::common::go;
+use crate::mm_types::{MmId, Pfn};
+use crate::trace::Trace;
+
+const P0: MmId = MmId(0);
+#[allow(dead_code)]
+const P1: MmId = MmId(1);
+#[allow(dead_code)]
+const P2: MmId = MmId(2);
 
 fn pd(r: &RunResult, phase: &str, c: &str) -> i64 {
     r.phases.iter().find(|p| p.name.ends_with(phase)).unwrap().vmstat_delta.get(c).copied().unwrap_or(0)
@@ -381,9 +396,17 @@ fn kswapd_can_wake_kcompactd() {
     fragment(&mut k, size, VM_READ | VM_WRITE);
     // take what is left in 2 MiB blocks, so that an order-9 allocation needs compaction
     let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
-    while let Some((_, _)) =
-        k.pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm)
-    {
+    while let Some((_, _)) = k.pm.get_page_from_freelist(
+        GFP_KERNEL,
+        9,
+        ALLOC_NO_WATERMARKS,
+        &zl,
+        ZONE_NORMAL,
+        15000,
+        false,
+        &mut k.vm,
+        &mut Trace::default(),
+    ) {
         k.nr_kernel_pages += 512;
     }
     k.wakeup_kcompactd(0, 9);
@@ -397,7 +420,7 @@ fn kswapd_can_wake_kcompactd() {
     // kcompactd compacts for GFP_KERNEL order 9 until a block could be claimed
     let zi = normal_or_dma32(&k);
     assert!((9..=10).any(|o| k.pm.zones[zi].nr_free_order(o) > 0));
-    assert_eq!(next, thplab_model::kernel::KthreadNext::Wait, "proactiveness 0: wait without timeout");
+    assert_eq!(next, crate::kernel::KthreadNext::Wait, "proactiveness 0: wait without timeout");
     assert_eq!(k.kcompactd[0].max_order, 0);
     check::check(&k).unwrap();
 }
@@ -405,13 +428,13 @@ fn kswapd_can_wake_kcompactd() {
 #[test]
 fn writing_proactiveness_wakes_kcompactd() {
     let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
-    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), thplab_model::kernel::KthreadNext::Wait);
+    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), crate::kernel::KthreadNext::Wait);
     k.set_knob("vm.compaction_proactiveness", "20").unwrap();
     assert_eq!(k.wakeups.len(), 1);
     assert!(k.kcompactd[0].proactive_trigger);
-    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), thplab_model::kernel::KthreadNext::Sleep(500_000_000));
+    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), crate::kernel::KthreadNext::Sleep(500_000_000));
     let next = k.kthread_step(Kthread::Kcompactd(0));
-    assert_eq!(next, thplab_model::kernel::KthreadNext::Sleep(500_000_000), "nothing to compact: the 500 ms timer");
+    assert_eq!(next, crate::kernel::KthreadNext::Sleep(500_000_000), "nothing to compact: the 500 ms timer");
     assert!(!k.kcompactd[0].proactive_trigger);
     let _ = ZONE_NORMAL;
 }
