@@ -8,6 +8,15 @@ use crate::mm_types::*;
 use crate::pgtable::*;
 
 pub fn check(k: &Kernel) -> Result<(), String> {
+    let free_total = check_buddy(k)?;
+    check_page_tables(k)?;
+    check_accounting(k, free_total)?;
+    check_lru_lists(k)?;
+    check_swap(k)
+}
+
+/// Buddy: frames vs counts, per zone. Returns the free pages.
+fn check_buddy(k: &Kernel) -> Result<u64, String> {
     let pm = &k.pm;
     // 1. buddy: frames vs counts, per zone
     let mut free_total = 0;
@@ -44,6 +53,12 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         }
         free_total += free;
     }
+    Ok(free_total)
+}
+
+/// Page tables and reverse maps agree; rss and nr_anon_pages count what is mapped.
+fn check_page_tables(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
     // 2. page tables and reverse maps
     let mut mapped = 0u64;
     for (mi, mm) in k.mms.iter().enumerate() {
@@ -86,9 +101,15 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         }
         mapped += rss;
     }
-    if mapped != k.nr_anon_pages {
-        return Err(format!("mapped anon pages {mapped} != nr_anon_pages {}", k.nr_anon_pages));
+    if mapped != k.nr_anon_pages() {
+        return Err(format!("mapped anon pages {mapped} != nr_anon_pages {}", k.nr_anon_pages()));
     }
+    Ok(())
+}
+
+/// Every page is accounted for exactly once; the counters agree with the frames.
+fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
+    let pm = &k.pm;
     // 3. every page is accounted for exactly once
     let (mut anon, mut kernel, mut pgt, mut zero, mut lru_pages) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for (p, &f) in pm.frames.iter().enumerate() {
@@ -121,31 +142,37 @@ pub fn check(k: &Kernel) -> Result<(), String> {
     if free_total + anon + kernel + pgt + zero != managed {
         return Err(format!("pages: free {free_total} + anon {anon} + kernel {kernel} + pgtables {pgt} + zero {zero} != managed {managed}"));
     }
-    if pgt != k.nr_pgtable_pages || pgt != k.slots.live {
-        return Err(format!("page-table pages {pgt}, counter {}, slots {}", k.nr_pgtable_pages, k.slots.live));
+    if pgt != k.nr_pgtable_pages() || pgt != k.slots.live {
+        return Err(format!("page-table pages {pgt}, counter {}, slots {}", k.nr_pgtable_pages(), k.slots.live));
     }
-    if kernel != k.nr_kernel_pages {
-        return Err(format!("kernel pages {kernel} != counter {}", k.nr_kernel_pages));
+    if kernel != k.nr_kernel_pages() {
+        return Err(format!("kernel pages {kernel} != counter {}", k.nr_kernel_pages()));
     }
-    let listed: u64 = pm.lru.iter().map(|n| n.iter().map(|l| l.pages).sum::<u64>()).sum();
+    let listed: u64 = k.pgdat.iter().map(|n| n.lruvec.iter().map(|l| l.pages).sum::<u64>()).sum();
     if listed != lru_pages {
         return Err(format!("LRU lists hold {listed} pages, frames say {lru_pages}"));
     }
+    Ok(())
+}
+
+/// Per-list LRU membership (lazy-free folios on the file lists).
+fn check_lru_lists(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
     // 4. per-list LRU membership (lazy-free folios on the file lists)
-    let mut per_list = vec![[0u64; NR_LRU_LISTS]; pm.lru.len()];
+    let mut per_list = vec![[0u64; NR_LRU_LISTS]; k.pgdat.len()];
     for (p, &f) in pm.frames.iter().enumerate() {
         if tag(f) == TAG_ANON && compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
             per_list[pm.node_of(p as u64)][lru_index(f)] += if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
         }
     }
-    for (n, lists) in pm.lru.iter().enumerate() {
+    for (n, lists) in k.pgdat.iter().map(|n| &n.lruvec).enumerate() {
         for (i, l) in lists.iter().enumerate() {
             if i != 0 && l.pages != per_list[n][i] {
                 return Err(format!("node {n} LRU list {i} holds {} pages, frames say {}", l.pages, per_list[n][i]));
             }
         }
     }
-    check_swap(k)
+    Ok(())
 }
 
 /// Swap: every slot's map count equals the swap PTEs (and PMD swap entries) referencing

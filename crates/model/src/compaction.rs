@@ -46,13 +46,35 @@
 //! go back to the buddy lists (the kernel keeps them in cc->freepages).
 
 use crate::consts::*;
-use crate::kernel::{CompactPriority, CompactResult, Kernel, Kthread, KthreadNext};
+use crate::gfp::*;
+use crate::kernel::Kernel;
+use crate::kthread::Kthread;
+use crate::kthread::KthreadNext;
 use crate::mm_types::*;
 use crate::mmzone::*;
-use crate::page_alloc::*;
 use crate::trace::trace_event;
 use crate::vmstat::{self, Ev};
 use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactPriority {
+    SyncFull,
+    SyncLight,
+    Async,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactResult {
+    NotSuitableZone,
+    Skipped,
+    Deferred,
+    NoSuitablePage,
+    Continue,
+    Complete,
+    PartialSkipped,
+    Contended,
+    Success,
+}
 
 /// HPAGE_FRAG_CHECK_INTERVAL_MSEC
 pub const HPAGE_FRAG_CHECK_INTERVAL_NS: u64 = 500_000_000;
@@ -389,13 +411,6 @@ impl Kernel {
         fragmentation_score_wmark(self.cfg.compaction_proactiveness, self.cfg.proactive_leeway, low)
     }
 
-    /// kswapd_is_running(): the reclaim model has no notion of kswapd being mid-run
-    /// between its steps yet, so this is false (hook for the reclaim issue).
-    /// pgdat_kswapd_lock / kswapd_is_running(): is the node's kswapd reclaiming now?
-    fn kswapd_is_running(&self, nid: usize) -> bool {
-        self.reclaim.kswapd.get(nid).is_some_and(|k| k.running)
-    }
-
     /// should_proactive_compact_node()
     pub fn should_proactive_compact_node(&self, nid: usize) -> bool {
         if self.cfg.compaction_proactiveness == 0 || self.kswapd_is_running(nid) {
@@ -585,9 +600,7 @@ impl Kernel {
                 }
             }
         }
-        if pfn > end {
-            pfn = end;
-        }
+        pfn = pfn.min(end);
         if pfn == end && (nr_isolated == 0 || cc.finish_pageblock) {
             if let (Some(v), false) = (valid_page, aborted) {
                 self.pm.set_pb_skip(v, true);
@@ -596,7 +609,7 @@ impl Kernel {
         }
         cc.total_migrate_scanned += nr_scanned;
         if nr_isolated > 0 {
-            self.vm.add(Ev::COMPACT_ISOLATED, nr_isolated);
+            self.rec.vm.add(Ev::COMPACT_ISOLATED, nr_isolated);
         }
         trace_event!(
             self,
@@ -675,7 +688,7 @@ impl Kernel {
         *start = pfn;
         cc.total_free_scanned += nr_scanned;
         if total > 0 {
-            self.vm.add(Ev::COMPACT_ISOLATED, total);
+            self.rec.vm.add(Ev::COMPACT_ISOLATED, total);
         }
         self.charge(steps * self.costs.pte_walk_ns + blocks * self.costs.page_alloc_ns);
         total
@@ -764,13 +777,13 @@ impl Kernel {
                     moved += 1;
                 }
                 None => {
-                    self.vm.count(Ev::PGMIGRATE_FAIL);
+                    self.rec.vm.count(Ev::PGMIGRATE_FAIL);
                     enomem = true;
                     break;
                 }
             }
         }
-        self.vm.add(Ev::PGMIGRATE_SUCCESS, moved);
+        self.rec.vm.add(Ev::PGMIGRATE_SUCCESS, moved);
         trace_event!(self, mm_compaction_migratepages, nr_migrated = moved, nr_failed = enomem as u64);
         cc.migratepages = pages;
         cc.migratepages.clear();
@@ -846,11 +859,11 @@ impl Kernel {
         let f = cc.total_free_scanned - cc.counted_free;
         cc.counted_migrate = cc.total_migrate_scanned;
         cc.counted_free = cc.total_free_scanned;
-        self.vm.add(Ev::COMPACT_MIGRATE_SCANNED, m);
-        self.vm.add(Ev::COMPACT_FREE_SCANNED, f);
+        self.rec.vm.add(Ev::COMPACT_MIGRATE_SCANNED, m);
+        self.rec.vm.add(Ev::COMPACT_FREE_SCANNED, f);
         if cc.daemon {
-            self.vm.add(Ev::COMPACT_DAEMON_MIGRATE_SCANNED, m);
-            self.vm.add(Ev::COMPACT_DAEMON_FREE_SCANNED, f);
+            self.rec.vm.add(Ev::COMPACT_DAEMON_MIGRATE_SCANNED, m);
+            self.rec.vm.add(Ev::COMPACT_DAEMON_FREE_SCANNED, f);
         }
     }
 
@@ -919,7 +932,7 @@ impl Kernel {
         None
     }
 
-    /// compact_zone()'s loop. With `budget` (an absolute `self.cost` value) the loop
+    /// compact_zone()'s loop. With `budget` (an absolute `self.clock.cost` value) the loop
     /// pauses when the budget is spent and returns None; call again to resume.
     fn compact_zone_run(&mut self, cc: &mut CompactControl, budget: Option<u64>) -> Option<CompactResult> {
         let zs = self.pm.zones[cc.zi].start_pfn;
@@ -928,7 +941,7 @@ impl Kernel {
             if ret != CompactResult::Continue {
                 return Some(self.compact_zone_end(cc, ret));
             }
-            if budget.is_some_and(|b| self.cost >= b) {
+            if budget.is_some_and(|b| self.clock.cost >= b) {
                 // pause: hand the isolated targets back; resume at the highest of them
                 if cc.nr_freepages > 0 {
                     let high = pageblock_start(self.release_freepages(cc));
@@ -1102,10 +1115,10 @@ impl Kernel {
             return;
         }
         for nid in 0..self.pm.nodes.len() {
-            if self.kcompactd[nid].proactive_trigger {
+            if self.pgdat[nid].kcompactd.proactive_trigger {
                 continue;
             }
-            self.kcompactd[nid].proactive_trigger = true;
+            self.pgdat[nid].kcompactd.proactive_trigger = true;
             self.wake(Kthread::Kcompactd(nid));
         }
     }
@@ -1124,7 +1137,7 @@ impl Kernel {
 
     /// kcompactd_node_suitable()
     fn kcompactd_node_suitable(&self, nid: usize) -> bool {
-        let st = &self.kcompactd[nid];
+        let st = &self.pgdat[nid].kcompactd;
         let (order, highest) = (st.max_order, st.highest_zoneidx);
         for zi in self.node_zones(nid, highest) {
             let min = self.pm.zones[zi].wmark(WMARK_MIN);
@@ -1145,7 +1158,7 @@ impl Kernel {
         if order == 0 {
             return;
         }
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         if st.max_order < order {
             st.max_order = order;
         }
@@ -1165,10 +1178,10 @@ impl Kernel {
 
     /// kcompactd_do_work()
     fn kcompactd_do_work(&mut self, nid: usize) {
-        let (order, highest) = (self.kcompactd[nid].max_order, self.kcompactd[nid].highest_zoneidx);
-        self.kcompactd[nid].do_work_runs += 1;
+        let (order, highest) = (self.pgdat[nid].kcompactd.max_order, self.pgdat[nid].kcompactd.highest_zoneidx);
+        self.pgdat[nid].kcompactd.do_work_runs += 1;
         trace_event!(self, mm_compaction_kcompactd_wake, nid = nid, order = order, highest_zoneidx = highest);
-        self.vm.count(Ev::COMPACT_DAEMON_WAKE);
+        self.rec.vm.count(Ev::COMPACT_DAEMON_WAKE);
         let o = order as i32;
         for zi in self.node_zones(nid, highest) {
             let zidx = self.pm.zones[zi].idx;
@@ -1192,7 +1205,7 @@ impl Kernel {
                 _ => {}
             }
         }
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         if st.max_order <= order {
             st.max_order = 0;
         }
@@ -1212,7 +1225,7 @@ impl Kernel {
 
     /// Run (a slice of) the proactive round; true when the round is over.
     fn proactive_slice(&mut self, round: &mut ProactiveRound) -> bool {
-        let budget = self.cost + KCOMPACTD_SLICE_NS;
+        let budget = self.clock.cost + KCOMPACTD_SLICE_NS;
         while round.pos < round.zones.len() {
             if round.cc.is_none() {
                 let zi = round.zones[round.pos];
@@ -1241,34 +1254,34 @@ impl Kernel {
 
     /// The wait at the top of kcompactd()'s loop.
     fn kcompactd_wait(&mut self, nid: usize) -> KthreadNext {
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         if st.max_order > 0 || st.proactive_trigger {
             return KthreadNext::Again;
         }
         trace_event!(self, mm_compaction_kcompactd_sleep, nid = nid);
         if self.cfg.compaction_proactiveness == 0 {
-            self.kcompactd[nid].deadline = None;
+            self.pgdat[nid].kcompactd.deadline = None;
             return KthreadNext::Wait;
         }
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         let t = st.timeout_ns;
-        st.deadline = Some(self.now + self.cost + t);
+        st.deadline = Some(self.clock.now + self.clock.cost + t);
         KthreadNext::Sleep(t)
     }
 
     /// One iteration of kcompactd()'s loop (or one slice of a proactive round).
     pub fn kcompactd_step(&mut self, nid: usize) -> KthreadNext {
-        if let Some(mut round) = self.kcompactd[nid].round.take() {
+        if let Some(mut round) = self.pgdat[nid].kcompactd.round.take() {
             if !self.proactive_slice(&mut round) {
-                self.kcompactd[nid].round = Some(round);
+                self.pgdat[nid].kcompactd.round = Some(round);
                 return KthreadNext::Again;
             }
             self.proactive_round_done(nid, round.prev_score);
             return self.kcompactd_wait(nid);
         }
-        let st = &self.kcompactd[nid];
+        let st = &self.pgdat[nid].kcompactd;
         let work = st.max_order > 0 || st.proactive_trigger;
-        let now = self.now + self.cost;
+        let now = self.clock.now + self.clock.cost;
         if !work {
             if let Some(d) = st.deadline {
                 if now < d {
@@ -1279,29 +1292,29 @@ impl Kernel {
         }
         if work && !st.proactive_trigger {
             self.kcompactd_do_work(nid);
-            self.kcompactd[nid].timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
+            self.pgdat[nid].kcompactd.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
             return self.kcompactd_wait(nid);
         }
         // the timer expired (or the proactiveness knob was written)
-        self.kcompactd[nid].timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
+        self.pgdat[nid].kcompactd.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
         if self.should_proactive_compact_node(nid) {
             let prev_score = self.fragmentation_score_node(nid);
             let mut round =
                 ProactiveRound { zones: self.node_zones(nid, MAX_NR_ZONES - 1), pos: 0, cc: None, prev_score };
             if !self.proactive_slice(&mut round) {
-                self.kcompactd[nid].round = Some(round);
+                self.pgdat[nid].kcompactd.round = Some(round);
                 return KthreadNext::Again;
             }
             self.proactive_round_done(nid, prev_score);
         }
-        self.kcompactd[nid].proactive_trigger = false;
+        self.pgdat[nid].kcompactd.proactive_trigger = false;
         self.kcompactd_wait(nid)
     }
 
     /// After proactive_compact_node(): back off for 32 s when the score did not drop.
     fn proactive_round_done(&mut self, nid: usize, prev_score: u64) {
         let score = self.fragmentation_score_node(nid);
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         st.proactive_rounds += 1;
         st.proactive_trigger = false;
         if score >= prev_score {
@@ -1314,15 +1327,16 @@ impl Kernel {
             nid = nid,
             prev_score = prev_score,
             score = score,
-            next_timeout_ns = self.kcompactd[nid].timeout_ns,
+            next_timeout_ns = self.pgdat[nid].kcompactd.timeout_ns,
         );
     }
 
     /// kcompactd state for results: per node rounds, back-offs, do_work runs.
     pub fn kcompactd_summary(&self) -> Value {
         Value::Array(
-            self.kcompactd
+            self.pgdat
                 .iter()
+                .map(|n| &n.kcompactd)
                 .enumerate()
                 .map(|(n, s)| json!({"node": n, "proactive_rounds": s.proactive_rounds, "proactive_backoffs": s.proactive_backoffs, "do_work_runs": s.do_work_runs}))
                 .collect(),

@@ -4,14 +4,24 @@
 //! page allocates a THP, splitting only on failure), __split_huge_pmd, and the
 //! deferred split queue (deferred_split_folio).
 
+use crate::config::{Defrag, ThpMode};
 use crate::consts::*;
-use crate::kernel::{Defrag, Fault, Kernel, ThpMode};
+use crate::kernel::Kernel;
+use crate::memory::Fault;
 use crate::mm_types::*;
 use crate::mmap::{Vma, VM_HUGEPAGE, VM_LOCKED, VM_NOHUGEPAGE};
 use crate::page_alloc::*;
 use crate::pgtable::*;
 use crate::trace::trace_event;
-use crate::vmstat::Ev;
+use crate::vmstat::{Ev, NodeStat};
+
+/// The huge zero folio (huge_zero_folio, huge_zero_refcount): allocated on first use,
+/// one reference per mm that maps it (MMF_HUGE_ZERO_PAGE).
+#[derive(Default)]
+pub struct HugeZeroFolio {
+    pub pfn: Option<u64>,
+    pub users: u64,
+}
 
 impl Kernel {
     /// thp_vma_allowable_order(vma, vm_flags, TVA_PAGEFAULT, PMD_ORDER) plus
@@ -63,19 +73,19 @@ impl Kernel {
     fn vma_alloc_anon_folio_pmd(&mut self, mm: MmId, vm_flags: u32) -> Option<u64> {
         let gfp = self.vma_thp_gfp_mask(vm_flags);
         let nid = self.mms[mm].node;
-        let t0 = self.cost;
+        let t0 = self.clock.cost;
         let page = self.alloc_thp(gfp, nid);
-        if self.record_latency && page.is_some() {
-            self.latency_thp_alloc.push(self.cost - t0);
+        if self.rec.record_latency && page.is_some() {
+            self.rec.latency_thp_alloc.push(self.clock.cost - t0);
         }
         match page {
             None => {
-                self.vm.count(Ev::THP_FAULT_FALLBACK);
+                self.rec.vm.count(Ev::THP_FAULT_FALLBACK);
                 self.count_mthp("anon_fault_fallback", 1);
                 None
             }
             Some(Pfn(pfn)) => {
-                self.vm.count(Ev::THP_FAULT_ALLOC);
+                self.rec.vm.count(Ev::THP_FAULT_ALLOC);
                 self.count_mthp("anon_fault_alloc", 1);
                 self.charge(self.costs.fault_2m_ns + self.costs.clear_2m_ns);
                 Some(pfn)
@@ -93,8 +103,8 @@ impl Kernel {
         self.pm.frames[head as usize] = set_dirty(set_young(h, true), write);
         self.slots.get_mut(sid).pmd = Pmd::Huge(head as u32);
         self.mms[mm].rss_anon += HPAGE_PMD_NR;
-        self.nr_anon_pages += HPAGE_PMD_NR;
-        self.nr_anon_thp += 1;
+        self.mod_node_page_state(head, NodeStat::NrAnonMapped, HPAGE_PMD_NR as i64);
+        self.mod_node_page_state(head, NodeStat::NrAnonThps, 1);
         self.lru_add(head, HPAGE_PMD_NR, vm_flags & VM_LOCKED != 0);
         self.deferred_split_folio(head, false);
     }
@@ -116,11 +126,11 @@ impl Kernel {
         }
         let head = self.vma_alloc_anon_folio_pmd(mm, vma.flags)?;
         if !self.mms[mm].alive {
-            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
             return Some(Fault::Oom);
         }
         let Some(pgtable) = self.alloc_pgtable(mm) else {
-            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
             return Some(Fault::Oom);
         };
         let sid = self.new_slot(mm, idx, Pmd::HugeZero, pgtable);
@@ -135,11 +145,11 @@ impl Kernel {
         if self.mms[mm].huge_zero_ref {
             return true;
         }
-        if self.huge_zero_pfn.is_none() {
+        if self.huge_zero.pfn.is_none() {
             let nid = self.mms[mm].node;
             match self.alloc_pages((GFP_TRANSHUGE | __GFP_ZERO) & !__GFP_MOVABLE, HPAGE_PMD_ORDER, nid) {
                 None => {
-                    self.vm.count(Ev::THP_ZERO_PAGE_ALLOC_FAILED);
+                    self.rec.vm.count(Ev::THP_ZERO_PAGE_ALLOC_FAILED);
                     return false;
                 }
                 Some(Pfn(pfn)) => {
@@ -147,21 +157,43 @@ impl Kernel {
                         self.pm.frames[p as usize] = make_zero_frame();
                     }
                     self.charge(self.costs.clear_2m_ns);
-                    self.vm.count(Ev::THP_ZERO_PAGE_ALLOC);
-                    self.huge_zero_pfn = Some(pfn);
+                    self.rec.vm.count(Ev::THP_ZERO_PAGE_ALLOC);
+                    self.huge_zero.pfn = Some(pfn);
                 }
             }
         }
         self.mms[mm].huge_zero_ref = true;
-        self.huge_zero_users += 1;
+        self.huge_zero.users += 1;
         true
+    }
+
+    /// mm_put_huge_zero_folio(): an exiting mm drops its reference.
+    pub fn mm_put_huge_zero_folio(&mut self, mm: MmId) {
+        if self.mms[mm].huge_zero_ref {
+            self.mms[mm].huge_zero_ref = false;
+            self.huge_zero.users -= 1;
+        }
+    }
+
+    /// Put a folio that was on the deferred split queue back on it (migration moved it:
+    /// the copy carries PG_partially_mapped).
+    pub(crate) fn deferred_split_requeue(&mut self, head: u64) {
+        let t = head as usize + 1;
+        self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
+        let node = self.pm.node_of(head);
+        self.pgdat[node].deferred_split.push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
+    }
+
+    /// Folios on node `nid`'s deferred split queue (the shrinker's count_objects).
+    pub fn deferred_split_count(&self, nid: usize) -> u64 {
+        self.pgdat[nid].deferred_split.len
     }
 
     /// shrink_huge_zero_folio_scan(): free the huge zero page when no mm uses it.
     pub fn shrink_huge_zero_page(&mut self) {
-        if self.huge_zero_users == 0 {
-            if let Some(pfn) = self.huge_zero_pfn.take() {
-                self.pm.free_pages(Pfn(pfn), HPAGE_PMD_ORDER, &mut self.vm);
+        if self.huge_zero.users == 0 {
+            if let Some(pfn) = self.huge_zero.pfn.take() {
+                self.pm.free_pages(Pfn(pfn), HPAGE_PMD_ORDER, &mut self.rec.vm);
             }
         }
     }
@@ -170,7 +202,7 @@ impl Kernel {
     pub fn do_huge_zero_wp_pmd(&mut self, mm: MmId, vma: &Vma, sid: u32, _haddr: u64) -> Option<Fault> {
         let head = self.vma_alloc_anon_folio_pmd(mm, vma.flags)?;
         if !self.mms[mm].alive {
-            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
             return Some(Fault::Oom);
         }
         self.map_anon_folio_pmd(mm, sid, head, vma.flags, true);
@@ -184,7 +216,7 @@ impl Kernel {
     /// counting thp_split_pmd. The folio stays whole; its subpages are now PTE-mapped.
     pub fn split_huge_pmd(&mut self, mm: MmId, sid: u32) {
         let pmd = std::mem::replace(&mut self.slots.get_mut(sid).pmd, Pmd::Table(Box::new([PTE_NONE; PTRS_PER_PTE])));
-        self.vm.count(Ev::THP_SPLIT_PMD);
+        self.rec.vm.count(Ev::THP_SPLIT_PMD);
         self.charge(self.costs.split_pmd_ns);
         match pmd {
             Pmd::HugeZero => {
@@ -198,8 +230,8 @@ impl Kernel {
                         *e = mk_pte(K_PRESENT, head + i as u32);
                     }
                 }
-                self.nr_anon_thp -= 1;
-                self.thp_mapcount.insert(head, HPAGE_PMD_NR as u16);
+                self.mod_node_page_state(head as u64, NodeStat::NrAnonThps, -1);
+                self.pm.mapcount.insert(head, HPAGE_PMD_NR as u16);
             }
             other => {
                 self.slots.get_mut(sid).pmd = other;
@@ -226,13 +258,13 @@ impl Kernel {
         let t = head as usize + 1;
         if partially_mapped && !self.folio_partially_mapped(head) {
             self.pm.frames[t] = set_mlocked(self.pm.frames[t], true);
-            self.vm.count(Ev::THP_DEFERRED_SPLIT_PAGE);
+            self.rec.vm.count(Ev::THP_DEFERRED_SPLIT_PAGE);
             self.count_mthp("split_deferred", 1);
         }
         if !self.on_deferred(head) {
             self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
             let node = self.pm.node_of(head);
-            self.deferred[node].push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
+            self.pgdat[node].deferred_split.push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
         }
     }
 
@@ -241,7 +273,7 @@ impl Kernel {
         if self.on_deferred(head) {
             let t = head as usize + 1;
             let node = self.pm.node_of(head);
-            self.deferred[node].remove(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
+            self.pgdat[node].deferred_split.remove(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
             self.pm.frames[t] = set_mlocked(with_lru(self.pm.frames[t], 0), false);
         }
     }
@@ -249,19 +281,19 @@ impl Kernel {
     /// shrink_slab(): the shrinkers thplab models — the THP deferred-split queue
     /// (deferred_split_scan; filled in by the split issue) and the huge zero page.
     pub fn shrink_slab(&mut self) {
-        for n in 0..self.deferred.len() {
-            let len = self.deferred[n].len;
+        for n in 0..self.pgdat.len() {
+            let len = self.pgdat[n].deferred_split.len;
             self.deferred_split_scan(n, len);
         }
         self.shrink_huge_zero_page();
     }
 
     pub fn deferred_split_len(&self) -> u64 {
-        self.deferred.iter().map(|l| l.len).sum()
+        self.pgdat.iter().map(|n| n.deferred_split.len).sum()
     }
 }
 
-use crate::kernel::SplitZero;
+use crate::config::SplitZero;
 use crate::migrate::{SplitFailed, SplitReason};
 
 impl Kernel {
@@ -282,7 +314,7 @@ impl Kernel {
         let head = head.0;
         let f = self.pm.frames[head as usize];
         if tag(f) != TAG_ANON || compound(f) != COMPOUND_HEAD {
-            self.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
+            self.rec.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
             self.count_mthp("split_failed", 1);
             return Err(SplitFailed);
         }
@@ -304,7 +336,7 @@ impl Kernel {
             self.lru_del(head, HPAGE_PMD_NR);
         }
         self.deferred_split_remove(head);
-        self.thp_mapcount.remove(&(head as u32));
+        self.pm.mapcount.remove(&(head as u32));
         self.charge(self.costs.split_folio_ns);
         let mut left = vec![];
         let mut freed = vec![];
@@ -321,7 +353,7 @@ impl Kernel {
                 None => {
                     // already zapped (partially unmapped THP): the split's reference was the last
                     if policy == SplitZero::Seed && isolated {
-                        self.vm.count(Ev::THP_SPLIT_FREE);
+                        self.rec.vm.count(Ev::THP_SPLIT_FREE);
                     }
                     freed.push(p);
                 }
@@ -349,12 +381,12 @@ impl Kernel {
                     if zero {
                         let pte = if policy == SplitZero::Mainline { PTE_ZERO } else { PTE_NONE };
                         if policy == SplitZero::Seed {
-                            self.vm.count(Ev::THP_SPLIT_UNMAP);
+                            self.rec.vm.count(Ev::THP_SPLIT_UNMAP);
                         }
                         self.set_pte(sid, idx as usize, pte);
                         self.pm.frames[p as usize] = with_rmap(nf, None);
                         self.mms[mm].rss_anon -= 1;
-                        self.nr_anon_pages -= 1;
+                        self.mod_node_page_state(p, NodeStat::NrAnonMapped, -1);
                         freed.push(p);
                     } else {
                         self.charge(self.costs.pte_walk_ns);
@@ -364,24 +396,22 @@ impl Kernel {
             }
         }
         for p in freed {
-            self.pm.free_pages(Pfn(p), 0, &mut self.vm);
+            self.pm.free_pages(Pfn(p), 0, &mut self.rec.vm);
         }
         if !isolated {
             // lru_add_split_folio(): the pieces of a folio that was on the LRU go back on it;
             // an isolated folio's pieces stay on the caller's list (reclaim, migration)
             for &Pfn(p) in &left {
-                let node = self.pm.node_of(p);
                 let l = if lru_list == LRU_NONE { crate::mm_types::LRU_INACTIVE_ANON } else { lru_list };
-                self.pm.frames[p as usize] = with_lru(self.pm.frames[p as usize], l);
                 // lazy-free pieces go back to the file list (lru_index)
-                self.pm.lru[node][lru_index(self.pm.frames[p as usize])].push_head(&mut self.pm.links, p as u32, 1);
+                self.lruvec_add_folio(p, 1, l, false);
             }
         }
         if let Some((mm, ix)) = flushed {
             self.mms[mm].tlb.flush_range(ix << PMD_SHIFT, (ix + 1) << PMD_SHIFT);
             self.charge(self.costs.tlb_flush_ns);
         }
-        self.vm.count(Ev::THP_SPLIT_PAGE);
+        self.rec.vm.count(Ev::THP_SPLIT_PAGE);
         self.count_mthp("split", 1);
         trace_event!(
             self,
@@ -428,7 +458,7 @@ impl Kernel {
         let mut scanned = 0;
         let mut keep: Vec<u64> = vec![];
         while scanned < nr_to_scan {
-            let t = self.deferred[node].head;
+            let t = self.pgdat[node].deferred_split.head;
             if t == NIL {
                 break;
             }
@@ -448,7 +478,7 @@ impl Kernel {
                 continue;
             }
             if self.thp_underused(head) && self.split_folio(Pfn(head), SplitReason::Underused).is_ok() {
-                self.vm.count(Ev::THP_UNDERUSED_SPLIT_PAGE);
+                self.rec.vm.count(Ev::THP_UNDERUSED_SPLIT_PAGE);
                 split += 1;
             }
             // otherwise "used": it stays off the queue

@@ -21,7 +21,9 @@
 //! some PMD range of it has a page table (the model does not track anon_vma itself).
 
 use crate::consts::*;
-use crate::kernel::{Kernel, Kthread, KthreadNext};
+use crate::kernel::Kernel;
+use crate::kthread::Kthread;
+use crate::kthread::KthreadNext;
 use crate::mm_types::*;
 use crate::mmap::{Vma, VM_NOHUGEPAGE, VM_WRITE};
 use crate::page_alloc::{GFP_TRANSHUGE, GFP_TRANSHUGE_LIGHT};
@@ -211,6 +213,8 @@ pub struct MmHistory {
 /// struct khugepaged_scan plus the sysfs counters and what thplab records.
 #[derive(Clone, Debug, Default)]
 pub struct KhugepagedState {
+    /// the mm_slot list (khugepaged_scan.mm_head), in scan order
+    pub mm_slots: std::collections::VecDeque<MmId>,
     /// khugepaged_scan.mm_slot (an mm id) and khugepaged_scan.address
     pub cursor: Option<MmId>,
     pub address: u64,
@@ -262,10 +266,10 @@ impl Kernel {
         if !self.thp_vma_allowable_flags(mm, vm_flags) {
             return;
         }
-        let wakeup = self.khugepaged_list.is_empty();
+        let wakeup = self.khugepaged.mm_slots.is_empty();
         self.mms[mm].on_khugepaged = true;
-        self.khugepaged_list.push_back(mm);
-        let t = self.now + self.cost;
+        self.khugepaged.mm_slots.push_back(mm);
+        let t = self.clock.now + self.clock.cost;
         self.khugepaged.mm_hist.entry(mm).or_default().entered_ns.get_or_insert(t);
         if wakeup {
             self.wake(Kthread::Khugepaged);
@@ -277,7 +281,7 @@ impl Kernel {
     pub fn khugepaged_exit(&mut self, mm: MmId) {
         if self.mms[mm].on_khugepaged && self.khugepaged.cursor != Some(mm) {
             self.mms[mm].on_khugepaged = false;
-            self.khugepaged_list.retain(|&m| m != mm);
+            self.khugepaged.mm_slots.retain(|&m| m != mm);
         }
     }
 
@@ -288,10 +292,10 @@ impl Kernel {
         if !self.cfg.khugepaged_cold_to_tail || !self.mms[mm].on_khugepaged || self.khugepaged.cursor == Some(mm) {
             return;
         }
-        if let Some(pos) = self.khugepaged_list.iter().position(|&m| m == mm) {
-            if pos + 1 != self.khugepaged_list.len() {
-                self.khugepaged_list.remove(pos);
-                self.khugepaged_list.push_back(mm);
+        if let Some(pos) = self.khugepaged.mm_slots.iter().position(|&m| m == mm) {
+            if pos + 1 != self.khugepaged.mm_slots.len() {
+                self.khugepaged.mm_slots.remove(pos);
+                self.khugepaged.mm_slots.push_back(mm);
             }
             self.khugepaged.mm_hist.entry(mm).or_default().moved_to_tail += 1;
         }
@@ -320,7 +324,7 @@ impl Kernel {
     }
 
     fn khugepaged_has_work(&self) -> bool {
-        !self.khugepaged_list.is_empty() && self.cfg.hugepage_pmd_enabled()
+        !self.khugepaged.mm_slots.is_empty() && self.cfg.hugepage_pmd_enabled()
     }
 
     /// hpage_collapse_test_exit()
@@ -339,7 +343,7 @@ impl Kernel {
     /// One step of khugepaged(): a khugepaged_scan_mm_slot() call of the running
     /// khugepaged_do_scan(), then khugepaged_wait_work() when the pass is over.
     pub fn khugepaged_step(&mut self) -> KthreadNext {
-        let now = self.now;
+        let now = self.clock.now;
         if !self.cfg.hugepage_pmd_enabled() {
             // kthread_stop(): the thread exits; its cursor slot is collected
             self.khugepaged.pass = None;
@@ -352,7 +356,7 @@ impl Kernel {
         match self.khugepaged.wait {
             // a wake_up while the wait condition is false: back to sleep
             KhugepagedWait::Scan { expire } if now < expire => return KthreadNext::Sleep(expire - now),
-            KhugepagedWait::Idle if self.khugepaged_list.is_empty() => return KthreadNext::Wait,
+            KhugepagedWait::Idle if self.khugepaged.mm_slots.is_empty() => return KthreadNext::Wait,
             _ => {}
         }
         self.khugepaged.wait = KhugepagedWait::None;
@@ -399,7 +403,7 @@ impl Kernel {
                 return KthreadNext::Again;
             }
             let d = ms * 1_000_000;
-            self.khugepaged.wait = KhugepagedWait::Scan { expire: self.now + self.cost + d };
+            self.khugepaged.wait = KhugepagedWait::Scan { expire: self.clock.now + self.clock.cost + d };
             return KthreadNext::Sleep(d);
         }
         self.khugepaged.wait = KhugepagedWait::Idle;
@@ -410,7 +414,7 @@ impl Kernel {
     fn collect_mm_slot(&mut self, mm: MmId) {
         if self.collapse_test_exit(mm) {
             self.mms[mm].on_khugepaged = false;
-            self.khugepaged_list.retain(|&m| m != mm);
+            self.khugepaged.mm_slots.retain(|&m| m != mm);
         }
     }
 
@@ -428,12 +432,12 @@ impl Kernel {
         let mm = match self.khugepaged.cursor {
             Some(m) => m,
             None => {
-                let Some(&first) = self.khugepaged_list.front() else { return (0, result) };
+                let Some(&first) = self.khugepaged.mm_slots.front() else { return (0, result) };
                 self.khugepaged.cursor = Some(first);
                 self.khugepaged.address = 0;
                 self.khugepaged.cursor_all_collapsed = true;
                 if self.khugepaged.cur_full.start_ns == 0 && self.khugepaged.cur_full.mm_visits == 0 {
-                    self.khugepaged.cur_full.start_ns = self.now + self.cost;
+                    self.khugepaged.cur_full.start_ns = self.clock.now + self.clock.cost;
                 }
                 first
             }
@@ -507,8 +511,8 @@ impl Kernel {
         let disabled_next = self.cfg.khugepaged_disabled_next && self.collapse_test_exit_or_disable(mm);
         if exit || !vma_left || disabled_next {
             let all_collapsed = self.khugepaged.cursor_all_collapsed && !vma_left;
-            let pos = self.khugepaged_list.iter().position(|&m| m == mm);
-            let next = pos.and_then(|p| self.khugepaged_list.get(p + 1)).copied();
+            let pos = self.khugepaged.mm_slots.iter().position(|&m| m == mm);
+            let next = pos.and_then(|p| self.khugepaged.mm_slots.get(p + 1)).copied();
             match next {
                 Some(n) => {
                     self.khugepaged.cursor = Some(n);
@@ -524,7 +528,7 @@ impl Kernel {
             // seed 002 v1, "remove mm when all memory has been collapsed"
             if self.cfg.khugepaged_skip_collapsed && !exit && all_collapsed && self.mms[mm].on_khugepaged {
                 self.mms[mm].on_khugepaged = false;
-                self.khugepaged_list.retain(|&m| m != mm);
+                self.khugepaged.mm_slots.retain(|&m| m != mm);
                 self.khugepaged.mm_hist.entry(mm).or_default().removed_collapsed += 1;
             }
         }
@@ -533,7 +537,7 @@ impl Kernel {
         let finished = self.khugepaged.cursor.is_none();
         trace_event!(self, mm_khugepaged_scan, mm = mm.0, progress = progress, full_scan_finished = finished as u32);
         if finished {
-            let t = self.now + self.cost;
+            let t = self.clock.now + self.clock.cost;
             let mut fs = std::mem::take(&mut self.khugepaged.cur_full);
             fs.end_ns = t;
             if self.khugepaged.full_scan_log.len() < 10_000 {
@@ -591,7 +595,7 @@ impl Kernel {
                 if !khugepaged || s.unmapped <= max_swap {
                     continue;
                 }
-                self.vm.count(Ev::THP_SCAN_EXCEED_SWAP_PTE);
+                self.rec.vm.count(Ev::THP_SCAN_EXCEED_SWAP_PTE);
                 return (ScanResult::ExceedSwapPte, s);
             }
             if kind == pte_kind(PTE_NONE) || kind == K_ZERO {
@@ -599,7 +603,7 @@ impl Kernel {
                 if !khugepaged || s.none_or_zero <= max_none {
                     continue;
                 }
-                self.vm.count(Ev::THP_SCAN_EXCEED_NONE_PTE);
+                self.rec.vm.count(Ev::THP_SCAN_EXCEED_NONE_PTE);
                 return (ScanResult::ExceedNonePte, s);
             }
             if kind != K_PRESENT {
@@ -623,7 +627,7 @@ impl Kernel {
             if self.folio_maybe_mapped_shared(head) {
                 shared += 1;
                 if khugepaged && shared > max_shared {
-                    self.vm.count(Ev::THP_SCAN_EXCEED_SHARE_PTE);
+                    self.rec.vm.count(Ev::THP_SCAN_EXCEED_SHARE_PTE);
                     return (ScanResult::ExceedSharedPte, s);
                 }
             }
@@ -753,22 +757,22 @@ impl Kernel {
             .unwrap_or(self.mms[mm].node);
         let gfp = if !cc.is_khugepaged || self.cfg.khugepaged_defrag { GFP_TRANSHUGE } else { GFP_TRANSHUGE_LIGHT };
         let Some(Pfn(head)) = self.alloc_pages(gfp, HPAGE_PMD_ORDER, nid) else {
-            self.vm.count(Ev::THP_COLLAPSE_ALLOC_FAILED);
+            self.rec.vm.count(Ev::THP_COLLAPSE_ALLOC_FAILED);
             return ScanResult::AllocHugePageFail;
         };
-        self.vm.count(Ev::THP_COLLAPSE_ALLOC);
+        self.rec.vm.count(Ev::THP_COLLAPSE_ALLOC);
         // the allocation may have OOM-killed this very process
         let v = match self.hugepage_vma_revalidate(mm, haddr, cc.is_khugepaged) {
             Ok(v) => v,
             Err(e) => {
-                self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
+                self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
                 return e;
             }
         };
         let sid = match self.find_pmd_or_thp_or_none(mm, haddr) {
             (ScanResult::Succeed, Some(sid)) => sid,
             (r, _) => {
-                self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
+                self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
                 return r;
             }
         };
@@ -782,12 +786,12 @@ impl Kernel {
                 };
                 if pte_kind(pte) == K_SWAP {
                     let r = self.do_swap_page(mm, haddr + i * PAGE_SIZE, false);
-                    if r != crate::kernel::Fault::Ok
+                    if r != crate::memory::Fault::Ok
                         || !self.mms[mm].alive
                         || !self.mms[mm].pmds.contains_key(&(haddr >> PMD_SHIFT))
                     {
                         trace_event!(self, mm_collapse_huge_page_swapin, mm = mm.0, swapped_in = swapped_in, ret = 0);
-                        self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
+                        self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
                         return ScanResult::Fail;
                     }
                     swapped_in += 1;
@@ -796,7 +800,7 @@ impl Kernel {
             trace_event!(self, mm_collapse_huge_page_swapin, mm = mm.0, swapped_in = swapped_in, ret = 1);
         }
         // mmap_write_lock from here to the end
-        let lock_t0 = self.cost;
+        let lock_t0 = self.clock.cost;
         // pmdp_collapse_flush(): clear the PMD, flush the range (an IPI when the mm runs
         // on another CPU than khugepaged's)
         self.mms[mm].tlb.flush_range(haddr, haddr + HPAGE_PMD_SIZE);
@@ -816,7 +820,7 @@ impl Kernel {
             status = r.status(),
         );
         if r != ScanResult::Succeed {
-            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
             self.record_lock(lock_t0, cc.is_khugepaged);
             return r;
         }
@@ -848,7 +852,7 @@ impl Kernel {
             self.pm.frames[p] = with_content(self.pm.frames[p], c);
         }
         self.record_lock(lock_t0, cc.is_khugepaged);
-        let t = self.now + self.cost;
+        let t = self.clock.now + self.clock.cost;
         let h = self.khugepaged.mm_hist.entry(mm).or_default();
         if cc.is_khugepaged {
             h.collapses += 1;
@@ -860,7 +864,7 @@ impl Kernel {
 
     fn record_lock(&mut self, t0: u64, khugepaged: bool) {
         if khugepaged && self.khugepaged.collapse_lock_ns.len() < 1_000_000 {
-            self.khugepaged.collapse_lock_ns.push(self.cost - t0);
+            self.khugepaged.collapse_lock_ns.push(self.clock.cost - t0);
         }
     }
 
@@ -875,7 +879,7 @@ impl Kernel {
         if !self.collapse_allowed_nosysfs(mm, vm_flags) {
             return Err("EINVAL");
         }
-        let t0 = self.cost;
+        let t0 = self.clock.cost;
         let hstart = (start + HPAGE_PMD_SIZE - 1) & !(HPAGE_PMD_SIZE - 1);
         let hend = end & !(HPAGE_PMD_SIZE - 1);
         let want = if hend > hstart { (hend - hstart) >> PMD_SHIFT } else { 0 };
@@ -905,7 +909,7 @@ impl Kernel {
             addr += HPAGE_PMD_SIZE;
         }
         if self.khugepaged.madv_collapse_ns.len() < 1_000_000 {
-            self.khugepaged.madv_collapse_ns.push(self.cost - t0);
+            self.khugepaged.madv_collapse_ns.push(self.clock.cost - t0);
         }
         if thps == want {
             Ok(())
@@ -945,7 +949,7 @@ impl Kernel {
         json!({
             "pages_collapsed": st.pages_collapsed,
             "full_scans": st.full_scans,
-            "mm_slots": self.khugepaged_list.len(),
+            "mm_slots": self.khugepaged.mm_slots.len(),
             "scan_progress": st.scan_progress_total,
             "scan_results": st.results,
             "full_scan_log": full,

@@ -150,7 +150,7 @@ impl Kernel {
                             let covered = i == 0
                                 && i1 == PTRS_PER_PTE - 1
                                 && head == pfn
-                                && self.thp_mapcount.get(&(head as u32)) == Some(&(HPAGE_PMD_NR as u16));
+                                && self.pm.mapcount.get(&(head as u32)) == Some(&(HPAGE_PMD_NR as u16));
                             if covered {
                                 self.madvise_folio(head, HPAGE_PMD_NR, advice, &mut list);
                                 i = PTRS_PER_PTE;
@@ -189,13 +189,13 @@ impl Kernel {
                     .pmds
                     .get(&(a >> PMD_SHIFT))
                     .is_some_and(|&sid| matches!(self.slots.get(sid).pmd, Pmd::Table(_)));
-                if is_pte && self.swap.map(slot) & crate::swapfile::SWAP_HAS_CACHE == 0 {
+                if is_pte && !self.swap_has_cache(slot) {
                     let nid = self.mms[mm].node;
                     let Some(Pfn(pfn)) = self.alloc_pages(crate::page_alloc::GFP_HIGHUSER_MOVABLE, 0, nid) else {
                         return;
                     };
                     if !self.mms[mm].alive || self.follow(mm, a) != crate::memory::Mapping::Swap(slot) {
-                        self.pm.free_pages(Pfn(pfn), 0, &mut self.vm);
+                        self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
                         return;
                     }
                     self.pm.frames[pfn as usize] = make_anon(COMPOUND_BASE);
@@ -243,12 +243,8 @@ impl Kernel {
                     let pf = self.pm.frames[(head + k) as usize];
                     self.pm.frames[(head + k) as usize] = set_referenced(set_lazyfree(pf, true), false);
                 }
-                let f = self.pm.frames[head as usize];
-                self.pm.frames[head as usize] = with_lru(f, LRU_INACTIVE_ANON);
-                let node = self.pm.node_of(head);
-                let li = lru_index(self.pm.frames[head as usize]);
-                self.pm.lru[node][li].push_head(&mut self.pm.links, head as u32, nr);
-                self.vm.add(Ev::PGLAZYFREE, nr);
+                self.lruvec_add_folio(head, nr, LRU_INACTIVE_ANON, false);
+                self.rec.vm.add(Ev::PGLAZYFREE, nr);
             }
             _ => {}
         }

@@ -5,12 +5,22 @@
 
 use crate::consts::*;
 use crate::content;
-use crate::kernel::{Fault, Kernel};
+use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::mmap::{VM_LOCKED, VM_WRITE};
 use crate::page_alloc::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
 use crate::pgtable::*;
-use crate::vmstat::Ev;
+use crate::vmstat::{Ev, NodeStat};
+
+/// Result of a fault, as the fault handler's VM_FAULT_* bits would tell it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    Ok,
+    /// VM_FAULT_SIGSEGV: no VMA or a protection violation
+    Segv,
+    /// VM_FAULT_OOM: the allocation failed even after the OOM killer
+    Oom,
+}
 
 /// What a virtual address maps to right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,13 +61,13 @@ impl Kernel {
         let nid = self.mms[mm].node;
         let Pfn(pfn) = self.alloc_pages(GFP_KERNEL, 0, nid)?;
         self.pm.frames[pfn as usize] = make_pgtable();
-        self.nr_pgtable_pages += 1;
+        self.mod_node_page_state(pfn, NodeStat::NrPagetable, 1);
         self.charge(self.costs.clear_4k_ns);
         Some(pfn as u32)
     }
     pub fn free_pgtable(&mut self, pfn: u32) {
-        self.nr_pgtable_pages -= 1;
-        self.pm.free_pages(Pfn(pfn as u64), 0, &mut self.vm);
+        self.mod_node_page_state(pfn as u64, NodeStat::NrPagetable, -1);
+        self.pm.free_pages(Pfn(pfn as u64), 0, &mut self.rec.vm);
     }
 
     /// Install a slot (PMD entry + owned table page) for pmd index `idx`.
@@ -85,7 +95,7 @@ impl Kernel {
         if write && vma.flags & VM_WRITE == 0 {
             return Fault::Segv;
         }
-        self.vm.count(Ev::PGFAULT);
+        self.rec.vm.count(Ev::PGFAULT);
         let idx = addr >> PMD_SHIFT;
         let haddr = idx << PMD_SHIFT;
         if let Some(sid) = self.mms[mm].pmds.lookup(idx) {
@@ -97,10 +107,10 @@ impl Kernel {
         match self.mms[mm].pmds.lookup(idx).map(|s| (s, matches!(self.slots.get(s).pmd, Pmd::HugeZero))) {
             None => {
                 if self.thp_vma_allowable(mm, &vma, haddr) {
-                    let t0 = self.cost;
+                    let t0 = self.clock.cost;
                     let r = self.do_huge_pmd_anonymous_page(mm, &vma, haddr, write);
-                    if self.record_latency && r.is_some() {
-                        self.latency_thp_fault.push(self.cost - t0);
+                    if self.rec.record_latency && r.is_some() {
+                        self.rec.latency_thp_fault.push(self.clock.cost - t0);
                     }
                     if let Some(f) = r {
                         return f;
@@ -152,7 +162,7 @@ impl Kernel {
                 let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
                 if !self.mms[mm].alive {
                     // the OOM killer chose this very process while we allocated
-                    self.pm.free_pages(Pfn(pfn), 0, &mut self.vm);
+                    self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
                     return Fault::Oom;
                 }
                 self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
@@ -198,24 +208,23 @@ impl Kernel {
         let slot = pte_payload(pte);
         let vm_flags = self.mms[mm].find_vma(addr).map_or(0, |v| v.flags);
         self.charge(self.costs.fault_4k_ns);
-        let di = self.swap.dev_of(slot);
         let (pfn, cached) = if let Some(p) = self.swap_cache_lookup(slot) {
             (p, true)
-        } else if self.swap.devs[di].sync_io && self.swap.map(slot) & crate::swapfile::SWAP_COUNT_MASK == 1 {
+        } else if self.swap_is_sync(slot) && self.swap_count(slot) == 1 {
             let nid = self.mms[mm].node;
             let Some(Pfn(p)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
             if !self.swap_pte_same(mm, idx, sid, i, pte) {
-                self.pm.free_pages(Pfn(p), 0, &mut self.vm);
+                self.pm.free_pages(Pfn(p), 0, &mut self.rec.vm);
                 return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
             }
             self.pm.frames[p as usize] = make_anon(COMPOUND_BASE);
             if self.swap_read_folio(p, 1, slot) {
-                self.vm.count(Ev::PGMAJFAULT);
+                self.rec.vm.count(Ev::PGMAJFAULT);
             }
             (p, false)
         } else {
             let Some(p) = self.swap_vma_readahead(mm, addr, slot) else { return self.fault_oom(mm) };
-            self.vm.count(Ev::PGMAJFAULT);
+            self.rec.vm.count(Ev::PGMAJFAULT);
             if !self.swap_pte_same(mm, idx, sid, i, pte) {
                 if lru(self.pm.frames[p as usize]) == LRU_NONE && tag(self.pm.frames[p as usize]) == TAG_ANON {
                     self.lru_add(p, 1, false);
@@ -230,9 +239,9 @@ impl Kernel {
         self.set_pte(sid, i, mk_pte(K_PRESENT, pfn as u32));
         self.mms[mm].rss_anon += 1;
         self.mms[mm].swap_ents -= 1;
-        self.nr_anon_pages += 1;
+        self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, 1);
         self.swap_free(slot);
-        if cached && (write || self.swap.vm_swap_full()) {
+        if cached && (write || self.vm_swap_full()) {
             self.folio_free_swap(pfn);
         }
         if lru(self.pm.frames[pfn as usize]) == LRU_NONE {
@@ -264,7 +273,7 @@ impl Kernel {
         addr: u64,
         write: bool,
     ) -> Fault {
-        use crate::kernel::ThpMode;
+        use crate::config::ThpMode;
         let allowed = !self.mms[mm].thp_disable
             && vma.flags & crate::mmap::VM_NOHUGEPAGE == 0
             && match self.cfg.swapin_enabled {
@@ -282,7 +291,7 @@ impl Kernel {
                         && self.mms[mm].pmds.get(&idx) == Some(&sid)
                         && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(s) if s == first))
                     {
-                        self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.vm);
+                        self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
                         return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
                     }
                     self.charge(self.costs.fault_2m_ns);
@@ -291,7 +300,7 @@ impl Kernel {
                         self.pm.frames[(head + k) as usize] = with_rmap(make_anon(c), Some((sid, k as u32)));
                     }
                     if self.swap_read_folio(head, HPAGE_PMD_NR as u32, first) {
-                        self.vm.count(Ev::PGMAJFAULT);
+                        self.rec.vm.count(Ev::PGMAJFAULT);
                     }
                     let h = self.pm.frames[head as usize];
                     // not in the swap cache any more: the folio is the only copy (dirty)
@@ -299,21 +308,21 @@ impl Kernel {
                     self.slots.get_mut(sid).pmd = Pmd::Huge(head as u32);
                     self.mms[mm].rss_anon += HPAGE_PMD_NR;
                     self.mms[mm].swap_ents -= HPAGE_PMD_NR;
-                    self.nr_anon_pages += HPAGE_PMD_NR;
-                    self.nr_anon_thp += 1;
+                    self.mod_node_page_state(head, NodeStat::NrAnonMapped, HPAGE_PMD_NR as i64);
+                    self.mod_node_page_state(head, NodeStat::NrAnonThps, 1);
                     for k in 0..HPAGE_PMD_NR as u32 {
                         self.swap_free(first + k);
                     }
                     self.lru_add(head, HPAGE_PMD_NR, vma.flags & VM_LOCKED != 0);
                     self.deferred_split_folio(head, false);
-                    self.vm.count(Ev::THP_SWPIN);
+                    self.rec.vm.count(Ev::THP_SWPIN);
                     return Fault::Ok;
                 }
                 None => {
                     if !self.mms[mm].alive {
                         return Fault::Oom;
                     }
-                    self.vm.count(Ev::THP_SWPIN_FALLBACK);
+                    self.rec.vm.count(Ev::THP_SWPIN_FALLBACK);
                 }
             }
         }
@@ -336,8 +345,22 @@ impl Kernel {
         self.pm.frames[pfn as usize] = set_dirty(set_young(f, true), write);
         self.set_pte(sid, i, mk_pte(K_PRESENT, pfn as u32));
         self.mms[mm].rss_anon += 1;
-        self.nr_anon_pages += 1;
+        self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, 1);
         self.lru_add(pfn, 1, vm_flags & VM_LOCKED != 0);
+    }
+
+    /// lruvec_add_folio() / lruvec_add_folio_tail(): put the folio on list `l` of its
+    /// node's lruvec (a lazy-free folio on the matching file list, see lru_index).
+    pub(crate) fn lruvec_add_folio(&mut self, head: u64, nr: u64, l: u64, tail: bool) {
+        let f = with_lru(self.pm.frames[head as usize], l);
+        self.pm.frames[head as usize] = f;
+        let node = self.pm.node_of(head);
+        let list = &mut self.pgdat[node].lruvec[lru_index(f)];
+        if tail {
+            list.push_tail(&mut self.pm.links, head as u32, nr);
+        } else {
+            list.push_head(&mut self.pm.links, head as u32, nr);
+        }
     }
 
     /// folio_add_lru_vma(): new anonymous folios go to the inactive anon list
@@ -348,7 +371,7 @@ impl Kernel {
         let f = self.pm.frames[pfn as usize];
         self.pm.frames[pfn as usize] = set_mlocked(with_lru(f, l), locked);
         let li = lru_index(self.pm.frames[pfn as usize]);
-        self.pm.lru[node][li].push_head(&mut self.pm.links, pfn as u32, nr);
+        self.pgdat[node].lruvec[li].push_head(&mut self.pm.links, pfn as u32, nr);
     }
     pub fn lru_del(&mut self, pfn: u64, nr: u64) {
         let f = self.pm.frames[pfn as usize];
@@ -357,7 +380,7 @@ impl Kernel {
             return;
         }
         let node = self.pm.node_of(pfn);
-        self.pm.lru[node][lru_index(f)].remove(&mut self.pm.links, pfn as u32, nr);
+        self.pgdat[node].lruvec[lru_index(f)].remove(&mut self.pm.links, pfn as u32, nr);
         self.pm.frames[pfn as usize] = with_lru(f, LRU_NONE);
     }
 
@@ -374,10 +397,10 @@ impl Kernel {
         self.lru_del(head, 1 << order);
         if order == HPAGE_PMD_ORDER {
             self.deferred_split_remove(head);
-            self.thp_mapcount.remove(&(head as u32));
+            self.pm.mapcount.remove(&(head as u32));
         }
         self.charge(self.costs.page_free_ns);
-        self.pm.free_pages(Pfn(head), order, &mut self.vm);
+        self.pm.free_pages(Pfn(head), order, &mut self.rec.vm);
     }
 
     /// Unmap one PTE-mapped page: base pages are freed, THP subpages lose their mapping
@@ -385,7 +408,7 @@ impl Kernel {
     pub(crate) fn zap_present_pte(&mut self, mm: MmId, pfn: u64) {
         let f = self.pm.frames[pfn as usize];
         self.mms[mm].rss_anon -= 1;
-        self.nr_anon_pages -= 1;
+        self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -1);
         self.pm.frames[pfn as usize] = with_rmap(f, None);
         if compound(f) == COMPOUND_BASE {
             self.free_folio(Pfn(pfn));
@@ -393,7 +416,7 @@ impl Kernel {
         }
         let head = hpage_pfn_align(pfn);
         let left = {
-            let c = self.thp_mapcount.get_mut(&(head as u32)).expect("PTE-mapped THP has a mapcount");
+            let c = self.pm.mapcount.get_mut(&(head as u32)).expect("PTE-mapped THP has a mapcount");
             *c -= 1;
             *c
         };
@@ -462,8 +485,8 @@ impl Kernel {
         match slot.pmd {
             Pmd::Huge(head) => {
                 self.mms[mm].rss_anon -= HPAGE_PMD_NR;
-                self.nr_anon_pages -= HPAGE_PMD_NR;
-                self.nr_anon_thp -= 1;
+                self.mod_node_page_state(head as u64, NodeStat::NrAnonMapped, -(HPAGE_PMD_NR as i64));
+                self.mod_node_page_state(head as u64, NodeStat::NrAnonThps, -1);
                 for p in head as u64..head as u64 + HPAGE_PMD_NR {
                     let f = self.pm.frames[p as usize];
                     self.pm.frames[p as usize] = with_rmap(f, None);
@@ -536,10 +559,7 @@ impl Kernel {
         for (idx, _) in left {
             self.zap_range(mm, idx << PMD_SHIFT, (idx + 1) << PMD_SHIFT, true);
         }
-        if self.mms[mm].huge_zero_ref {
-            self.mms[mm].huge_zero_ref = false;
-            self.huge_zero_users -= 1;
-        }
+        self.mm_put_huge_zero_folio(mm);
         self.khugepaged_exit(mm);
         self.mms[mm].alive = false;
     }

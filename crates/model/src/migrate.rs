@@ -72,23 +72,17 @@ impl Kernel {
             }
         }
         if thp {
-            if let Some(c) = self.thp_mapcount.remove(&(src as u32)) {
-                self.thp_mapcount.insert(dst as u32, c);
+            if let Some(c) = self.pm.mapcount.remove(&(src as u32)) {
+                self.pm.mapcount.insert(dst as u32, c);
             }
         }
         if on_lru {
-            let node = self.pm.node_of(dst);
-            let h = self.pm.frames[dst as usize];
-            self.pm.frames[dst as usize] = with_lru(h, lru_list);
             // lazy-free folios are on the file lists (lru_index)
-            self.pm.lru[node][lru_index(self.pm.frames[dst as usize])].push_head(&mut self.pm.links, dst as u32, nr);
+            self.lruvec_add_folio(dst, nr, lru_list, false);
         }
         if queued {
             // the copy carried PG_partially_mapped; put the new folio on the queue
-            let t = dst as usize + 1;
-            self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
-            let node = self.pm.node_of(dst);
-            self.deferred[node].push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
+            self.deferred_split_requeue(dst);
         }
         self.charge(if thp { self.costs.copy_2m_ns } else { self.costs.migrate_4k_ns });
         // flush the old translations of every mm that maps the folio
@@ -107,7 +101,7 @@ impl Kernel {
         if swapcache(self.pm.frames[dst as usize]) {
             self.swap_cache_move(src, dst);
         }
-        self.pm.free_pages(Pfn(src), if thp { HPAGE_PMD_ORDER } else { 0 }, &mut self.vm);
+        self.pm.free_pages(Pfn(src), if thp { HPAGE_PMD_ORDER } else { 0 }, &mut self.rec.vm);
     }
 
     /// migrate_pages() of one folio to `node` (MR_SYSCALL/MR_NUMA_MISPLACED style):
@@ -127,10 +121,10 @@ impl Kernel {
         }
         let nr = if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
         self.lru_del(head, nr);
-        let split0 = self.vm.get(Ev::THP_MIGRATION_SPLIT);
+        let split0 = self.rec.vm.get(Ev::THP_MIGRATION_SPLIT);
         let moved = self.migrate_isolated_folio(Pfn(head), list, node);
         let thp = nr == HPAGE_PMD_NR;
-        let split = self.vm.get(Ev::THP_MIGRATION_SPLIT) - split0;
+        let split = self.rec.vm.get(Ev::THP_MIGRATION_SPLIT) - split0;
         trace_event!(
             self,
             mm_migrate_pages,
@@ -154,15 +148,15 @@ impl Kernel {
             if let Some(Pfn(dst)) = self.alloc_pages(GFP_TRANSHUGE_LIGHT | __GFP_THISNODE, HPAGE_PMD_ORDER, node) {
                 self.move_folio(Pfn(head), Pfn(dst));
                 self.putback_folio(dst, HPAGE_PMD_NR, list);
-                self.vm.count(Ev::THP_MIGRATION_SUCCESS);
-                self.vm.add(Ev::PGMIGRATE_SUCCESS, HPAGE_PMD_NR);
+                self.rec.vm.count(Ev::THP_MIGRATION_SUCCESS);
+                self.rec.vm.add(Ev::PGMIGRATE_SUCCESS, HPAGE_PMD_NR);
                 return HPAGE_PMD_NR;
             }
-            self.vm.count(Ev::THP_MIGRATION_SPLIT);
+            self.rec.vm.count(Ev::THP_MIGRATION_SPLIT);
             let Ok(pieces) = self.split_folio(Pfn(head), SplitReason::Migration) else {
                 self.putback_folio(head, HPAGE_PMD_NR, list);
-                self.vm.count(Ev::THP_MIGRATION_FAIL);
-                self.vm.add(Ev::PGMIGRATE_FAIL, HPAGE_PMD_NR);
+                self.rec.vm.count(Ev::THP_MIGRATION_FAIL);
+                self.rec.vm.add(Ev::PGMIGRATE_FAIL, HPAGE_PMD_NR);
                 return 0;
             };
             return pieces.into_iter().map(|p| self.migrate_isolated_folio(p, list, node)).sum();
@@ -171,12 +165,12 @@ impl Kernel {
             Some(Pfn(dst)) => {
                 self.move_folio(Pfn(head), Pfn(dst));
                 self.putback_folio(dst, 1, list);
-                self.vm.count(Ev::PGMIGRATE_SUCCESS);
+                self.rec.vm.count(Ev::PGMIGRATE_SUCCESS);
                 1
             }
             None => {
                 self.putback_folio(head, 1, list);
-                self.vm.count(Ev::PGMIGRATE_FAIL);
+                self.rec.vm.count(Ev::PGMIGRATE_FAIL);
                 0
             }
         }
@@ -185,10 +179,9 @@ impl Kernel {
     /// folio_putback_lru(): an isolated folio goes back on list `list` of its node (a
     /// lazy-free folio on the file list, see lru_index).
     fn putback_folio(&mut self, head: u64, nr: u64, list: u64) {
-        let node = self.pm.node_of(head);
-        let f = set_mlocked(with_lru(self.pm.frames[head as usize], list), list == LRU_UNEVICTABLE);
+        let f = set_mlocked(self.pm.frames[head as usize], list == LRU_UNEVICTABLE);
         self.pm.frames[head as usize] = f;
-        self.pm.lru[node][lru_index(f)].push_head(&mut self.pm.links, head as u32, nr);
+        self.lruvec_add_folio(head, nr, list, false);
     }
 
     /// move_pages(2) for [start, end) of `mm` to `node`: each mapped folio not already on

@@ -25,7 +25,7 @@ impl Kernel {
     /// Time for a request of `nr` pages at global slot `slot` on device `di`, queued behind
     /// the device's earlier requests; returns the ns the caller waits.
     fn swap_io(&mut self, di: usize, write: bool, slot: u32, nr: u32) -> u64 {
-        let now = self.now + self.cost;
+        let now = self.clock.now + self.clock.cost;
         let d = &mut self.swap.devs[di];
         let (lat, mbps) = if write {
             (d.io.write_latency_ns, d.io.write_mb_per_s)
@@ -68,7 +68,7 @@ impl Kernel {
                 *self.swap.map_mut(s) |= SWAP_ZEROMAP;
                 self.set_slot_data(s, 0);
             }
-            self.vm.add(Ev::SWPOUT_ZERO, nr as u64);
+            self.rec.vm.add(Ev::SWPOUT_ZERO, nr as u64);
             return Ok(());
         }
         // swap_zeromap_folio_clear()
@@ -106,11 +106,11 @@ impl Kernel {
         }
         // count_swpout_vm_event()
         if nr as u64 == HPAGE_PMD_NR {
-            self.vm.count(Ev::THP_SWPOUT);
+            self.rec.vm.count(Ev::THP_SWPOUT);
             self.count_mthp("swpout", 1);
         }
-        self.vm.add(Ev::PSWPOUT, nr as u64);
-        self.vm.add(Ev::PGPGOUT, 4 * nr as u64);
+        self.rec.vm.add(Ev::PSWPOUT, nr as u64);
+        self.rec.vm.add(Ev::PGPGOUT, 4 * nr as u64);
         self.swap.devs[di].last_end = slot + nr;
         Ok(())
     }
@@ -134,7 +134,7 @@ impl Kernel {
         if all_zero {
             // swap_read_folio_zeromap(): folio_zero_range, no I/O
             self.charge(self.costs.clear_4k_ns * nr as u64);
-            self.vm.add(Ev::SWPIN_ZERO, nr as u64);
+            self.rec.vm.add(Ev::SWPIN_ZERO, nr as u64);
             trace_event!(
                 self,
                 thplab_swapin,
@@ -149,7 +149,7 @@ impl Kernel {
         let zeros = (slot..slot + nr).filter(|&s| self.swap.map(s) & SWAP_ZEROMAP != 0).count() as u64;
         if zeros > 0 {
             self.charge(self.costs.clear_4k_ns * zeros);
-            self.vm.add(Ev::SWPIN_ZERO, zeros);
+            self.rec.vm.add(Ev::SWPIN_ZERO, zeros);
         }
         if self.swap.devs[di].zram.is_some() {
             let mut ns = 0;
@@ -173,8 +173,8 @@ impl Kernel {
             zero_pages = zeros,
             dev = self.swap.devs[di].name.clone()
         );
-        self.vm.add(Ev::PSWPIN, n);
-        self.vm.add(Ev::PGPGIN, 4 * n);
+        self.rec.vm.add(Ev::PSWPIN, n);
+        self.rec.vm.add(Ev::PGPGIN, 4 * n);
         true
     }
 }

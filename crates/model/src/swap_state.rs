@@ -46,7 +46,7 @@ impl Kernel {
         let f = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_swapcache(f, true);
         self.charge(self.costs.page_alloc_ns);
-        self.lock_acquire(crate::vmscan::LockId::SwapCache, self.costs.page_free_ns);
+        self.lock_acquire(crate::locking::LockId::SwapCache, self.costs.page_free_ns);
     }
 
     /// delete_from_swap_cache() + put_swap_folio(): the folio leaves the cache; slots no
@@ -60,7 +60,7 @@ impl Kernel {
             self.swapcache_clear(s);
         }
         self.charge(self.costs.page_free_ns);
-        self.lock_acquire(crate::vmscan::LockId::SwapCache, self.costs.page_free_ns);
+        self.lock_acquire(crate::locking::LockId::SwapCache, self.costs.page_free_ns);
     }
 
     /// The swap cache's slots of a folio.
@@ -147,7 +147,7 @@ impl Kernel {
             self.lru_add(pfn, 1, false);
             if p != page {
                 *self.swap.map_mut(s) |= SWAP_READAHEAD;
-                self.vm.count(Ev::SWAP_RA);
+                self.rec.vm.count(Ev::SWAP_RA);
             } else {
                 fault_pfn = Some(pfn);
             }
@@ -164,7 +164,7 @@ impl Kernel {
         let pfn = *self.swap.cache.get(&slot)? as u64;
         if m & SWAP_READAHEAD != 0 {
             *self.swap.map_mut(slot) &= !SWAP_READAHEAD;
-            self.vm.count(Ev::SWAP_RA_HIT);
+            self.rec.vm.count(Ev::SWAP_RA_HIT);
             self.swap.ra_hits += 1;
         }
         Some(pfn)

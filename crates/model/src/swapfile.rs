@@ -12,6 +12,7 @@
 
 use crate::consts::*;
 use crate::kernel::Kernel;
+use crate::locking::{LockId, SimLock};
 use crate::mm_types::Pfn;
 use crate::trace::trace_event;
 use crate::zram::Zram;
@@ -235,8 +236,9 @@ pub struct SwapState {
     pub ra_prev: u32,
     /// requeue counter for devices of the same priority
     pub rr: u64,
-    /// zram mm_stat at each phase end (the result's extra.zram_mm_stat_phase_end)
-    pub phase_end_stats: Vec<serde_json::Value>,
+    /// the swap device (si->lock) and swap cache (address space) locks, simulated
+    pub lock: SimLock,
+    pub cache_lock: SimLock,
 }
 
 impl SwapState {
@@ -403,7 +405,7 @@ impl Kernel {
         if order > 0 && !self.cfg.thp_swap {
             return None;
         }
-        let cpu = (self.cur_cpu as usize).min(self.swap.percpu_next.len().saturating_sub(1));
+        let cpu = (self.clock.cpu as usize).min(self.swap.percpu_next.len().saturating_sub(1));
         self.swap_lock();
         // fast path: this CPU's cluster for the order (nonrot devices)
         if !self.swap.percpu_next.is_empty() {
@@ -596,9 +598,38 @@ impl Kernel {
         }
     }
 
+    /// SWP_SYNCHRONOUS_IO of the device holding `slot` (zram, pmem)
+    pub fn swap_is_sync(&self, slot: u32) -> bool {
+        self.swap.devs[self.swap.dev_of(slot)].sync_io
+    }
+    /// __swap_count(): the swap PTEs referencing `slot`
+    pub fn swap_count(&self, slot: u32) -> u8 {
+        self.swap.map(slot) & SWAP_COUNT_MASK
+    }
+    /// SWAP_HAS_CACHE: a folio in the swap cache holds `slot`
+    pub fn swap_has_cache(&self, slot: u32) -> bool {
+        self.swap.map(slot) & SWAP_HAS_CACHE != 0
+    }
+    /// get_nr_swap_pages()
+    pub fn nr_swap_pages(&self) -> u64 {
+        self.swap.nr_free()
+    }
+    /// vm_swap_full()
+    pub fn vm_swap_full(&self) -> bool {
+        self.swap.vm_swap_full()
+    }
+    /// total_swap_pages
+    pub fn total_swap_pages(&self) -> u64 {
+        self.swap.total_pages()
+    }
+    /// NR_SWAPCACHE: pages in the swap cache
+    pub fn nr_swapcache(&self) -> u64 {
+        self.swap.cache.len() as u64
+    }
+
     /// Simulated swap_info/cluster lock: a short critical section on a shared lock.
     pub fn swap_lock(&mut self) {
         let hold = self.costs.page_alloc_ns;
-        self.lock_acquire(crate::vmscan::LockId::Swap, hold);
+        self.lock_acquire(LockId::Swap, hold);
     }
 }

@@ -39,7 +39,7 @@ impl Trace {
 }
 
 /// `trace_event!(k, name, field = value, ...)`: emit tracepoint `name` with the kernel's
-/// field names, stamped with the kernel's clock (`k.now + k.cost`); `k` is a `Kernel`.
+/// field names, stamped with the kernel's clock (`k.clock.now + k.clock.cost`); `k` is a `Kernel`.
 /// `trace_event!(@clock trace, name, ...)`: the same on a bare `Trace`, stamped with
 /// its `clock`.
 macro_rules! trace_event {
@@ -55,12 +55,12 @@ macro_rules! trace_event {
     }};
     ($k:expr, $name:ident $(, $f:ident = $v:expr)* $(,)?) => {{
         const TP: usize = thplab_workload::trace::tracepoint_index(stringify!($name));
-        if $k.trace.on(TP) {
+        if $k.rec.trace.on(TP) {
             #[allow(unused_mut)]
             let mut m = serde_json::Map::new();
             $( m.insert(stringify!($f).into(), serde_json::json!($v)); )*
-            let t = $k.now + $k.cost;
-            $k.trace.push(t, stringify!($name), m);
+            let t = $k.clock.now + $k.clock.cost;
+            $k.rec.trace.push(t, stringify!($name), m);
         }
     }};
 }
@@ -70,7 +70,7 @@ pub(crate) use trace_event;
 /// must be gathered before the work they describe)?
 macro_rules! trace_enabled {
     ($k:expr, $name:ident) => {
-        $k.trace.on(const { thplab_workload::trace::tracepoint_index(stringify!($name)) })
+        $k.rec.trace.on(const { thplab_workload::trace::tracepoint_index(stringify!($name)) })
     };
 }
 pub(crate) use trace_enabled;

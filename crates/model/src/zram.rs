@@ -15,6 +15,7 @@ use crate::content::{self, Content};
 use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::page_alloc::*;
+use crate::vmstat::NodeStat;
 use serde_json::{json, Value};
 use thplab_workload::costs::CompressorCosts;
 
@@ -167,7 +168,7 @@ impl Kernel {
                 return false;
             };
             self.pm.frames[pfn as usize] = make_kernel(0, true);
-            self.nr_kernel_pages += 1;
+            self.mod_node_page_state(pfn, NodeStat::NrKernelMisc, 1);
             self.charge(self.costs.page_alloc_ns);
             let z = self.swap.devs[di].zram.as_mut().unwrap();
             z.frames.push(pfn as u32);
@@ -185,8 +186,8 @@ impl Kernel {
                 break;
             }
             let pfn = z.frames.pop().unwrap();
-            self.nr_kernel_pages -= 1;
-            self.pm.free_pages(Pfn(pfn as u64), 0, &mut self.vm);
+            self.mod_node_page_state(pfn as u64, NodeStat::NrKernelMisc, -1);
+            self.pm.free_pages(Pfn(pfn as u64), 0, &mut self.rec.vm);
         }
     }
 

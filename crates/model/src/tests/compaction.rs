@@ -5,7 +5,10 @@
 
 use crate::check;
 use crate::compaction::fragmentation_score_wmark;
-use crate::kernel::{CompactPriority, CompactResult, Kernel, Kthread};
+use crate::compaction::CompactPriority;
+use crate::compaction::CompactResult;
+use crate::kernel::Kernel;
+use crate::kthread::Kthread;
 use crate::memory::Mapping;
 use crate::mm_types::*;
 use crate::mmap::{Mm, VM_LOCKED, VM_READ, VM_WRITE};
@@ -41,7 +44,7 @@ fn fragment(k: &mut Kernel, size: u64, flags: u32) -> (u64, Vec<(u64, u16)>) {
     for i in 0..size / 4096 {
         assert_eq!(
             k.write_page(P0, addr + i * 4096, (i % 4096) as u32, 1, &WriteData::Byte(1)),
-            crate::kernel::Fault::Ok
+            crate::memory::Fault::Ok
         );
     }
     let mut kept = vec![];
@@ -164,17 +167,17 @@ fn unmovable_fill(k: &mut Kernel) -> Vec<u64> {
         ZONE_NORMAL,
         15000,
         false,
-        &mut k.vm,
+        &mut k.rec.vm,
         &mut Trace::default(),
     ) {
         all.push(p);
     }
     for p in all {
         if p % 512 < 384 {
-            k.pm.free_pages(Pfn(p), 7, &mut k.vm);
+            k.pm.free_pages(Pfn(p), 7, &mut k.rec.vm);
         } else {
             kept.push(p);
-            k.nr_kernel_pages += 128;
+            k.mod_node_page_state(p, NodeStat::NrKernelMisc, 128);
         }
     }
     kept
@@ -195,7 +198,7 @@ fn sync_compaction_of_unmovable_memory_is_deferred() {
         }
     }
     assert_eq!(ran, vec![0, 2, 6, 14, 30, 62, 126, 190, 254], "2^k - 1 skips after k failures, at most 63");
-    assert_eq!(k.vm.get(Ev::PGMIGRATE_SUCCESS), 0, "nothing movable");
+    assert_eq!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS), 0, "nothing movable");
     // the minimum priority (sync full) ignores deferral
     let r = k.try_to_compact_pages(GFP_TRANSHUGE, 9, ALLOC_WMARK_MIN, &[zi], CompactPriority::SyncFull);
     assert_ne!(r, CompactResult::Deferred);
@@ -212,8 +215,9 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
         // interleave unmovable kernel pages with the anonymous memory
         let mut kern = vec![];
         for _ in 0..64 {
-            kern.push(k.alloc_pages(GFP_KERNEL, 0, 0).unwrap().0);
-            k.nr_kernel_pages += 1;
+            let p = k.alloc_pages(GFP_KERNEL, 0, 0).unwrap().0;
+            kern.push(p);
+            k.mod_node_page_state(p, NodeStat::NrKernelMisc, 1);
         }
         let (_, kept) = fragment(&mut k, 192 << 20, VM_READ | VM_WRITE);
         let (_, locked) = fragment(&mut k, 32 << 20, VM_READ | VM_WRITE | VM_LOCKED);
@@ -230,7 +234,7 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
         k.set_knob("vm.compact_memory", "1").unwrap();
 
         check::check(&k).unwrap();
-        assert!(k.vm.get(Ev::PGMIGRATE_SUCCESS) > 5_000, "compaction migrated pages");
+        assert!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS) > 5_000, "compaction migrated pages");
         assert!(k.fragmentation_score_node(0) < score0, "and lowered the score");
         for &p in &kern {
             assert_eq!(tag(k.pm.frames[p as usize]), TAG_KERNEL, "kernel page {p} untouched");
@@ -269,19 +273,20 @@ fn compaction_skips_pmd_thps() {
         k.write_page(P0, addr + i * (2 << 20), 0, 1, &WriteData::Byte(7));
     }
     let thps: Vec<u64> = (0..32u64).map(|i| pfn_of(&k, addr + i * (2 << 20))).collect();
-    assert!(k.nr_anon_thp == 32);
+    assert!(k.nr_anon_thp() == 32);
     fragment(&mut k, 128 << 20, VM_READ | VM_WRITE);
     k.compact_all();
     for (i, &p) in thps.iter().enumerate() {
         assert_eq!(pfn_of(&k, addr + i as u64 * (2 << 20)), p, "THP {i} not migrated");
     }
-    assert_eq!(k.vm.get(Ev::THP_MIGRATION_SUCCESS), 0);
+    assert_eq!(k.rec.vm.get(Ev::THP_MIGRATION_SUCCESS), 0);
     check::check(&k).unwrap();
 }
 
 use super::common::go;
 use crate::mm_types::{MmId, Pfn};
 use crate::trace::Trace;
+use crate::vmstat::NodeStat;
 
 const P0: MmId = MmId(0);
 #[allow(dead_code)]
@@ -389,14 +394,14 @@ fn kswapd_can_wake_kcompactd() {
     let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
     // nothing to do on a fresh machine: an order-9 page is free
     k.wakeup_kcompactd(0, 9);
-    assert!(k.wakeups.is_empty());
+    assert!(k.clock.wakeups.is_empty());
     k.wakeup_kcompactd(0, 0);
-    assert!(k.wakeups.is_empty());
+    assert!(k.clock.wakeups.is_empty());
     let size = most(&k);
     fragment(&mut k, size, VM_READ | VM_WRITE);
     // take what is left in 2 MiB blocks, so that an order-9 allocation needs compaction
     let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
-    while let Some((_, _)) = k.pm.get_page_from_freelist(
+    while let Some((Pfn(p), _)) = k.pm.get_page_from_freelist(
         GFP_KERNEL,
         9,
         ALLOC_NO_WATERMARKS,
@@ -404,37 +409,37 @@ fn kswapd_can_wake_kcompactd() {
         ZONE_NORMAL,
         15000,
         false,
-        &mut k.vm,
+        &mut k.rec.vm,
         &mut Trace::default(),
     ) {
-        k.nr_kernel_pages += 512;
+        k.mod_node_page_state(p, NodeStat::NrKernelMisc, 512);
     }
     k.wakeup_kcompactd(0, 9);
-    assert_eq!(k.wakeups.iter().map(|w| w.0).collect::<Vec<_>>(), vec![Kthread::Kcompactd(0)]);
-    k.wakeups.clear();
+    assert_eq!(k.clock.wakeups.iter().map(|w| w.0).collect::<Vec<_>>(), vec![Kthread::Kcompactd(0)]);
+    k.clock.wakeups.clear();
     let next = k.kthread_step(Kthread::Kcompactd(0));
-    assert_eq!(k.vm.get(Ev::COMPACT_DAEMON_WAKE), 1);
-    assert!(k.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED) > 0);
-    assert_eq!(k.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED), k.vm.get(Ev::COMPACT_MIGRATE_SCANNED));
-    assert!(k.vm.get(Ev::PGMIGRATE_SUCCESS) > 0);
+    assert_eq!(k.rec.vm.get(Ev::COMPACT_DAEMON_WAKE), 1);
+    assert!(k.rec.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED) > 0);
+    assert_eq!(k.rec.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED), k.rec.vm.get(Ev::COMPACT_MIGRATE_SCANNED));
+    assert!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS) > 0);
     // kcompactd compacts for GFP_KERNEL order 9 until a block could be claimed
     let zi = normal_or_dma32(&k);
     assert!((9..=10).any(|o| k.pm.zones[zi].nr_free_order(o) > 0));
-    assert_eq!(next, crate::kernel::KthreadNext::Wait, "proactiveness 0: wait without timeout");
-    assert_eq!(k.kcompactd[0].max_order, 0);
+    assert_eq!(next, crate::kthread::KthreadNext::Wait, "proactiveness 0: wait without timeout");
+    assert_eq!(k.pgdat[0].kcompactd.max_order, 0);
     check::check(&k).unwrap();
 }
 
 #[test]
 fn writing_proactiveness_wakes_kcompactd() {
     let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
-    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), crate::kernel::KthreadNext::Wait);
+    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), crate::kthread::KthreadNext::Wait);
     k.set_knob("vm.compaction_proactiveness", "20").unwrap();
-    assert_eq!(k.wakeups.len(), 1);
-    assert!(k.kcompactd[0].proactive_trigger);
-    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), crate::kernel::KthreadNext::Sleep(500_000_000));
+    assert_eq!(k.clock.wakeups.len(), 1);
+    assert!(k.pgdat[0].kcompactd.proactive_trigger);
+    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), crate::kthread::KthreadNext::Sleep(500_000_000));
     let next = k.kthread_step(Kthread::Kcompactd(0));
-    assert_eq!(next, crate::kernel::KthreadNext::Sleep(500_000_000), "nothing to compact: the 500 ms timer");
-    assert!(!k.kcompactd[0].proactive_trigger);
+    assert_eq!(next, crate::kthread::KthreadNext::Sleep(500_000_000), "nothing to compact: the 500 ms timer");
+    assert!(!k.pgdat[0].kcompactd.proactive_trigger);
     let _ = ZONE_NORMAL;
 }

@@ -4,8 +4,9 @@
 //! rules (mm/khugepaged.c), not tuned.
 
 use crate::check::check;
-use crate::kernel::{Kernel, KthreadNext};
+use crate::kernel::Kernel;
 use crate::khugepaged::ScanResult;
+use crate::kthread::KthreadNext;
 use crate::memory::Mapping;
 use crate::mm_types::*;
 use crate::mm_types::{MmId, Pfn};
@@ -48,7 +49,7 @@ fn populate(k: &mut Kernel, mm: MmId, n: u64, pages: impl Fn(u64) -> bool) -> u6
         for i in 0..512u64 {
             if pages(i) {
                 let addr = a + r * M2 + i * 4096;
-                assert_eq!(k.write_page(mm, addr, i as u32, 1, &WriteData::Byte(0xa5)), crate::kernel::Fault::Ok);
+                assert_eq!(k.write_page(mm, addr, i as u32, 1, &WriteData::Byte(0xa5)), crate::memory::Fault::Ok);
             }
         }
     }
@@ -100,13 +101,13 @@ fn max_ptes_none_limit() {
     let a = populate(&mut k, P0, 1, |i| i >= 100);
     let b = populate(&mut k, P0, 1, |i| i >= 101);
     assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::Succeed);
-    let before = k.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_NONE_PTE);
+    let before = k.rec.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_NONE_PTE);
     assert_eq!(k.khugepaged_candidacy(P0, b, true), ScanResult::ExceedNonePte);
-    assert_eq!(k.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_NONE_PTE), before + 1);
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_NONE_PTE), before + 1);
     // zero-page PTEs count as none
     let c = populate(&mut k, P0, 1, |i| i >= 101);
     for i in 0..101u64 {
-        assert_eq!(k.read_page(P0, c + i * 4096), crate::kernel::Fault::Ok);
+        assert_eq!(k.read_page(P0, c + i * 4096), crate::memory::Fault::Ok);
     }
     assert_eq!(k.follow(P0, c), Mapping::Zero);
     assert_eq!(k.khugepaged_candidacy(P0, c, true), ScanResult::ExceedNonePte);
@@ -122,7 +123,7 @@ fn max_ptes_swap_limit_and_referenced_rule() {
         make_swap_pte(&mut k, P0, a, i);
     }
     assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::ExceedSwapPte);
-    assert_eq!(k.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_SWAP_PTE), 1);
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_SWAP_PTE), 1);
     assert_eq!(k.khugepaged_candidacy(P0, a, false), ScanResult::Succeed, "MADV_COLLAPSE ignores max_ptes_swap");
     // 64 swap PTEs are allowed, but then at least half the range must be young
     let b = a + M2;
@@ -224,11 +225,11 @@ fn lazyfree_folios_are_skipped_with_the_policy() {
 /// Run khugepaged steps (no engine) until it sleeps or waits; returns what it asked for.
 fn khugepaged_pass(k: &mut Kernel) -> KthreadNext {
     loop {
-        k.cost = 0;
+        k.clock.cost = 0;
         match k.khugepaged_step() {
             KthreadNext::Again => continue,
             other => {
-                k.now += k.cost;
+                k.clock.now += k.clock.cost;
                 return other;
             }
         }
@@ -243,11 +244,11 @@ fn collapse_preserves_every_page_and_the_accounting() {
     // a zero-page PTE in the middle
     k.read_page(P0, a + 3 * 4096);
     let rss0 = k.mms[P0].rss_anon;
-    let anon0 = k.nr_anon_pages;
+    let anon0 = k.nr_anon_pages();
     let free0 = k.nr_free_pages();
-    let pgt0 = k.nr_pgtable_pages;
+    let pgt0 = k.nr_pgtable_pages();
     k.madvise(P0, a, a + 2 * M2, Advice::Hugepage).unwrap();
-    assert_eq!(k.khugepaged_list.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0]);
+    assert_eq!(k.khugepaged.mm_slots.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0]);
     let next = khugepaged_pass(&mut k);
     assert_eq!(next, KthreadNext::Sleep(10_000 * 1_000_000));
     assert_eq!(k.khugepaged.pages_collapsed, 2);
@@ -268,12 +269,12 @@ fn collapse_preserves_every_page_and_the_accounting() {
         }
     }
     assert_eq!(k.mms[P0].rss_anon, 1024);
-    assert_eq!(k.nr_anon_pages - anon0, 1024 - rss0);
-    assert_eq!(k.nr_anon_thp, 2);
-    assert_eq!(k.nr_pgtable_pages, pgt0, "the table page stays as the deposit");
+    assert_eq!(k.nr_anon_pages() - anon0, 1024 - rss0);
+    assert_eq!(k.nr_anon_thp(), 2);
+    assert_eq!(k.nr_pgtable_pages(), pgt0, "the table page stays as the deposit");
     // 1024 - rss0 more pages in use (the none PTEs became zero-filled subpages)
     assert_eq!(free0 - k.nr_free_pages(), 1024 - rss0);
-    assert_eq!(k.vm.get(crate::vmstat::Ev::THP_COLLAPSE_ALLOC), 2);
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_COLLAPSE_ALLOC), 2);
     check(&k).unwrap();
     // exit frees everything
     k.exit_mm(P0);
@@ -292,12 +293,12 @@ fn collapse_of_a_pte_mapped_thp_frees_it() {
     let old = pfn_of(&k, P0, a);
     let sid = slot_of(&k, P0, a);
     k.split_huge_pmd(P0, sid);
-    assert_eq!(k.nr_anon_thp, 0);
+    assert_eq!(k.nr_anon_thp(), 0);
     assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::Succeed);
     khugepaged_pass(&mut k);
     let new = pfn_of(&k, P0, a);
     assert_ne!(new, old);
-    assert_eq!(k.nr_anon_thp, 1);
+    assert_eq!(k.nr_anon_thp(), 1);
     assert_eq!(tag(k.pm.frames[old as usize]), TAG_FREE, "the old THP went back to the buddy allocator");
     for i in 0..512 {
         assert_eq!(crate::content::first_nonzero(content(k.pm.frames[(new + i) as usize])), Some(i as u16));
@@ -428,7 +429,7 @@ fn cold_to_tail_policy_reorders_the_list() {
     }
     let a1 = k.mms[P1].vmas.keys().next().copied().unwrap();
     k.madvise(P1, a1, a1 + M2, Advice::Cold).unwrap();
-    assert_eq!(k.khugepaged_list.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0, 2, 1]);
+    assert_eq!(k.khugepaged.mm_slots.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0, 2, 1]);
     let mut k = kernel(&[]);
     for mm in (0..3).map(MmId) {
         let a = populate(&mut k, mm, 1, |_| true);
@@ -436,7 +437,7 @@ fn cold_to_tail_policy_reorders_the_list() {
     }
     let a1 = k.mms[P1].vmas.keys().next().copied().unwrap();
     k.madvise(P1, a1, a1 + M2, Advice::Free).unwrap();
-    assert_eq!(k.khugepaged_list.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0, 1, 2], "baseline: FIFO");
+    assert_eq!(k.khugepaged.mm_slots.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0, 1, 2], "baseline: FIFO");
 }
 
 #[test]
@@ -466,8 +467,8 @@ fn madv_collapse_errnos_and_rules() {
     let mut k = kernel(&[("transparent_hugepage/enabled", "never")]);
     let a = populate(&mut k, P0, 2, |i| i < 3);
     assert_eq!(k.madvise(P0, a, a + 2 * M2, Advice::Collapse), Ok(()));
-    assert_eq!(k.nr_anon_thp, 2);
-    assert!(k.khugepaged_list.is_empty());
+    assert_eq!(k.nr_anon_thp(), 2);
+    assert!(k.khugepaged.mm_slots.is_empty());
     assert_eq!(k.khugepaged.pages_collapsed, 0, "pages_collapsed counts khugepaged only");
     // already PMD-mapped counts as success
     assert_eq!(k.madvise(P0, a, a + 2 * M2, Advice::Collapse), Ok(()));

@@ -193,7 +193,7 @@ fn fill(k: &mut Kernel, base: u64) {
         } else {
             k.write_page(P0, a, (p % 4096) as u32, 1, &WriteData::Byte(1 + (p % 200) as u8))
         };
-        assert_eq!(f, crate::kernel::Fault::Ok);
+        assert_eq!(f, crate::memory::Fault::Ok);
     }
     // one all-zero THP (zeromap) in the middle
     k.madvise(P0, base + (8 << 20), base + (10 << 20), Advice::Dontneed).unwrap();
@@ -210,7 +210,7 @@ fn touch_all(k: &mut Kernel, base: u64, write_every: u64) {
                 k.touch_folio(pfn, true);
             }
         } else {
-            assert_eq!(k.read_page(P0, a), crate::kernel::Fault::Ok);
+            assert_eq!(k.read_page(P0, a), crate::memory::Fault::Ok);
         }
     }
 }
@@ -246,7 +246,7 @@ fn no_data_is_lost_through_every_swap_path() {
         k.madvise(P0, base, base + (64 << 20), Advice::Pageout).unwrap();
         check::check(&k).unwrap();
         assert_eq!(snapshot(&k, base, pages), before, "{m} {knobs:?}: after swap-out");
-        assert!(k.vm.get(crate::vmstat::Ev::PSWPOUT) > 0, "{m} {knobs:?}");
+        assert!(k.rec.vm.get(crate::vmstat::Ev::PSWPOUT) > 0, "{m} {knobs:?}");
         // swap in by touch (reads; every 3rd page written, which drops its swap-cache copy)
         touch_all(&mut k, base, 3);
         check::check(&k).unwrap();
@@ -257,7 +257,7 @@ fn no_data_is_lost_through_every_swap_path() {
         touch_all(&mut k, base, 0);
         check::check(&k).unwrap();
         assert_eq!(snapshot(&k, base, pages), before, "{m} {knobs:?}: after the second round");
-        let ev = |e| k.vm.get(e);
+        let ev = |e| k.rec.vm.get(e);
         use crate::vmstat::Ev;
         match (m, knobs.len()) {
             ("1G,swap=zram:256M", 0) => assert!(ev(Ev::THP_SWPOUT) > 0 && ev(Ev::SWPOUT_ZERO) >= 512),
