@@ -811,6 +811,9 @@ impl Kernel {
         // __collapse_huge_page_isolate(): the checks again, under the locks
         let mut cc2 = CollapseControl { is_khugepaged: cc.is_khugepaged, node_load: vec![0; self.pm.nodes.len()] };
         let (r, s) = self.collapse_check_ptes(mm, &v, sid, &mut cc2);
+        // __collapse_huge_page_isolate() takes no swap entries: a page the swap-in above read
+        // may have been reclaimed again by a later swap-in's allocation (SCAN_PTE_NON_PRESENT)
+        let r = if r == ScanResult::Succeed && s.unmapped > 0 { ScanResult::PteNonPresent } else { r };
         trace_event!(
             self,
             mm_collapse_huge_page_isolate,

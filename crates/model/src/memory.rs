@@ -60,6 +60,12 @@ impl Kernel {
     pub fn alloc_pgtable(&mut self, mm: MmId) -> Option<u32> {
         let nid = self.mms[mm].node;
         let Pfn(pfn) = self.alloc_pages(GFP_KERNEL, 0, nid)?;
+        if !self.mms[mm].alive {
+            // the allocation's OOM kill chose this very mm (exit_mm ran already): a table
+            // installed now would never be freed
+            self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+            return None;
+        }
         self.pm.frames[pfn as usize] = make_pgtable();
         self.mod_node_page_state(pfn, NodeStat::NrPagetable, 1);
         self.charge(self.costs.clear_4k_ns);

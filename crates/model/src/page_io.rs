@@ -92,7 +92,10 @@ impl Kernel {
             let mut ns = 0;
             for i in 0..nr {
                 let c = content(self.pm.frames[(head + i as u64) as usize]);
-                ns += self.swap.devs[di].zram.as_mut().unwrap().write(c);
+                let d = &mut self.swap.devs[di];
+                let off = slot + i - d.base;
+                let old = d.data[off as usize];
+                ns += d.zram.as_mut().unwrap().write_slot(off, old, c);
                 self.set_slot_data(slot + i, c);
             }
             self.charge(ns);

@@ -107,9 +107,12 @@ impl Kernel {
         pages.min(max)
     }
 
-    /// swap_vma_readahead(): read the faulting slot and a window of the VMA's other swap
-    /// PTEs around `addr` into the swap cache. Returns the page for the fault, or None
-    /// when memory ran out.
+    /// swap_vma_readahead(): read a window of the VMA's other swap PTEs around `addr` into
+    /// the swap cache, then the faulting slot itself last, as the kernel does (its final
+    /// __read_swap_cache_async() takes the reference the fault maps): a target read first
+    /// would sit clean on the LRU, where the direct reclaim of a later readahead allocation
+    /// could free it. Returns the page for the fault, or None when memory ran out (or the
+    /// OOM killer chose this mm).
     pub fn swap_vma_readahead(&mut self, mm: MmId, addr: u64, slot: u32) -> Option<u64> {
         let win = self.swapin_nr_pages(slot) as u64;
         let page = addr >> PAGE_SHIFT;
@@ -121,38 +124,58 @@ impl Kernel {
         let pmd0 = page & !(PTRS_PER_PTE as u64 - 1);
         let start = (page & !(win - 1)).max(vs).max(pmd0);
         let end = (start + win).min(ve).min(pmd0 + PTRS_PER_PTE as u64);
-        let mut fault_pfn = None;
         for p in start..end {
-            let s = if p == page {
-                slot
-            } else {
-                match self.follow(mm, p << PAGE_SHIFT) {
-                    Mapping::Swap(s) => s,
-                    _ => continue,
-                }
-            };
-            if self.swap.map(s) & SWAP_HAS_CACHE != 0 {
-                if p == page {
-                    fault_pfn = self.swap.cache.get(&s).map(|&x| x as u64);
-                }
+            if p == page {
                 continue;
             }
+            let Mapping::Swap(s) = self.follow(mm, p << PAGE_SHIFT) else { continue };
+            if self.read_swap_cache_async(mm, s, true) == SwapRead::NoMemory {
+                break;
+            }
+        }
+        match self.read_swap_cache_async(mm, slot, false) {
+            SwapRead::Page(pfn) => Some(pfn),
+            SwapRead::Freed | SwapRead::NoMemory => None,
+        }
+    }
+
+    /// __read_swap_cache_async(): the swap-cache page of `slot`, read into a new page when
+    /// it is not cached (marked as readahead when `readahead`). An entry freed meanwhile
+    /// (swapcache_prepare() fails) gives Freed.
+    fn read_swap_cache_async(&mut self, mm: MmId, s: u32, readahead: bool) -> SwapRead {
+        loop {
+            let m = self.swap.map(s);
+            if m & SWAP_COUNT_MASK == 0 {
+                return SwapRead::Freed;
+            }
+            if m & SWAP_HAS_CACHE != 0 {
+                return self.swap.cache.get(&s).map_or(SwapRead::Freed, |&x| SwapRead::Page(x as u64));
+            }
             let nid = self.mms[mm].node;
-            let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { break };
+            let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return SwapRead::NoMemory };
+            if !self.mms[mm].alive {
+                // the allocation's OOM kill chose this mm: its swap entries are gone
+                self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+                return SwapRead::NoMemory;
+            }
+            let m = self.swap.map(s);
+            if m & SWAP_COUNT_MASK == 0 || m & SWAP_HAS_CACHE != 0 {
+                // the entry changed while we allocated: look again
+                self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+                continue;
+            }
             self.pm.frames[pfn as usize] = make_anon(COMPOUND_BASE);
             self.charge(self.costs.fault_4k_ns / 4);
             self.add_to_swap_cache(pfn, s, 1);
             self.swap_read_folio(pfn, 1, s);
             // the read is clean: the copy on swap is valid
             self.lru_add(pfn, 1, false);
-            if p != page {
+            if readahead {
                 *self.swap.map_mut(s) |= SWAP_READAHEAD;
                 self.rec.vm.count(Ev::SWAP_RA);
-            } else {
-                fault_pfn = Some(pfn);
             }
+            return SwapRead::Page(pfn);
         }
-        fault_pfn
     }
 
     /// swap_cache_get_folio(): the cached page for `slot`, counting a readahead hit.
@@ -169,4 +192,14 @@ impl Kernel {
         }
         Some(pfn)
     }
+}
+
+/// What __read_swap_cache_async() found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SwapRead {
+    Page(u64),
+    /// the entry was freed (no longer swapped)
+    Freed,
+    /// no page could be allocated
+    NoMemory,
 }

@@ -293,9 +293,10 @@ impl SwapState {
             let zram = (s.kind == SwapKind::Zram).then(|| {
                 let alg = s.comp_algorithm.clone().unwrap_or_else(|| "lzo-rle".into());
                 let c = costs.zram.get(&alg).or_else(|| costs.zram.get("lzo-rle")).cloned().unwrap_or_default();
-                Zram::new(alg, c)
+                (alg, c)
             });
             let nslots = (rounded / cl_nr as u64) as usize * cl_nr as usize;
+            let zram = zram.map(|(alg, c)| Zram::new(alg, c, nslots));
             let mut d = SwapDev {
                 name,
                 kind: s.kind.clone(),
@@ -528,7 +529,6 @@ impl Kernel {
         let di = self.swap.dev_of(slot);
         let d = &mut self.swap.devs[di];
         let off = slot - d.base;
-        let m = d.map[off as usize];
         let content = d.data[off as usize];
         d.map[off as usize] = 0;
         d.data[off as usize] = 0;
@@ -537,10 +537,9 @@ impl Kernel {
         d.clusters[ci as usize].count -= 1;
         d.inuse -= 1;
         d.relocate(ci, was);
-        if m & SWAP_ZEROMAP == 0 {
-            if let Some(z) = &mut d.zram {
-                z.free(content);
-            }
+        // zram frees what it holds for the slot (nothing for a zeromap slot or a failed write)
+        if let Some(z) = &mut d.zram {
+            z.free_slot(off, content);
         }
         if self.swap.devs[di].zram.is_some() {
             self.zram_pool_fit(di);

@@ -36,10 +36,12 @@ pub struct Zram {
     pub mem_used_max: u64,
     /// the pool's frames
     pub frames: Vec<u32>,
+    /// per slot: does zram hold a page for it (the table entry's allocated state), a bitmap
+    stored: Vec<u64>,
 }
 
 impl Zram {
-    pub fn new(alg: String, c: CompressorCosts) -> Zram {
+    pub fn new(alg: String, c: CompressorCosts, nslots: usize) -> Zram {
         Zram {
             alg,
             c,
@@ -51,6 +53,35 @@ impl Zram {
             huge_pages_since: 0,
             mem_used_max: 0,
             frames: vec![],
+            stored: vec![0; nslots.div_ceil(64)],
+        }
+    }
+
+    fn is_stored(&self, idx: u32) -> bool {
+        self.stored[idx as usize / 64] & (1 << (idx % 64)) != 0
+    }
+    fn set_stored(&mut self, idx: u32, on: bool) {
+        let w = &mut self.stored[idx as usize / 64];
+        if on {
+            *w |= 1 << (idx % 64);
+        } else {
+            *w &= !(1 << (idx % 64));
+        }
+    }
+
+    /// zram_write_page() into slot `idx`: what the slot held before (`old`) is freed first
+    /// (zram_slot_free). Returns the CPU time the store took.
+    pub fn write_slot(&mut self, idx: u32, old: Content, c: Content) -> u64 {
+        self.free_slot(idx, old);
+        self.set_stored(idx, true);
+        self.write(c)
+    }
+
+    /// zram_slot_free_notify(): free what slot `idx` holds (`c`), if zram holds anything.
+    pub fn free_slot(&mut self, idx: u32, c: Content) {
+        if self.is_stored(idx) {
+            self.set_stored(idx, false);
+            self.free(c);
         }
     }
 
@@ -73,7 +104,7 @@ impl Zram {
     }
 
     /// zram_write_page(): store one page; returns the CPU time it took.
-    pub fn write(&mut self, c: Content) -> u64 {
+    fn write(&mut self, c: Content) -> u64 {
         self.pages_stored += 1;
         if content::is_same_filled(c) {
             self.same_pages += 1;
@@ -117,7 +148,7 @@ impl Zram {
     }
 
     /// zram_free_page() (swap slot free notify).
-    pub fn free(&mut self, c: Content) {
+    fn free(&mut self, c: Content) {
         self.pages_stored -= 1;
         if content::is_same_filled(c) {
             self.same_pages -= 1;
