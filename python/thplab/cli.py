@@ -10,8 +10,11 @@
     thplab validate ...             (thplab.validate)
 
 Exit status: 0 success; 2 bad input (workload, knob, machine, cost profile, arguments),
-with `thplab: error: ...` on stderr and no output file written; 124 a run exceeded
---timeout; 130 interrupted (Ctrl-C).
+with `thplab: error: ...` naming the field on stderr and no output file written; 3 a model
+invariant broke (a model bug: the message names the invariant and the simulated time, and
+gives a one-line command replaying the saved workload); 4 a live-kernel or environment
+failure after the run started (the machine was restored); 124 a run exceeded --timeout;
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from thplab import __version__
-from thplab.errors import InputError
+from thplab.errors import InputError, InvariantError, LiveError
 
 EXIT_INPUT = 2
+EXIT_INVARIANT = 3
+EXIT_LIVE = 4
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPT = 130
 
@@ -249,7 +254,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="thplab",
         description="A Linux-faithful laboratory for transparent huge pages.",
-        epilog="Exit status: 0 ok, 2 bad input, 124 timeout, 130 interrupted.",
+        epilog="Exit status: 0 ok; 2 bad input (the message names the field); 3 a model invariant broke "
+        "(a model bug: the message gives a command replaying the saved workload); 4 a live-kernel or "
+        "environment failure; 124 timeout; 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"thplab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -350,6 +357,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         _err(str(e))
         return EXIT_INPUT
+    except InvariantError as e:
+        _err(str(e))
+        return _exit_now(EXIT_INVARIANT)
+    except LiveError as e:
+        _err(str(e))
+        return _exit_now(EXIT_LIVE)
     except KeyboardInterrupt:
         return _interrupted()
     except BrokenPipeError:

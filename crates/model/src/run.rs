@@ -24,6 +24,7 @@ use thplab_workload::machine::MachineSpec;
 use thplab_workload::result::*;
 use thplab_workload::trace::trace_mask;
 use thplab_workload::workload::{AccessPattern, MachineArg, Op, Prot, Workload};
+use thplab_workload::Error;
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -93,7 +94,7 @@ pub fn resolve_machine(w: &Workload, o: &RunOptions) -> Result<MachineSpec, Stri
     }
 }
 
-pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
+pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, Error> {
     run_keep(w, o).map(|(r, _)| r)
 }
 
@@ -101,7 +102,7 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, String> {
 // TODO(issue 13 item 5): the engine split (event queue, tasks, op handlers, report) brings
 // this under the 120-line limit.
 #[allow(clippy::too_many_lines)]
-pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), String> {
+pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Error> {
     let machine = resolve_machine(w, o)?;
     let mut ks = knobs::defaults();
     for (k, v) in &w.knobs {
@@ -110,7 +111,8 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     for (k, v) in &o.knobs {
         let (c, v) = knobs::check_assignment(k, v)?;
         if matches!(c.as_str(), "vm.compact_memory" | "vm.drop_caches") {
-            return Err(format!("knob `{c}` is a trigger; use it as a workload operation (set) instead"));
+            let message = format!("knob `{c}` is a trigger; use it as a workload operation (set) instead");
+            return Err(Error::BadInput { field: c, message });
         }
         ks.insert(c, v);
     }
@@ -300,7 +302,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         }
         drain_wakeups(&mut k, &mut kts, &mut heap);
         if o.check && steps.is_multiple_of(CHECK_EVERY_STEPS) {
-            crate::check::check(&k)?;
+            crate::check::check(&k).map_err(|v| invariant_error(w, o, &machine, &ks, seed, now, v))?;
         }
     }
     for t in &tasks {
@@ -309,7 +311,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
     sampler.finish(&k, now);
     let series = sampler.series;
     if o.check {
-        crate::check::check(&k)?;
+        crate::check::check(&k).map_err(|v| invariant_error(w, o, &machine, &ks, seed, now, v))?;
     }
     let end_snap = k.vmstat_snapshot();
     let mut latency = BTreeMap::new();
@@ -432,6 +434,44 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         extra,
     };
     Ok((result, k))
+}
+
+/// A broken invariant as the run's error: the workload, with the machine, every knob and
+/// the seed it ran with, is saved to `$THPLAB_REPRO_DIR` (default: the current directory)
+/// as thplab-invariant-HASH.json (and the cost profile beside it, when one was given), and
+/// the error carries the command that replays it.
+fn invariant_error(
+    w: &Workload,
+    o: &RunOptions,
+    machine: &MachineSpec,
+    knobs: &knobs::KnobSet,
+    seed: u64,
+    now: u64,
+    v: crate::check::InvariantViolation,
+) -> Error {
+    let mut doc = w.to_value();
+    doc["machine"] = serde_json::to_value(machine).unwrap_or(Value::Null);
+    doc["knobs"] = serde_json::to_value(knobs).unwrap_or(Value::Null);
+    doc["seed"] = json!(seed);
+    if let Some(t) = &o.trace {
+        doc["record"]["trace"] = json!(t);
+    }
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let dir = std::env::var_os("THPLAB_REPRO_DIR").map_or_else(|| std::path::PathBuf::from("."), Into::into);
+    let path = dir.join(format!("thplab-invariant-{:016x}.json", hash));
+    let mut repro = None;
+    if std::fs::create_dir_all(&dir).is_ok() && std::fs::write(&path, text).is_ok() {
+        let mut cmd = format!("thplab run {} --check", path.display());
+        if let Some(c) = &o.costs {
+            let cp = path.with_extension("costs.toml");
+            if std::fs::write(&cp, c.to_toml()).is_ok() {
+                cmd.push_str(&format!(" --costs {}", cp.display()));
+            }
+        }
+        repro = Some(cmd);
+    }
+    Error::Invariant { invariant: v.invariant.to_string(), detail: v.detail, sim_time_ns: now, repro }
 }
 
 /// Samples the state every `interval` ns of simulated time (record.series_interval).

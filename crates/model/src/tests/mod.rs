@@ -77,3 +77,41 @@ fn module_dependencies_form_a_dag() {
         }
     }
 }
+
+/// Typed errors (issue 13 item 3): bad input names the field (exit status 2); a broken
+/// invariant reports which, when, and saves the workload with the command that replays it
+/// (exit status 3).
+#[test]
+fn errors_bad_input_and_invariant() {
+    use crate::{run, RunOptions};
+    use thplab_workload::{parse_workload, Error};
+    let w =
+        parse_workload(r#"{"processes":[{"ops":[{"op":"mmap","name":"r","size":"4M"},{"op":"write","region":"r"}]}]}"#)
+            .unwrap();
+    let o = RunOptions { trace: Some(vec!["mm_nope".into()]), ..Default::default() };
+    let e = run(&w, &o).unwrap_err();
+    assert_eq!(e.exit_status(), 2);
+    assert!(matches!(&e, Error::BadInput { field, .. } if field == "--trace[0]"), "{e:?}");
+    let o = RunOptions { knobs: vec![("vm.compact_memory".into(), "1".into())], ..Default::default() };
+    assert!(matches!(run(&w, &o).unwrap_err(), Error::BadInput { field, .. } if field == "vm.compact_memory"));
+
+    let dir = std::env::temp_dir().join(format!("thplab-repro-test-{}", std::process::id()));
+    std::env::set_var("THPLAB_REPRO_DIR", &dir);
+    crate::check::INJECT.with(|c| c.set(true));
+    let o = RunOptions { check: true, seed: Some(7), ..Default::default() };
+    let e = run(&w, &o).unwrap_err();
+    crate::check::INJECT.with(|c| c.set(false));
+    assert_eq!(e.exit_status(), 3);
+    let Error::Invariant { invariant, sim_time_ns, repro: Some(repro), .. } = &e else { panic!("{e:?}") };
+    assert_eq!(invariant, "injected");
+    assert!(*sim_time_ns > 0, "the time of the check");
+    assert!(repro.starts_with("thplab run ") && repro.ends_with(" --check"), "{repro}");
+    // the saved workload replays: same machine, knobs and seed
+    let saved = repro.trim_start_matches("thplab run ").trim_end_matches(" --check");
+    let again = parse_workload(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    assert_eq!(again.seed, 7);
+    assert!(again.machine.is_some());
+    assert_eq!(again.knobs.len(), thplab_workload::knobs::defaults().len());
+    assert_eq!(run(&again, &RunOptions { check: true, ..Default::default() }).unwrap().processes.len(), 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
