@@ -272,10 +272,11 @@ impl<'w> Engine<'w> {
         let outcome = if k.oom.is_victim(task.mm) || !k.mms[task.mm].alive {
             task.killed = task.killed.clone().or_else(|| Some("oom_kill".into()));
             StepOutcome::Exit
-        } else if task.op >= ops.len() {
-            StepOutcome::Exit
         } else {
-            ops::step(k, task, &ops[task.op], &mut self.phases)
+            match task.pc.current(ops) {
+                Some(op) => ops::step(k, task, op, &mut self.phases),
+                None => StepOutcome::Exit,
+            }
         };
         self.steps += 1;
         self.after_step(pid, start, outcome);
@@ -307,7 +308,7 @@ impl<'w> Engine<'w> {
         }
         task.access_ns += user_ns;
         if op_done {
-            task.op += 1;
+            task.pc.advance();
             task.cursor = 0;
             task.access_left_ns = None;
         }

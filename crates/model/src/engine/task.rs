@@ -30,7 +30,8 @@ pub(super) struct Task {
     pub(super) mm: MmId,
     pub(super) cpu: u32,
     pub(super) ready: u64,
-    pub(super) op: usize,
+    /// where the process is in its ops (repeats included)
+    pub(super) pc: Cursor,
     /// progress within the current op (piece/page/access index)
     pub(super) cursor: u64,
     pub(super) regions: BTreeMap<String, (u64, u64)>,
@@ -61,7 +62,7 @@ impl Task {
             mm: MmId(pid as u32),
             cpu,
             ready: start,
-            op: 0,
+            pc: Cursor::default(),
             cursor: 0,
             regions: BTreeMap::new(),
             kallocs: BTreeMap::new(),
@@ -169,6 +170,64 @@ pub(super) enum StepOutcome {
 
 pub(super) fn err(task: &mut Task, op_index: usize, op: &Op, errno: &str, message: String) {
     if task.errors.len() < 1000 {
-        task.errors.push(OpError { op_index, op: op.kind().into(), errno: errno.into(), message });
+        let path = task.pc.nested_path();
+        task.errors.push(OpError { op_index, path, op: op.kind().into(), errno: errno.into(), message });
+    }
+}
+
+/// Where a process is in its ops: a frame per list entered (the process's ops, then each
+/// repeat body), holding the position in that list and, for a body, the iteration. A
+/// repeat is a loop here: its body is never copied.
+#[derive(Clone, Debug)]
+pub(super) struct Cursor {
+    frames: Vec<(usize, u64)>,
+}
+impl Default for Cursor {
+    fn default() -> Cursor {
+        Cursor { frames: vec![(0, 0)] }
+    }
+}
+impl Cursor {
+    /// The list the innermost frame walks, and the count of the repeat it is the body of.
+    fn list<'a>(&self, ops: &'a [Op]) -> (&'a [Op], u64) {
+        let (mut list, mut count) = (ops, 1);
+        for &(i, _) in &self.frames[..self.frames.len() - 1] {
+            match &list[i] {
+                Op::Repeat { count: c, ops } => (list, count) = (ops.as_slice(), *c),
+                _ => unreachable!("a cursor frame is entered at a repeat"),
+            }
+        }
+        (list, count)
+    }
+    /// The op to run next, entering repeats and looping their bodies; None at the end.
+    pub(super) fn current<'a>(&mut self, ops: &'a [Op]) -> Option<&'a Op> {
+        loop {
+            let (list, count) = self.list(ops);
+            let depth = self.frames.len();
+            let (i, iter) = self.frames[depth - 1];
+            match list.get(i) {
+                Some(Op::Repeat { .. }) => self.frames.push((0, 0)),
+                Some(op) => return Some(op),
+                None if depth == 1 => return None,
+                None if iter + 1 < count => self.frames[depth - 1] = (0, iter + 1),
+                None => {
+                    self.frames.pop();
+                    self.frames[depth - 2].0 += 1;
+                }
+            }
+        }
+    }
+    /// The current op is done: on to the next.
+    pub(super) fn advance(&mut self) {
+        self.frames.last_mut().expect("a frame").0 += 1;
+    }
+    /// The index of the current top-level op.
+    pub(super) fn index(&self) -> usize {
+        self.frames[0].0
+    }
+    /// The current op's path (`ops[3].ops[1]`) when it is inside a repeat.
+    pub(super) fn nested_path(&self) -> Option<String> {
+        (self.frames.len() > 1)
+            .then(|| self.frames.iter().map(|(i, _)| format!("ops[{i}]")).collect::<Vec<_>>().join("."))
     }
 }

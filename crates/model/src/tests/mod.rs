@@ -115,3 +115,31 @@ fn errors_bad_input_and_invariant() {
     assert_eq!(run(&again, &RunOptions { check: true, ..Default::default() }).unwrap().processes.len(), 1);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `repeat` (a loop, never unrolled in memory) runs exactly what its unrolled list runs,
+/// and an op error inside it reports the op's path.
+#[test]
+fn repeat_runs_like_the_unrolled_list() {
+    use crate::{run, RunOptions};
+    use thplab_workload::parse_workload;
+    let body = r#"{"op":"access","region":"r","pattern":"random","count":5000},{"op":"madvise","region":"r","offset":"2M","length":"2M","advice":"pageout"},{"op":"sleep","duration":"3ms"}"#;
+    let head = r#"{"op":"mmap","name":"r","size":"8M"},{"op":"madvise","region":"r","advice":"hugepage"},{"op":"write","region":"r"}"#;
+    let unrolled = format!(
+        r#"{{"machine":"1G,swap=zram:1G","processes":[{{"ops":[{head},{body},{body},{body},{body},{body},{body}]}}]}}"#
+    );
+    let looped = format!(
+        r#"{{"machine":"1G,swap=zram:1G","processes":[{{"ops":[{head},{{"op":"repeat","count":2,"ops":[{{"op":"repeat","count":3,"ops":[{body}]}}]}}]}}]}}"#
+    );
+    let o = RunOptions { check: true, ..Default::default() };
+    let a = run(&parse_workload(&unrolled).unwrap(), &o).unwrap();
+    let b = run(&parse_workload(&looped).unwrap(), &o).unwrap();
+    assert!(a.vmstat_delta.get("pswpout").copied().unwrap_or(0) > 0, "the body did something");
+    assert_eq!(serde_json::to_value(&a).unwrap(), serde_json::to_value(&b).unwrap());
+
+    let w = r#"{"processes":[{"ops":[{"op":"mmap","name":"r","size":"4M"},{"op":"repeat","count":2,"ops":[
+        {"op":"munmap","region":"r"},{"op":"madvise","region":"r","advice":"hugepage"}]}]}]}"#;
+    let r = run(&parse_workload(w).unwrap(), &RunOptions::default()).unwrap();
+    let errs = &r.processes[0].errors;
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs.iter().all(|e| e.op_index == 1 && e.path.as_deref() == Some("ops[1].ops[1]") && e.errno == "ENOMEM"));
+}

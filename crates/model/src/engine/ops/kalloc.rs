@@ -10,7 +10,7 @@ use thplab_workload::workload::Op;
 pub(super) fn kalloc(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
     let Op::Kalloc { name, size, order } = op else { unreachable!() };
     let pid = task.mm;
-    let oi = task.op;
+    let oi = task.pc.index();
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     let order = order.unwrap_or(0);
     let nblocks = size.0 / (PAGE_SIZE << order);

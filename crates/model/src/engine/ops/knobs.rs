@@ -9,7 +9,7 @@ use thplab_workload::workload::Op;
 /// write a knob (sysfs/sysctl) at this point of the run.
 pub(super) fn set(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
     let Op::Set { knob, value } = op else { unreachable!() };
-    let oi = task.op;
+    let oi = task.pc.index();
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     k.charge(k.costs.syscall_ns);
     let v = match value {

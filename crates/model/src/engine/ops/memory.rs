@@ -13,7 +13,7 @@ use thplab_workload::workload::{AccessPattern, Op};
 pub(super) fn mmap(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
     let Op::Mmap { name, size, align, populate } = op else { unreachable!() };
     let pid = task.mm;
-    let oi = task.op;
+    let oi = task.pc.index();
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     if task.cursor == 0 {
         k.charge(k.costs.syscall_ns);
@@ -180,7 +180,7 @@ pub(super) fn page_op(
     });
     if let Some((what, a)) = outcome {
         if what == "SIGSEGV" {
-            let oi = task.op;
+            let oi = task.pc.index();
             err(
                 task,
                 oi,

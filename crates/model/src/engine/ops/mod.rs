@@ -27,5 +27,6 @@ pub(super) fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<Ph
         Op::Phase { .. } => knobs::phase(k, task, op, phases),
         Op::Kalloc { .. } => kalloc::kalloc(k, task, op),
         Op::Kfree { .. } => kalloc::kfree(k, task, op),
+        Op::Repeat { .. } => unreachable!("the cursor enters repeats"),
     }
 }

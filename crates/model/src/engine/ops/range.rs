@@ -13,7 +13,7 @@ pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome 
         unreachable!()
     };
     let pid = task.mm;
-    let oi = task.op;
+    let oi = task.pc.index();
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     let Some((addr, size)) = region(task, &range.region) else { return done };
     let pieces = range.pieces(size);
