@@ -456,6 +456,12 @@ fn supervise(
         series.columns = std::iter::once("t_ns".to_string())
             .chain(SERIES_MEMINFO.iter().map(|s| format!("{s}_kB")))
             .chain(SERIES_VMSTAT.iter().map(|s| s.to_string()))
+            // per process, from /proc/PID/smaps_rollup (the model's series has the same)
+            .chain(
+                w.processes
+                    .iter()
+                    .flat_map(|p| [format!("AnonPages_kB[{}]", p.name), format!("AnonHugePages_kB[{}]", p.name)]),
+            )
             .collect();
     }
 
@@ -469,6 +475,15 @@ fn supervise(
                 let mut row = vec![(now - t0) as f64];
                 row.extend(SERIES_MEMINFO.iter().map(|k| mi.get(*k).copied().unwrap_or(0) as f64));
                 row.extend(SERIES_VMSTAT.iter().map(|k| vm.get(*k).copied().unwrap_or(0) as f64));
+                for ps in &procs {
+                    let sm = if ps.started && !ps.finished && ps.pid > 0 {
+                        parse_kb(&read_file(&format!("/proc/{}/smaps_rollup", ps.pid)).unwrap_or_default())
+                    } else {
+                        BTreeMap::new()
+                    };
+                    row.push(sm.get("Anonymous").copied().unwrap_or(0) as f64);
+                    row.push(sm.get("AnonHugePages").copied().unwrap_or(0) as f64);
+                }
                 series.rows.push(row);
                 next_sample = now + interval;
             }

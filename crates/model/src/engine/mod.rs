@@ -171,7 +171,10 @@ impl<'w> Engine<'w> {
         let sampler = Sampler {
             interval: w.record.series_interval.0,
             next: 0,
-            series: Series { columns: series_columns(), rows: vec![] },
+            series: Series {
+                columns: series_columns(&w.processes.iter().map(|p| p.name.clone()).collect::<Vec<_>>()),
+                rows: vec![],
+            },
         };
         let live = tasks.len();
         Engine {

@@ -30,8 +30,10 @@ impl Sampler {
     }
 }
 
-pub(super) fn series_columns() -> Vec<String> {
-    [
+/// The series' columns: the system-wide ones, then per process (smaps_rollup's view:
+/// `AnonPages_kB[name]` = its anonymous RSS, `AnonHugePages_kB[name]` = PMD-mapped THPs).
+pub(super) fn series_columns(processes: &[String]) -> Vec<String> {
+    let mut c: Vec<String> = [
         "t_ns",
         "MemFree_kB",
         "AnonPages_kB",
@@ -47,14 +49,19 @@ pub(super) fn series_columns() -> Vec<String> {
     ]
     .iter()
     .map(|s| s.to_string())
-    .collect()
+    .collect();
+    for p in processes {
+        c.push(format!("AnonPages_kB[{p}]"));
+        c.push(format!("AnonHugePages_kB[{p}]"));
+    }
+    c
 }
 
 fn sample(k: &Kernel, t: u64) -> Vec<f64> {
     let free = k.nr_free_pages();
     let node0: Vec<&crate::mmzone::Zone> = k.pm.nodes[0].zones.iter().map(|&z| &k.pm.zones[z]).collect();
     let score = vmstat::fragmentation_score_node(node0.into_iter(), k.pm.nodes[0].present);
-    vec![
+    let mut row = vec![
         t as f64,
         (free * 4) as f64,
         (k.nr_anon_pages() * 4) as f64,
@@ -63,9 +70,16 @@ fn sample(k: &Kernel, t: u64) -> Vec<f64> {
         k.rec.vm.get(vmstat::Ev::THP_FAULT_ALLOC) as f64,
         k.rec.vm.get(vmstat::Ev::THP_FAULT_FALLBACK) as f64,
         score as f64,
-        (k.swap.nr_free() * 4) as f64,
+        (k.nr_swap_pages() * 4) as f64,
         k.rec.vm.get(vmstat::Ev::PSWPIN) as f64,
         k.rec.vm.get(vmstat::Ev::PSWPOUT) as f64,
         k.rec.tlb_ipis as f64,
-    ]
+    ];
+    // per process, as its smaps_rollup shows it
+    for mm in k.mms.iter() {
+        let huge = mm.pmds.values().filter(|&&s| matches!(k.slots.get(s).pmd, crate::pgtable::Pmd::Huge(_))).count();
+        row.push((mm.rss_anon * 4) as f64);
+        row.push((huge as u64 * 2048) as f64);
+    }
+    row
 }

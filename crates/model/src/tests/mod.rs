@@ -143,3 +143,22 @@ fn repeat_runs_like_the_unrolled_list() {
     assert_eq!(errs.len(), 2, "{errs:?}");
     assert!(errs.iter().all(|e| e.op_index == 1 && e.path.as_deref() == Some("ops[1].ops[1]") && e.errno == "ENOMEM"));
 }
+
+/// The series has per-process columns as each process's smaps_rollup shows it.
+#[test]
+fn series_has_per_process_columns() {
+    use crate::{run, RunOptions};
+    use thplab_workload::parse_workload;
+    let w = r#"{"knobs":{"transparent_hugepage/enabled":"always"},"record":{"series_interval":"1ms"},"processes":[
+        {"name":"a","ops":[{"op":"mmap","name":"r","size":"8M"},{"op":"write","region":"r"},{"op":"sleep","duration":"20ms"}]},
+        {"name":"b","ops":[{"op":"sleep","duration":"5ms"},{"op":"mmap","name":"r","size":"4M","align":"2M"},{"op":"madvise","region":"r","advice":"nohugepage"},{"op":"write","region":"r"},{"op":"sleep","duration":"20ms"}]}]}"#;
+    let r = run(&parse_workload(w).unwrap(), &RunOptions { check: true, ..Default::default() }).unwrap();
+    let col = |n: &str| r.series.columns.iter().position(|c| c == n).unwrap_or_else(|| panic!("{n}"));
+    let (ah, aa, bh, ba) =
+        (col("AnonHugePages_kB[a]"), col("AnonPages_kB[a]"), col("AnonHugePages_kB[b]"), col("AnonPages_kB[b]"));
+    let mid = r.series.rows.iter().find(|row| row[0] >= 10e6).unwrap();
+    assert_eq!((mid[ah], mid[aa]), (8192.0, 8192.0), "a: 8 MiB of THPs");
+    assert_eq!((mid[bh], mid[ba]), (0.0, 4096.0), "b: 4 MiB of base pages");
+    let last = r.series.rows.last().unwrap();
+    assert_eq!((last[aa], last[ba]), (0.0, 0.0), "both exited");
+}
