@@ -199,7 +199,8 @@ def generic_plots(label_results: dict[str, dict]) -> list[tuple[str, Any]]:
     if series:
         cols = set()
         for r in series.values():
-            cols.update(r["series"]["columns"][1:])
+            # system-wide columns only (per-process ones, NAME[process], are in the results)
+            cols.update(c for c in r["series"]["columns"][1:] if "[" not in c)
         for col in sorted(cols):
             fig, ax = plt.subplots(figsize=(7, 3.2))
             for label, r in series.items():
