@@ -122,6 +122,11 @@ fn search(
                 }
             }
         }
+        // then structurally: drop ops, processes, knobs, devices, fields
+        let (best, message) = cases::minimize(&best, &message, 3000, &|c| {
+            on_step(Step::Shrink(c));
+            cases::check_case(c).err().filter(|m| cases::failure_class(m) == class)
+        });
         let f = Failure {
             case: best,
             message,
@@ -399,6 +404,7 @@ impl Soak {
                 }
             }
         }
+        let (best, _) = cases::minimize(&best, first, 100, &|c| bad(c).then(|| first.to_string()));
         Failure {
             case: best,
             message: first.to_string(),

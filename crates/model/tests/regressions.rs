@@ -80,6 +80,29 @@ fn replay() {
     cases::replay_env();
 }
 
+/// Shrink a failing case file further (drop ops, processes, knobs, devices, fields while it
+/// fails the same way): THPLAB_CASE=path cargo test --release -p thplab-model --test
+/// regressions minimize -- --ignored --nocapture writes path.min.json.
+#[test]
+#[ignore = "shrinks the case file named by THPLAB_CASE"]
+fn minimize() {
+    let Ok(path) = std::env::var("THPLAB_CASE") else {
+        println!("set THPLAB_CASE to a case file");
+        return;
+    };
+    let w = cases::load_case(Path::new(&path));
+    let Err(msg) = cases::check_case(&w) else {
+        println!("{path}: passes, nothing to shrink");
+        return;
+    };
+    let class = cases::failure_class(&msg);
+    let (min, msg) =
+        cases::minimize(&w, &msg, 5000, &|c| cases::check_case(c).err().filter(|m| cases::failure_class(m) == class));
+    let out = format!("{}.min.json", path.trim_end_matches(".json"));
+    std::fs::write(&out, cases::case_file_text(&min, cases::description(&min))).unwrap();
+    println!("{out}: {msg}");
+}
+
 fn case(name: &str) -> Value {
     cases::load_case(&cases::regressions_dir().join(name))
 }

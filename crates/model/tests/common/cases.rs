@@ -75,9 +75,22 @@ pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// A failure message with its numbers blanked: failures of one class are one bug (usually).
+/// A failure message with its numbers and swap device names blanked: failures of one class
+/// are one bug (usually).
 pub fn failure_class(msg: &str) -> String {
     let first = msg.lines().next().unwrap_or("");
+    let first: String = first
+        .split(' ')
+        .map(|w| {
+            let t = w.trim_start_matches('(');
+            if t.starts_with("/dev/") || t.starts_with("/swapfile") {
+                "DEV"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut out = String::new();
     let mut in_num = false;
     for ch in first.chars() {
@@ -262,4 +275,116 @@ pub fn replay_env() {
             panic!("{path}: {e}");
         }
     }
+}
+
+/// Structural shrinking after proptest's: drop whole processes, ops, knobs, swap devices,
+/// nodes and optional fields one at a time while `still_fails` says the candidate fails the
+/// same way (it returns that failure's message), at most `budget` runs. Returns the smallest
+/// case and its message.
+pub fn minimize(
+    w: &Value,
+    message: &str,
+    mut budget: usize,
+    still_fails: &dyn Fn(&Value) -> Option<String>,
+) -> (Value, String) {
+    let mut best = w.clone();
+    let mut msg = message.to_string();
+    // passes over the candidates; after a success the pass goes on at the same position
+    loop {
+        let mut changed = false;
+        let mut i = 0;
+        loop {
+            let cands = candidates(&best);
+            let Some(cand) = cands.into_iter().nth(i) else { break };
+            if budget == 0 {
+                return (best, msg);
+            }
+            budget -= 1;
+            match still_fails(&cand) {
+                Some(m) => {
+                    best = cand;
+                    msg = m;
+                    changed = true;
+                }
+                None => i += 1,
+            }
+        }
+        if !changed {
+            return (best, msg);
+        }
+    }
+}
+
+/// One-step simplifications of a case, biggest first.
+fn candidates(w: &Value) -> Vec<Value> {
+    let mut out = vec![];
+    let procs = w["processes"].as_array().cloned().unwrap_or_default();
+    if procs.len() > 1 {
+        for i in 0..procs.len() {
+            let mut c = w.clone();
+            c["processes"].as_array_mut().unwrap().remove(i);
+            out.push(c);
+        }
+    }
+    for (pi, p) in procs.iter().enumerate() {
+        let ops = p["ops"].as_array().cloned().unwrap_or_default();
+        for oi in (0..ops.len()).rev() {
+            let mut c = w.clone();
+            c["processes"][pi]["ops"].as_array_mut().unwrap().remove(oi);
+            out.push(c);
+        }
+    }
+    if let Some(k) = w.get("knobs").and_then(Value::as_object) {
+        for name in k.keys() {
+            let mut c = w.clone();
+            c["knobs"].as_object_mut().unwrap().remove(name);
+            out.push(c);
+        }
+    }
+    if let Some(m) = w.get("machine").and_then(Value::as_object) {
+        for f in ["tlb", "kernel_reserve"] {
+            if m.contains_key(f) {
+                let mut c = w.clone();
+                c["machine"].as_object_mut().unwrap().remove(f);
+                out.push(c);
+            }
+        }
+        let swaps = m.get("swap").and_then(Value::as_array).map_or(0, Vec::len);
+        for i in 0..swaps {
+            let mut c = w.clone();
+            c["machine"]["swap"].as_array_mut().unwrap().remove(i);
+            out.push(c);
+        }
+        let nodes = m.get("nodes").and_then(Value::as_array).map_or(0, Vec::len);
+        for i in (0..nodes).rev().filter(|_| nodes > 1) {
+            let mut c = w.clone();
+            c["machine"]["nodes"].as_array_mut().unwrap().remove(i);
+            out.push(c);
+        }
+    }
+    if w.get("record").is_some() {
+        let mut c = w.clone();
+        c.as_object_mut().unwrap().remove("record");
+        out.push(c);
+    }
+    for (pi, p) in procs.iter().enumerate() {
+        if p.get("start").is_some_and(|s| s != "0us") {
+            let mut c = w.clone();
+            c["processes"][pi]["start"] = Value::String("0us".into());
+            out.push(c);
+        }
+        let ops = p["ops"].as_array().cloned().unwrap_or_default();
+        for (oi, op) in ops.iter().enumerate() {
+            for f in
+                ["every", "offset", "length", "byte", "bytes", "populate", "align", "order", "stride", "theta", "write"]
+            {
+                if op.get(f).is_some() {
+                    let mut c = w.clone();
+                    c["processes"][pi]["ops"][oi].as_object_mut().unwrap().remove(f);
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
 }
