@@ -491,7 +491,11 @@ impl Soak {
             }
             // the child ended without finishing: a hang (killed) or a crash, at case `last`
             let i = last.unwrap_or(skip);
-            let class = if hung { HANG.to_string() } else { format!("crash: the model process died ({status})") };
+            let class = if hung {
+                HANG.to_string()
+            } else {
+                cases::failure_class(&format!("crash: the model process died ({status})"))
+            };
             println!(
                 "\nsoak: {} at case {i} of chunk {ci}{}",
                 if hung { "HANG" } else { "CRASH" },
@@ -600,10 +604,35 @@ fn soak() {
         done as f64 / secs,
         classes.len()
     );
+    // which classes the known bugs (tests/regressions/pending) show too
+    let known = if classes.is_empty() { BTreeMap::new() } else { pending_classes(s.shrink_limit) };
+    let mut new = 0;
     for (class, (n, file)) in classes.iter() {
-        println!("  {n:>6}x  {class}\n           minimal case: {file}");
+        let seen = match known.get(class) {
+            Some(files) => format!("same failure as the known bug(s) {}", files.join(", ")),
+            None => {
+                new += 1;
+                "NEW".to_string()
+            }
+        };
+        println!("  {n:>6}x  {class}\n           {seen}; minimal case: {file}");
     }
-    assert!(classes.is_empty(), "the soak found {} failure class(es); see above", classes.len());
+    assert!(new == 0, "the soak found {new} new failure class(es); see above");
+}
+
+/// The failure class of each pending case (tests/regressions/pending), run in children.
+fn pending_classes(limit: Duration) -> BTreeMap<String, Vec<String>> {
+    let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (p, w) in cases::load_dir(&cases::pending_dir()) {
+        let class = match cases::run_in_child("soak_case", &w, limit) {
+            cases::Outcome::Pass => continue,
+            cases::Outcome::Fail(msg) => cases::failure_class(&msg),
+            cases::Outcome::Hang => HANG.to_string(),
+            cases::Outcome::Crash(c) => cases::failure_class(&c),
+        };
+        m.entry(class).or_default().push(format!("pending/{}", p.file_name().unwrap().to_string_lossy()));
+    }
+    m
 }
 
 /// A soak child: cases SOAK_CHUNK_SKIP..SOAK_CHUNK_CASES of seed SOAK_CHUNK_SEED, reporting

@@ -251,7 +251,7 @@ pub fn run_in_child(test: &str, case: &Value, limit: std::time::Duration) -> Out
     if status.success() {
         Outcome::Pass
     } else {
-        Outcome::Crash(format!("the model process died: {status}"))
+        Outcome::Crash(format!("crash: the model process died ({status})"))
     }
 }
 
