@@ -52,9 +52,11 @@ fn int_profile(name: &str) -> (&'static [i64], Option<i64>) {
     }
 }
 
-/// Known model hangs the generators steer around (a hang ends a soak run): each names its
-/// pending case in tests/regressions/pending/. `SOAK_KNOWN_HANGS=1` draws them anyway.
-/// - khugepaged-scan-sleep-0-starves-processes.json: scan_sleep_millisecs=0 starves processes.
+/// Known model hangs the generators steer around (each one costs the soak SOAK_CASE_TIMEOUT
+/// seconds and more to shrink): their pending cases are in tests/regressions/pending/.
+/// `SOAK_KNOWN_HANGS=1` draws them anyway.
+/// - khugepaged-scan-sleep-0-starves-processes.json and khugepaged-zero-cost-pass-spins.json:
+///   scan_sleep_millisecs=0 (khugepaged starves the process on its CPU, or spins at no cost).
 fn avoid_known_hangs() -> bool {
     static AVOID: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVOID.get_or_init(|| std::env::var("SOAK_KNOWN_HANGS").map_or(true, |v| v.is_empty() || v == "0"))
