@@ -54,6 +54,21 @@ pub fn end_state(r: &RunResult) -> Result<(), String> {
             vm("nr_anon_transparent_hugepages")
         ));
     }
+    // Pages still allocated once every process exited: the swap cache, zram's pool and the
+    // huge zero page (512 pages, until the shrinker frees it). Anything else leaked.
+    let free_delta = r.vmstat_delta.get("nr_free_pages").copied().unwrap_or(0);
+    let zram_pages: i64 = r
+        .extra
+        .get("zram_mm_stat")
+        .and_then(Value::as_object)
+        .map_or(0, |m| m.values().map(|d| d["after"]["mem_used_total"].as_i64().unwrap_or(0) / 4096).sum());
+    let held = -free_delta - (mi("SwapCached") / 4) as i64 - zram_pages;
+    if held != 0 && held != 512 {
+        return Err(format!(
+            "after every process exited, {held} pages are neither free nor held by the swap cache, \
+             zram or the huge zero page (nr_free_pages {free_delta:+} since boot)"
+        ));
+    }
     // Unmapped anonymous folios stay on an LRU list only while the swap cache holds them.
     let lru = mi("Active(anon)") + mi("Inactive(anon)") + mi("Active(file)") + mi("Inactive(file)") + mi("Unevictable");
     if lru > mi("SwapCached") {
