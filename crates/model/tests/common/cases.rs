@@ -33,8 +33,10 @@ pub fn workspace_root() -> PathBuf {
 pub fn check_case(w: &Value) -> Result<RunResult, String> {
     let wl = workload_from_value(w).map_err(|e| format!("not a valid case: {e}"))?;
     let o = RunOptions { check: true, ..Default::default() };
+    // to_string(): whatever error type `run` has (the model's errors may become typed)
     let r = catch_unwind(AssertUnwindSafe(|| run(&wl, &o)))
-        .map_err(|p| format!("model panicked: {}", panic_message(&p)))??;
+        .map_err(|p| format!("model panicked: {}", panic_message(&p)))?
+        .map_err(|e| e.to_string())?;
     end_state(&r)?;
     Ok(r)
 }
