@@ -7,7 +7,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 export CARGO_TERM_COLOR := never
 
-.PHONY: all setup build lint test test-rust test-py seeds examples bench fuzz soak clean
+.PHONY: all setup build lint test test-rust test-py seeds examples bench fuzz clean
 
 all: build
 
@@ -61,6 +61,7 @@ fuzz:
 # More knobs: SOAK_JOBS, SOAK_CHUNK, SOAK_CASE_TIMEOUT (s), SOAK_STOP=1, SOAK_OUT.
 SOAK_CASES ?= 100000
 SOAK_SEED ?=
+.PHONY: soak
 soak:
 	SOAK_CASES=$(SOAK_CASES) SOAK_SEED=$(SOAK_SEED) cargo test --release -p thplab-model --test properties -- --ignored --exact soak --nocapture
 
