@@ -200,7 +200,7 @@ impl<'w> Engine<'w> {
                 break;
             }
             match ev {
-                Event::Kthread { idx, gen } => self.kthread_event(t, idx, gen),
+                Event::Kthread { idx, gen } | Event::KthreadYield { idx, gen } => self.kthread_event(t, idx, gen),
                 Event::Task { pid } => {
                     if self.task_event(t, pid) && checking && self.steps.is_multiple_of(CHECK_EVERY_STEPS) {
                         check(&self.k, self.now)?;
@@ -243,7 +243,7 @@ impl<'w> Engine<'w> {
         kt.scheduled = None;
         match next {
             KthreadNext::Sleep(d) => kt.schedule(&mut self.queue, idx, end + d),
-            KthreadNext::Again => kt.schedule(&mut self.queue, idx, end),
+            KthreadNext::Again => kt.schedule_yield(&mut self.queue, idx, end),
             KthreadNext::Wait => {}
         }
         drain_wakeups(&mut self.k, &mut self.kts, &mut self.queue);

@@ -14,6 +14,9 @@ pub(super) enum Event {
     Kthread { idx: usize, gen: u64 },
     /// a process's next step
     Task { pid: usize },
+    /// a kernel thread that has more work (`KthreadNext::Again`) yields the CPU first
+    /// (cond_resched()): at equal times it runs after the processes ready then
+    KthreadYield { idx: usize, gen: u64 },
 }
 
 /// Events by time (then kind, then index: the order is total, so runs are deterministic).
@@ -49,6 +52,11 @@ impl Kt {
     pub(super) fn schedule(&mut self, q: &mut EventQueue, idx: usize, at: u64) {
         self.scheduled = Some(at);
         q.push(at, Event::Kthread { idx, gen: self.gen });
+    }
+    /// Run again at `at`, behind the processes ready then (see `Event::KthreadYield`).
+    pub(super) fn schedule_yield(&mut self, q: &mut EventQueue, idx: usize, at: u64) {
+        self.scheduled = Some(at);
+        q.push(at, Event::KthreadYield { idx, gen: self.gen });
     }
 }
 

@@ -52,23 +52,9 @@ fn int_profile(name: &str) -> (&'static [i64], Option<i64>) {
     }
 }
 
-/// Known model hangs the generators steer around (each one costs the soak SOAK_CASE_TIMEOUT
-/// seconds and more to shrink): their pending cases are in tests/regressions/pending/.
-/// `SOAK_KNOWN_HANGS=1` draws them anyway.
-/// - khugepaged-scan-sleep-0-starves-processes.json and khugepaged-zero-cost-pass-spins.json:
-///   scan_sleep_millisecs=0 (khugepaged starves the process on its CPU, or spins at no cost).
-fn avoid_known_hangs() -> bool {
-    static AVOID: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVOID.get_or_init(|| std::env::var("SOAK_KNOWN_HANGS").map_or(true, |v| v.is_empty() || v == "0"))
-}
-
 /// A value for knob `k` from the raw number `x` (0 gives the knob's minimum / first choice).
 pub fn knob_value(k: &KnobDef, x: u64) -> String {
-    let v = knob_value_any(k, x);
-    if k.name == "transparent_hugepage/khugepaged/scan_sleep_millisecs" && v == "0" && avoid_known_hangs() {
-        return "1".into();
-    }
-    v
+    knob_value_any(k, x)
 }
 
 fn knob_value_any(k: &KnobDef, x: u64) -> String {
@@ -392,6 +378,20 @@ pub fn build_process(raw: &RawProcess, nodes: usize, knobs: &[KnobDef]) -> Value
     for o in ops {
         if let Some(op) = build_op(&mut pb, o, nodes, knobs) {
             pb.ops.push(op);
+        }
+    }
+    // now and then the ops after the last mmap/kalloc/kfree run in a loop (`repeat`: a
+    // region or set is defined once, and a set is freed once), sometimes with a nested loop
+    if start % 3 == 0 {
+        let from = pb.ops.iter().rposition(|o| matches!(o["op"].as_str(), Some("mmap" | "kalloc" | "kfree")));
+        let from = from.map_or(0, |i| i + 1).max(pb.ops.len().saturating_sub(6));
+        if from < pb.ops.len() {
+            let mut body: Vec<Value> = pb.ops.drain(from..).collect();
+            if body.len() >= 2 && start % 2 == 0 {
+                let last = body.pop().unwrap();
+                body.push(json!({"op": "repeat", "count": 2, "ops": [last]}));
+            }
+            pb.ops.push(json!({"op": "repeat", "count": 2 + (start / 3) % 3, "ops": body}));
         }
     }
     // free every other page of the first set: the fragmentation the free-tail bug needed
