@@ -20,6 +20,11 @@ const KNOBS: &[(&str, &[&str])] = &[
     ("thplab.split_zero_subpages", &["none", "seed", "mainline"]),
     ("vm.compaction_proactiveness", &["0", "20", "90"]),
     ("vm.watermark_scale_factor", &["10", "200"]),
+    // mTHP (issue 18): PTE-mapped large folios of orders 2 and 4 beside PMD THPs
+    ("transparent_hugepage/hugepages-64kB/enabled", &["always", "inherit", "madvise", "never"]),
+    ("transparent_hugepage/hugepages-16kB/enabled", &["always", "inherit", "madvise", "never"]),
+    ("transparent_hugepage/hugepages-2048kB/enabled", &["always", "inherit", "madvise", "never"]),
+    ("thplab.config_thp_swap", &["y", "n"]),
 ];
 
 fn sz(pages: u64) -> String {
