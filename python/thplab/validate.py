@@ -71,6 +71,8 @@ MTHP_STATS = [
     "swpout",
     "swpout_fallback",
     "zswpout",
+    "swpin",
+    "swpin_fallback",
     "nr_anon",
     "nr_anon_partially_mapped",
 ]

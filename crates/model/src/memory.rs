@@ -322,6 +322,9 @@ impl Kernel {
         let (pfn, cached) = if let Some(p) = self.swap_cache_lookup(slot) {
             (p, true)
         } else if self.swap_is_sync(slot) && self.swap_count(slot) == 1 {
+            if let Some(r) = self.swapin_large_folio(mm, sid, addr, slot) {
+                return r;
+            }
             let nid = self.mms[mm].node;
             let Some(Pfn(p)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
             if !self.swap_pte_same(mm, idx, sid, i, pte) {
@@ -359,6 +362,105 @@ impl Kernel {
             self.lru_add(pfn, 1, vm_flags & VM_LOCKED != 0);
         }
         Fault::Ok
+    }
+
+    /// alloc_swap_folio() and the large-folio part of do_swap_page() on a
+    /// SWP_SYNCHRONOUS_IO device (zram, pmem): the mTHP orders the per-size knobs allow and
+    /// the VMA fits, whose first swap offset is aligned like the address
+    /// (thp_swap_suitable_orders), highest whose aligned PTE range holds contiguous swap
+    /// entries of one device, all in the zeromap or none, none in the swap cache
+    /// (can_swapin_thp); each failed allocation counts swpin_fallback for its size. The
+    /// folio is read whole (swpin, unless all zero), mapped by its PTEs, the slots freed.
+    /// None: order 0 as before (zswap is never enabled in the model).
+    fn swapin_large_folio(&mut self, mm: MmId, sid: u32, addr: u64, slot: u32) -> Option<Fault> {
+        let vma = self.mms[mm].find_vma(addr).cloned()?;
+        if self.mms[mm].thp_disable || vma.flags & crate::mmap::VM_NOHUGEPAGE != 0 {
+            return None;
+        }
+        let mask = self.cfg.anon_orders_mask(vma.flags & crate::mmap::VM_HUGEPAGE != 0) & ((1 << HPAGE_PMD_ORDER) - 1);
+        if mask == 0 {
+            return None;
+        }
+        let di = self.swap.dev_of(slot);
+        let base = self.swap.devs[di].base;
+        let off = slot - base;
+        let i = pte_index(addr);
+        let can_swapin = |k: &Kernel, o: u32| -> bool {
+            let nr = 1usize << o;
+            let a = addr & !((PAGE_SIZE << o) - 1);
+            if a < vma.start || a + (PAGE_SIZE << o) > vma.end {
+                return false;
+            }
+            if ((addr >> PAGE_SHIFT) % nr as u64) != (off as u64 % nr as u64) {
+                return false;
+            }
+            let i0 = pte_index(a);
+            let Some(first) = slot.checked_sub((i - i0) as u32) else { return false };
+            if first < base || first - base + nr as u32 > k.swap.devs[di].map.len() as u32 {
+                return false;
+            }
+            let Pmd::Table(t) = &k.slots.get(sid).pmd else { return false };
+            let zero0 = k.swap.map(first) & crate::swapfile::SWAP_ZEROMAP != 0;
+            (0..nr).all(|j| {
+                let s = first + j as u32;
+                t[i0 + j] == mk_pte(K_SWAP, s)
+                    && (k.swap.map(s) & crate::swapfile::SWAP_ZEROMAP != 0) == zero0
+                    && !k.swap_has_cache(s)
+            })
+        };
+        let mut orders: Vec<u32> = (2..HPAGE_PMD_ORDER).rev().filter(|&o| mask & (1 << o) != 0).collect();
+        while let Some(&o) = orders.first() {
+            self.charge(self.costs.pte_walk_ns);
+            if can_swapin(self, o) {
+                break;
+            }
+            orders.remove(0);
+        }
+        let gfp = self.vma_thp_gfp_mask(vma.flags);
+        let nid = self.mms[mm].node;
+        for o in orders {
+            let Some(Pfn(head)) = self.alloc_pages(gfp, o, nid) else {
+                if !self.mms[mm].alive {
+                    return Some(Fault::Oom);
+                }
+                self.count_mthp_order(o, "swpin_fallback", 1);
+                continue;
+            };
+            // the allocation may have reclaimed, swapped in or killed
+            if !self.mms[mm].alive || self.mms[mm].pmds.get(&(addr >> PMD_SHIFT)) != Some(&sid) || !can_swapin(self, o) {
+                self.pm.free_pages(Pfn(head), o, &mut self.rec.vm);
+                return Some(if self.mms[mm].alive { Fault::Ok } else { Fault::Oom });
+            }
+            let nr = 1u64 << o;
+            let i0 = pte_index(addr & !((PAGE_SIZE << o) - 1));
+            let first = slot - (i - i0) as u32;
+            for k in 0..nr {
+                let c = if k == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
+                // not in the swap cache: the folio is the only copy (dirty)
+                let f = set_dirty(with_rmap(make_anon(c), Some((sid, (i0 as u64 + k) as u32))), true);
+                self.pm.frames[(head + k) as usize] = f;
+            }
+            if self.swap_read_folio(head, nr as u32, first) {
+                self.rec.vm.count(Ev::PGMAJFAULT);
+                self.count_mthp_order(o, "swpin", 1);
+            }
+            for k in 0..nr {
+                self.set_pte(sid, i0 + k as usize, mk_pte(K_PRESENT, (head + k) as u32));
+            }
+            let h = self.pm.frames[head as usize];
+            self.pm.frames[head as usize] = set_young(h, true);
+            self.folio_add_new_anon(head, o);
+            self.pm.mapcount.insert(head as u32, nr as u16);
+            self.mms[mm].rss_anon += nr;
+            self.mms[mm].swap_ents -= nr;
+            self.mod_node_page_state(head, NodeStat::NrAnonMapped, nr as i64);
+            for k in 0..nr as u32 {
+                self.swap_free(first + k);
+            }
+            self.lru_add(head, nr, vma.flags & VM_LOCKED != 0);
+            return Some(Fault::Ok);
+        }
+        None
     }
 
     /// pte_same() after an allocation that may have reclaimed or killed: is the swap

@@ -128,6 +128,21 @@ fn pageout_swaps_mthp_out_whole_to_zram() {
     assert_eq!(st(&r, 64, "swpout_fallback"), 0);
     assert_eq!(vm(&r, "pswpout"), 1024);
     assert_eq!(vm(&r, "thp_swpout"), 0, "PMD-order event only");
+    // zram is SWP_SYNCHRONOUS_IO: the contiguous entries come back as 64 KiB folios
+    assert_eq!(st(&r, 64, "swpin"), 64);
+    assert_eq!(vm(&r, "pswpin"), 1024);
+    assert_eq!(st(&r, 64, "nr_anon"), 0);
+    // 64K not enabled at fault time of the read-back: order 0
+    let wl2 = w(
+        "4M",
+        r#"{"op":"write","region":"b","data":"text"},
+           {"op":"madvise","region":"b","advice":"pageout"},
+           {"op":"set","knob":"hugepages-64kB/enabled","value":"never"},
+           {"op":"read","region":"b"}"#,
+    );
+    let r = go(&wl2, "1G,swap=zram:256M", &[("hugepages-64kB/enabled", "always")]);
+    assert_eq!((st(&r, 64, "swpout"), st(&r, 64, "swpin")), (64, 0));
+    assert_eq!(vm(&r, "pswpin"), 1024);
     // without CONFIG_THP_SWAP every large folio is split first
     let r = go(&wl, "1G,swap=zram:256M", &[("hugepages-64kB/enabled", "always"), ("thplab.config_thp_swap", "n")]);
     assert_eq!(st(&r, 64, "swpout"), 0);
