@@ -290,18 +290,27 @@ impl Kernel {
         }
     }
 
-    /// __folio_unqueue_deferred_split(): off the queue; a partially mapped folio stops
-    /// counting in nr_anon_partially_mapped.
+    /// __folio_unqueue_deferred_split(): off the queue; a partially mapped folio loses
+    /// PG_partially_mapped and stops counting in nr_anon_partially_mapped.
     pub fn deferred_split_remove(&mut self, head: u64) {
+        self.deferred_split_unlink(head);
+        let order = folio_order(&self.pm.frames, head);
+        if order >= 2 && self.folio_partially_mapped(head) {
+            let t = head as usize + 1;
+            self.count_mthp_order(order, "nr_anon_partially_mapped", -1);
+            self.pm.frames[t] = set_mlocked(self.pm.frames[t], false);
+        }
+    }
+
+    /// list_del_init(&folio->_deferred_list) alone (deferred_split_scan): off the queue,
+    /// PG_partially_mapped kept until the split.
+    fn deferred_split_unlink(&mut self, head: u64) {
         if self.on_deferred(head) {
             let t = head as usize + 1;
             let node = self.pm.node_of(head);
             let order = folio_order(&self.pm.frames, head);
             self.pgdat[node].deferred_split.remove(&mut self.pm.links, t as u32, 1 << order);
-            if self.folio_partially_mapped(head) {
-                self.count_mthp_order(order, "nr_anon_partially_mapped", -1);
-            }
-            self.pm.frames[t] = set_mlocked(with_lru(self.pm.frames[t], 0), false);
+            self.pm.frames[t] = with_lru(self.pm.frames[t], 0);
         }
     }
 
@@ -348,6 +357,21 @@ impl Kernel {
         // any large folio: PMD order or mTHP; split to order 0 (uniform split)
         let order = folio_order(&self.pm.frames, head);
         let nr = 1u64 << order;
+        // unmap_folio() -> try_to_unmap_one(): a PMD mapping is frozen whole, but PTEs of a
+        // swap-backed folio go one by one (folio_unmap_pte_batch batches lazy-free folios
+        // only), so a folio with two or more mapped pages is partially mapped after the
+        // first: __folio_remove_rmap() queues it (split_deferred), unless it is in the
+        // swap cache (deferred_split_folio)
+        let (mut mapped, mut pmd_mapped) = (0u64, false);
+        for i in 0..nr {
+            if let Some((sid, _)) = rmap(self.pm.frames[(head + i) as usize]) {
+                mapped += 1;
+                pmd_mapped |= matches!(self.slots.get(sid).pmd, Pmd::Huge(_));
+            }
+        }
+        if !pmd_mapped && mapped >= 2 && !lazyfree(f) && !swapcache(f) {
+            self.deferred_split_folio(head, true);
+        }
         // unmap_folio(): a PMD mapping becomes PTEs first
         if let Some((sid, _)) = rmap(f) {
             if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
@@ -503,10 +527,13 @@ impl Kernel {
             scanned += 1;
             let head = t as u64 - 1;
             let partially = self.folio_partially_mapped(head);
-            self.deferred_split_remove(head);
+            self.deferred_split_unlink(head);
             if partially {
                 if self.split_folio(Pfn(head), SplitReason::Deferred).is_ok() {
                     split += 1;
+                } else {
+                    // still partially mapped: back on the queue
+                    self.deferred_split_folio(head, true);
                 }
                 continue;
             }

@@ -427,7 +427,8 @@ impl Kernel {
                 continue;
             };
             // the allocation may have reclaimed, swapped in or killed
-            if !self.mms[mm].alive || self.mms[mm].pmds.get(&(addr >> PMD_SHIFT)) != Some(&sid) || !can_swapin(self, o) {
+            if !self.mms[mm].alive || self.mms[mm].pmds.get(&(addr >> PMD_SHIFT)) != Some(&sid) || !can_swapin(self, o)
+            {
                 self.pm.free_pages(Pfn(head), o, &mut self.rec.vm);
                 return Some(if self.mms[mm].alive { Fault::Ok } else { Fault::Oom });
             }

@@ -126,6 +126,7 @@ fn pageout_swaps_mthp_out_whole_to_zram() {
     let r = go(&wl, "1G,swap=zram:256M", &[("hugepages-64kB/enabled", "always")]);
     assert_eq!(st(&r, 64, "swpout"), 64);
     assert_eq!(st(&r, 64, "swpout_fallback"), 0);
+    assert_eq!(st(&r, 64, "split_deferred"), 0, "swap-cache folios are not queued");
     assert_eq!(vm(&r, "pswpout"), 1024);
     assert_eq!(vm(&r, "thp_swpout"), 0, "PMD-order event only");
     // zram is SWP_SYNCHRONOUS_IO: the contiguous entries come back as 64 KiB folios
@@ -148,5 +149,7 @@ fn pageout_swaps_mthp_out_whole_to_zram() {
     assert_eq!(st(&r, 64, "swpout"), 0);
     assert_eq!(st(&r, 64, "swpout_fallback"), 64);
     assert_eq!(st(&r, 64, "split"), 64);
+    // the split unmaps the 16 PTEs one by one: partially mapped after the first (live: 256/256)
+    assert_eq!(st(&r, 64, "split_deferred"), 64);
     assert_eq!(vm(&r, "pswpout"), 1024);
 }
