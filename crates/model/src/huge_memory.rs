@@ -357,21 +357,7 @@ impl Kernel {
         // any large folio: PMD order or mTHP; split to order 0 (uniform split)
         let order = folio_order(&self.pm.frames, head);
         let nr = 1u64 << order;
-        // unmap_folio() -> try_to_unmap_one(): a PMD mapping is frozen whole, but PTEs of a
-        // swap-backed folio go one by one (folio_unmap_pte_batch batches lazy-free folios
-        // only), so a folio with two or more mapped pages is partially mapped after the
-        // first: __folio_remove_rmap() queues it (split_deferred), unless it is in the
-        // swap cache (deferred_split_folio)
-        let (mut mapped, mut pmd_mapped) = (0u64, false);
-        for i in 0..nr {
-            if let Some((sid, _)) = rmap(self.pm.frames[(head + i) as usize]) {
-                mapped += 1;
-                pmd_mapped |= matches!(self.slots.get(sid).pmd, Pmd::Huge(_));
-            }
-        }
-        if !pmd_mapped && mapped >= 2 && !lazyfree(f) && !swapcache(f) {
-            self.deferred_split_folio(head, true);
-        }
+        self.unmap_folio_partially_mapped(head, nr);
         // unmap_folio(): a PMD mapping becomes PTEs first
         if let Some((sid, _)) = rmap(f) {
             if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
@@ -485,6 +471,25 @@ impl Kernel {
             nr_left = left.len(),
         );
         Ok(left)
+    }
+
+    /// unmap_folio() -> try_to_unmap_one() at the start of a split: a PMD mapping is frozen
+    /// whole, but the PTEs of a swap-backed folio go one by one (folio_unmap_pte_batch
+    /// batches lazy-free folios only), so a folio with two or more mapped pages is
+    /// partially mapped after the first: __folio_remove_rmap() queues it (split_deferred),
+    /// unless it is in the swap cache (deferred_split_folio).
+    fn unmap_folio_partially_mapped(&mut self, head: u64, nr: u64) {
+        let f = self.pm.frames[head as usize];
+        let (mut mapped, mut pmd_mapped) = (0u64, false);
+        for i in 0..nr {
+            if let Some((sid, _)) = rmap(self.pm.frames[(head + i) as usize]) {
+                mapped += 1;
+                pmd_mapped |= matches!(self.slots.get(sid).pmd, Pmd::Huge(_));
+            }
+        }
+        if !pmd_mapped && mapped >= 2 && !lazyfree(f) && !swapcache(f) {
+            self.deferred_split_folio(head, true);
+        }
     }
 
     /// thp_underused(): more than max_ptes_none zero subpages (never at the default 511).
