@@ -99,8 +99,14 @@ def fmt_delta(d: Any) -> str:
     return f"({d:+.2f}%)"
 
 
-def row_cells(r: Row) -> list[str]:
+def columns(t: Table) -> list[str]:
+    """The table's columns: the standard ones, plus the mTHP column when the table has one."""
+    return [*COLUMNS[:-1], "thplab mTHP", COLUMNS[-1]] if t.mthp else COLUMNS
+
+
+def row_cells(r: Row, t: Table | None = None) -> list[str]:
     metric = f"{r.metric} ({r.unit})" if r.unit else r.metric
+    extra = [fmt_num(r.mthp)] if t is not None and t.mthp else []
     return [
         metric,
         fmt_num(r.seed_before),
@@ -109,12 +115,13 @@ def row_cells(r: Row) -> list[str]:
         fmt_num(r.thplab_before),
         fmt_num(r.thplab_after),
         fmt_delta(r.thplab_delta),
+        *extra,
         r.direction,
     ]
 
 
 def _columns_note(t: Table) -> str:
-    return f"before: {t.before}; after: {t.after}"
+    return f"before: {t.before}; after: {t.after}" + (f"; mTHP: {t.mthp}" if t.mthp else "")
 
 
 def print_tables(seed: str, title: str, tables: list[Table], console) -> None:
@@ -129,17 +136,18 @@ def print_tables(seed: str, title: str, tables: list[Table], console) -> None:
             caption=f"{_columns_note(t)}. seed columns: published reference figures; thplab columns: this model",
             caption_justify="left",
         )
-        for i, c in enumerate(COLUMNS):
+        for i, c in enumerate(columns(t)):
             rt.add_column(c, justify="left" if i == 0 else "right", no_wrap=i > 0)
         for r in t.rows:
-            rt.add_row(*row_cells(r), style="bold red" if r.flagged else None)
+            rt.add_row(*row_cells(r, t), style="bold red" if r.flagged else None)
         console.print(rt)
 
 
 def markdown_table(t: Table) -> str:
-    out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    cols = columns(t)
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in t.rows:
-        out.append("| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r)) + " |")
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r, t)) + " |")
     return "\n".join(out)
 
 
@@ -263,7 +271,7 @@ def write_report(out: Path, sections: list[Section], meta: dict, extra_html: lis
         for t in s.outcome.tables:
             md += [f"### {t.title}", "", f"*{_columns_note(t)}*", "", markdown_table(t), ""]
             body.append(f"<h3>{H.esc(t.title)}</h3><p class=note>{H.esc(_columns_note(t))}</p>")
-            body.append(H.table(COLUMNS, [row_cells(r) for r in t.rows], [r.flagged for r in t.rows]))
+            body.append(H.table(columns(t), [row_cells(r, t) for r in t.rows], [r.flagged for r in t.rows]))
             if t.note:
                 md += [t.note, ""]
                 body.append(f"<p class=note>{H.esc(t.note)}</p>")
@@ -285,7 +293,13 @@ def write_report(out: Path, sections: list[Section], meta: dict, extra_html: lis
                 "host_seconds": s.host_seconds,
                 "sim_seconds": s.sim_seconds,
                 "tables": [
-                    {"title": t.title, "before": t.before, "after": t.after, "rows": [r.to_dict() for r in t.rows]}
+                    {
+                        "title": t.title,
+                        "before": t.before,
+                        "after": t.after,
+                        "mthp": t.mthp,
+                        "rows": [r.to_dict() for r in t.rows],
+                    }
                     for t in (s.outcome.tables if s.outcome else [])
                 ],
                 "figures": [f"seed{s.seed}-{i}.png" for i in range(1, len(s.figures) + 1)],

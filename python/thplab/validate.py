@@ -10,7 +10,8 @@ Tolerances (stated in the output):
 * **deterministic counters** (the workload alone decides them on an idle kernel: thp_fault_alloc,
   thp_fault_fallback, thp_split_pmd, thp_swpout, pswpout, swpout_zero, zram same_pages, huge_pages
   and orig_data_size in pages (each the largest seen at a phase end),
-  thp_underused_split_page, khugepaged pages_collapsed, ...) must match exactly, up to
+  thp_underused_split_page, khugepaged pages_collapsed, the per-size mTHP stats
+  hugepages-<size>kB/stats/anon_fault_alloc, split_deferred, swpout, ...) must match exactly, up to
   ``max(2, 1 %)`` events for background activity on a shared machine. A kernel run that fails
   only by having *more* events than the model is repeated (up to twice): other processes can
   only add events. Out of tolerance => exit status 1.
@@ -55,6 +56,27 @@ DETERMINISTIC = [
     "zram.orig_data_pages",
     "khugepaged.pages_collapsed",
 ]
+#: per-size mTHP stats (hugepages-<size>kB/stats/*, sizes below PMD order; the 2048kB size is
+#: gated through the thp_* vmstat counters above): events and the nr_anon gauges (0 at the
+#: end of a run that frees its memory). `split` also counts page-cache folios of the size,
+#: which is why the background slack applies.
+MTHP_SIZES_KB = [16, 32, 64, 128, 256, 512, 1024]
+MTHP_STATS = [
+    "anon_fault_alloc",
+    "anon_fault_fallback",
+    "anon_fault_fallback_charge",
+    "split",
+    "split_failed",
+    "split_deferred",
+    "swpout",
+    "swpout_fallback",
+    "zswpout",
+    "swpin",
+    "swpin_fallback",
+    "nr_anon",
+    "nr_anon_partially_mapped",
+]
+DETERMINISTIC += [f"hugepages-{kb}kB/stats/{s}" for kb in MTHP_SIZES_KB for s in MTHP_STATS]
 ZERO_PAGE = ["thp_zero_page_alloc"]
 INFO = [
     "pgfault",
@@ -217,6 +239,9 @@ def counters(result: dict) -> dict[str, int]:
             c[name] = max(c.get(name, 0), (int(v) - before) // unit)
     for k, v in (ex.get("khugepaged_delta") or {}).items():
         c[f"khugepaged.{k}"] = v
+    # per-size stats, `hugepages-<size>kB/stats/<stat>` on both backends
+    for k, v in (ex.get("mthp_stats") or {}).items():
+        c[k] = int(v)
     return c
 
 

@@ -587,6 +587,20 @@ fn supervise(
         extra.insert("zram_mm_stat_phase_end".into(), json!(ph));
     }
     extra.insert("mthp_stats_delta".into(), json!(delta(&mthp_before, &mthp_after)));
+    // the model's shape: every anonymous size, every stat, `hugepages-<size>kB/stats/<stat>`
+    let (mb, ma) = (&mthp_before, &mthp_after);
+    let mthp_full: BTreeMap<String, i64> = thplab_workload::knobs::MTHP_ANON_ORDERS
+        .flat_map(|o| {
+            let dir = thplab_workload::knobs::MTHP_SIZE_DIRS[o as usize];
+            thplab_workload::knobs::MTHP_STATS.iter().filter_map(move |s| {
+                let k = format!("{dir}/{s}");
+                let b = mb.get(&k)?;
+                let a = ma.get(&k)?;
+                Some((format!("{dir}/stats/{s}"), a - b))
+            })
+        })
+        .collect();
+    extra.insert("mthp_stats".into(), json!(mthp_full));
     extra.insert("khugepaged_delta".into(), json!(delta(&khp_before, &khp_after)));
     extra.insert("knobs_before_run".into(), json!(knobs_before));
     extra.insert("setup_ns".into(), json!(t0 - t_begin));

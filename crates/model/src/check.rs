@@ -28,6 +28,7 @@ pub fn check(k: &Kernel) -> Result<(), InvariantViolation> {
     check_accounting(k, free_total).map_err(v("accounting: every page counted once, counters agree"))?;
     check_lru_lists(k).map_err(v("lru: list membership agrees with the frames"))?;
     check_swap(k).map_err(v("swap: slot counts, swap cache and devices agree"))?;
+    check_large_folios(k).map_err(v("large folios: order, tails, mapcount and per-size counts agree"))?;
     #[cfg(test)]
     if INJECT.with(|c| c.get()) {
         return Err(v("injected")("a test asked for a violation".into()));
@@ -102,6 +103,12 @@ fn check_page_tables(k: &Kernel) -> Result<(), String> {
             }
             match &s.pmd {
                 Pmd::Huge(head) => {
+                    if folio_order(&pm.frames, *head as u64) != HPAGE_PMD_ORDER {
+                        return Err(format!(
+                            "slot {sid} maps folio {head} of order {} by a PMD",
+                            folio_order(&pm.frames, *head as u64)
+                        ));
+                    }
                     for i in 0..512u32 {
                         let f = pm.frames[(*head + i) as usize];
                         if tag(f) != TAG_ANON || rmap(f) != Some((sid, i)) {
@@ -158,7 +165,7 @@ fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
                     }
                 }
                 if compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
-                    lru_pages += if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+                    lru_pages += 1 << folio_order(&pm.frames, p as u64);
                 }
             }
             TAG_KERNEL => kernel += 1,
@@ -184,6 +191,69 @@ fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// Large anonymous folios (PMD THP and mTHP): the head is aligned to its order (2..=9,
+/// read from the first tail), every page up to the end is a tail; a PTE-mapped folio's
+/// mapcount equals its mapped pages; the per-size nr_anon and nr_anon_partially_mapped
+/// gauges equal the folios of each order (the model starts with none).
+fn check_large_folios(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
+    let mut nr_anon = [0i64; 10];
+    let mut partial = [0i64; 10];
+    let mut p = 0u64;
+    let n = pm.frames.len() as u64;
+    while p < n {
+        let f = pm.frames[p as usize];
+        if tag(f) != TAG_ANON {
+            p += 1;
+            continue;
+        }
+        match compound(f) {
+            COMPOUND_HEAD => {
+                let o = folio_order(&pm.frames, p);
+                if !(2..=HPAGE_PMD_ORDER).contains(&o) || p & ((1 << o) - 1) != 0 || p + (1 << o) > n {
+                    return Err(format!("folio head {p} has order {o}: out of range or misaligned"));
+                }
+                let mut mapped = 0u64;
+                let mut pmd = false;
+                for q in p..p + (1 << o) {
+                    let qf = pm.frames[q as usize];
+                    if q > p && (tag(qf) != TAG_ANON || compound(qf) != COMPOUND_TAIL) {
+                        return Err(format!("pfn {q} inside folio {p} (order {o}) is not its tail"));
+                    }
+                    if let Some((sid, _)) = rmap(qf) {
+                        mapped += 1;
+                        pmd |= matches!(k.slots.get(sid).pmd, Pmd::Huge(_));
+                    }
+                }
+                let mc = pm.mapcount.get(&(p as u32)).copied();
+                if !pmd && mapped > 0 && mc != Some(mapped as u16) {
+                    return Err(format!("PTE-mapped folio {p} (order {o}): {mapped} pages mapped, mapcount {mc:?}"));
+                }
+                nr_anon[o as usize] += 1;
+                if k.folio_partially_mapped(p) {
+                    partial[o as usize] += 1;
+                }
+                p += 1 << o;
+            }
+            COMPOUND_TAIL => return Err(format!("tail frame {p} outside any folio")),
+            _ => p += 1,
+        }
+    }
+    for o in 2..=HPAGE_PMD_ORDER as usize {
+        let g = |s: &str| k.rec.mthp[o].get(s).copied().unwrap_or(0);
+        if g("nr_anon") != nr_anon[o] || g("nr_anon_partially_mapped") != partial[o] {
+            return Err(format!(
+                "order {o}: {} folios ({} partially mapped), stats nr_anon {} nr_anon_partially_mapped {}",
+                nr_anon[o],
+                partial[o],
+                g("nr_anon"),
+                g("nr_anon_partially_mapped")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Per-list LRU membership (lazy-free folios on the file lists).
 fn check_lru_lists(k: &Kernel) -> Result<(), String> {
     let pm = &k.pm;
@@ -191,7 +261,7 @@ fn check_lru_lists(k: &Kernel) -> Result<(), String> {
     let mut per_list = vec![[0u64; NR_LRU_LISTS]; k.pgdat.len()];
     for (p, &f) in pm.frames.iter().enumerate() {
         if tag(f) == TAG_ANON && compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
-            per_list[pm.node_of(p as u64)][lru_index(f)] += if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            per_list[pm.node_of(p as u64)][lru_index(f)] += 1 << folio_order(&pm.frames, p as u64);
         }
     }
     for (n, lists) in k.pgdat.iter().map(|n| &n.lruvec).enumerate() {
@@ -278,7 +348,7 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
                 }
                 if let Some(&pfn) = cached {
                     let f = k.pm.frames[pfn as usize];
-                    let head = if compound(f) == COMPOUND_TAIL { hpage_pfn_align(pfn as u64) as u32 } else { pfn };
+                    let head = folio_head(&k.pm.frames, pfn as u64) as u32;
                     if tag(f) != TAG_ANON || !swapcache(k.pm.frames[head as usize]) {
                         return Err(format!("swap slot {slot}: cached page {pfn} is not a swap-cache folio"));
                     }

@@ -47,6 +47,9 @@ pub struct Config {
     pub knobs: KnobSet,
     pub enabled: ThpMode,
     pub enabled_2m: ThpMode,
+    /// hugepages-<size>kB/enabled per anonymous order (index = order; 2..=8 are mTHP,
+    /// 9 mirrors enabled_2m, 0 and 1 are Never)
+    pub mthp: [ThpMode; 10],
     pub defrag: Defrag,
     pub use_zero_page: bool,
     pub shrink_underused: bool,
@@ -88,6 +91,13 @@ impl Config {
             knobs: knobs.clone(),
             enabled: ThpMode::parse(g("transparent_hugepage/enabled")),
             enabled_2m: ThpMode::parse(g("transparent_hugepage/hugepages-2048kB/enabled")),
+            mthp: std::array::from_fn(|o| {
+                if thplab_workload::knobs::MTHP_ANON_ORDERS.contains(&(o as u32)) {
+                    ThpMode::parse(g(&thplab_workload::knobs::mthp_enabled_knob(o as u32)))
+                } else {
+                    ThpMode::Never
+                }
+            }),
             defrag: match g("transparent_hugepage/defrag") {
                 "always" => Defrag::Always,
                 "defer" => Defrag::Defer,
@@ -137,6 +147,27 @@ impl Config {
             ThpMode::Inherit => self.enabled,
             m => m,
         }
+    }
+    /// The anonymous orders (bit mask) a fault in a VMA with `vm_flags` may use, from
+    /// the per-size knobs: the mask part of thp_vma_allowable_orders() (huge_anon_orders_always,
+    /// _madvise with VM_HUGEPAGE, _inherit when the global knob allows it). The caller
+    /// checks VM_NOHUGEPAGE / prctl (vma_thp_disabled).
+    pub fn anon_orders_mask(&self, vm_flags_hugepage: bool) -> u32 {
+        let global_always = self.enabled == ThpMode::Always;
+        let global_enabled = self.enabled != ThpMode::Never;
+        let mut mask = 0;
+        for (o, m) in self.mthp.iter().enumerate() {
+            let on = match m {
+                ThpMode::Always => true,
+                ThpMode::Madvise => vm_flags_hugepage,
+                ThpMode::Inherit => global_always || (vm_flags_hugepage && global_enabled),
+                ThpMode::Never => false,
+            };
+            if on {
+                mask |= 1 << o;
+            }
+        }
+        mask
     }
     /// hugepage_pmd_enabled(): khugepaged runs and the min_free_kbytes floor applies.
     pub fn hugepage_pmd_enabled(&self) -> bool {

@@ -106,7 +106,19 @@ impl Kernel {
         self.mod_node_page_state(head, NodeStat::NrAnonMapped, HPAGE_PMD_NR as i64);
         self.mod_node_page_state(head, NodeStat::NrAnonThps, 1);
         self.lru_add(head, HPAGE_PMD_NR, vm_flags & VM_LOCKED != 0);
+        self.folio_add_new_anon(head, HPAGE_PMD_ORDER);
         self.deferred_split_folio(head, false);
+    }
+
+    /// The part of folio_add_new_anon_rmap() every new anonymous large folio shares
+    /// (fault, swap-in, collapse, migration target): record the order in the first
+    /// tail (folio_set_order) and count it (mod_mthp_stat(order, MTHP_STAT_NR_ANON, 1)).
+    pub(crate) fn folio_add_new_anon(&mut self, head: u64, order: u32) {
+        if order >= 2 {
+            let t = head as usize + 1;
+            self.pm.frames[t] = with_first_tail_order(self.pm.frames[t], order);
+            self.count_mthp_order(order, "nr_anon", 1);
+        }
     }
 
     /// do_huge_pmd_anonymous_page(). Returns None for VM_FAULT_FALLBACK (the caller
@@ -181,7 +193,8 @@ impl Kernel {
         let t = head as usize + 1;
         self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
         let node = self.pm.node_of(head);
-        self.pgdat[node].deferred_split.push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
+        let nr = self.folio_nr_pages(head);
+        self.pgdat[node].deferred_split.push_tail(&mut self.pm.links, t as u32, nr);
     }
 
     /// Folios on node `nid`'s deferred split queue (the shrinker's count_objects).
@@ -250,31 +263,54 @@ impl Kernel {
         mlocked(self.pm.frames[head as usize + 1])
     }
 
-    /// deferred_split_folio(folio, partially_mapped)
+    /// deferred_split_folio(folio, partially_mapped): any anonymous large folio of order
+    /// 2 or more; thp_deferred_split_page counts PMD-order folios only, the per-size
+    /// split_deferred and nr_anon_partially_mapped every order.
     pub fn deferred_split_folio(&mut self, head: u64, partially_mapped: bool) {
         if !partially_mapped && !self.cfg.shrink_underused {
+            return;
+        }
+        let order = folio_order(&self.pm.frames, head);
+        if order <= 1 {
             return;
         }
         let t = head as usize + 1;
         if partially_mapped && !self.folio_partially_mapped(head) {
             self.pm.frames[t] = set_mlocked(self.pm.frames[t], true);
-            self.rec.vm.count(Ev::THP_DEFERRED_SPLIT_PAGE);
-            self.count_mthp("split_deferred", 1);
+            if order == HPAGE_PMD_ORDER {
+                self.rec.vm.count(Ev::THP_DEFERRED_SPLIT_PAGE);
+            }
+            self.count_mthp_order(order, "split_deferred", 1);
+            self.count_mthp_order(order, "nr_anon_partially_mapped", 1);
         }
         if !self.on_deferred(head) {
             self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
             let node = self.pm.node_of(head);
-            self.pgdat[node].deferred_split.push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
+            self.pgdat[node].deferred_split.push_tail(&mut self.pm.links, t as u32, 1 << order);
         }
     }
 
-    /// __folio_unqueue_deferred_split()
+    /// __folio_unqueue_deferred_split(): off the queue; a partially mapped folio loses
+    /// PG_partially_mapped and stops counting in nr_anon_partially_mapped.
     pub fn deferred_split_remove(&mut self, head: u64) {
+        self.deferred_split_unlink(head);
+        let order = folio_order(&self.pm.frames, head);
+        if order >= 2 && self.folio_partially_mapped(head) {
+            let t = head as usize + 1;
+            self.count_mthp_order(order, "nr_anon_partially_mapped", -1);
+            self.pm.frames[t] = set_mlocked(self.pm.frames[t], false);
+        }
+    }
+
+    /// list_del_init(&folio->_deferred_list) alone (deferred_split_scan): off the queue,
+    /// PG_partially_mapped kept until the split.
+    fn deferred_split_unlink(&mut self, head: u64) {
         if self.on_deferred(head) {
             let t = head as usize + 1;
             let node = self.pm.node_of(head);
-            self.pgdat[node].deferred_split.remove(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
-            self.pm.frames[t] = set_mlocked(with_lru(self.pm.frames[t], 0), false);
+            let order = folio_order(&self.pm.frames, head);
+            self.pgdat[node].deferred_split.remove(&mut self.pm.links, t as u32, 1 << order);
+            self.pm.frames[t] = with_lru(self.pm.frames[t], 0);
         }
     }
 
@@ -318,6 +354,10 @@ impl Kernel {
             self.count_mthp("split_failed", 1);
             return Err(SplitFailed);
         }
+        // any large folio: PMD order or mTHP; split to order 0 (uniform split)
+        let order = folio_order(&self.pm.frames, head);
+        let nr = 1u64 << order;
+        self.unmap_folio_partially_mapped(head, nr);
         // unmap_folio(): a PMD mapping becomes PTEs first
         if let Some((sid, _)) = rmap(f) {
             if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
@@ -333,17 +373,23 @@ impl Kernel {
         // an isolated folio is off its list: PG_mlocked tells
         let mlocked_ = lru_list == LRU_UNEVICTABLE || mlocked(f);
         if lru_list != LRU_NONE {
-            self.lru_del(head, HPAGE_PMD_NR);
+            self.lru_del(head, nr);
         }
         self.deferred_split_remove(head);
         self.pm.mapcount.remove(&(head as u32));
+        // __split_folio_to_order(): the old order stops counting; order-0 pieces have no stats
+        self.count_mthp_order(order, "nr_anon", -1);
         self.charge(self.costs.split_folio_ns);
         let mut left = vec![];
         let mut freed = vec![];
         let mut flushed: Option<(MmId, u64)> = None;
-        for i in 0..HPAGE_PMD_NR {
+        for i in 0..nr {
             let p = head + i;
-            let pf = self.pm.frames[p as usize];
+            let mut pf = self.pm.frames[p as usize];
+            if i == 1 {
+                // the first tail's order field (young/isolated/swapcache bits) goes
+                pf = with_first_tail_order(pf, HPAGE_PMD_ORDER);
+            }
             // every subpage becomes an order-0 folio with the folio's flags
             let mut nf = with_compound(pf, COMPOUND_BASE);
             nf = set_dirty(set_young(nf, young_), dirty_ || dirty(pf));
@@ -411,18 +457,39 @@ impl Kernel {
             self.mms[mm].tlb.flush_range(ix << PMD_SHIFT, (ix + 1) << PMD_SHIFT);
             self.charge(self.costs.tlb_flush_ns);
         }
-        self.rec.vm.count(Ev::THP_SPLIT_PAGE);
-        self.count_mthp("split", 1);
+        if order == HPAGE_PMD_ORDER {
+            self.rec.vm.count(Ev::THP_SPLIT_PAGE);
+        }
+        self.count_mthp_order(order, "split", 1);
         trace_event!(
             self,
             thplab_split_huge_page,
             pfn = head,
             reason = format!("{reason:?}"),
             zero_subpages = format!("{policy:?}"),
-            nr_freed = HPAGE_PMD_NR - left.len() as u64,
+            nr_freed = nr - left.len() as u64,
             nr_left = left.len(),
         );
         Ok(left)
+    }
+
+    /// unmap_folio() -> try_to_unmap_one() at the start of a split: a PMD mapping is frozen
+    /// whole, but the PTEs of a swap-backed folio go one by one (folio_unmap_pte_batch
+    /// batches lazy-free folios only), so a folio with two or more mapped pages is
+    /// partially mapped after the first: __folio_remove_rmap() queues it (split_deferred),
+    /// unless it is in the swap cache (deferred_split_folio).
+    fn unmap_folio_partially_mapped(&mut self, head: u64, nr: u64) {
+        let f = self.pm.frames[head as usize];
+        let (mut mapped, mut pmd_mapped) = (0u64, false);
+        for i in 0..nr {
+            if let Some((sid, _)) = rmap(self.pm.frames[(head + i) as usize]) {
+                mapped += 1;
+                pmd_mapped |= matches!(self.slots.get(sid).pmd, Pmd::Huge(_));
+            }
+        }
+        if !pmd_mapped && mapped >= 2 && !lazyfree(f) && !swapcache(f) {
+            self.deferred_split_folio(head, true);
+        }
     }
 
     /// thp_underused(): more than max_ptes_none zero subpages (never at the default 511).
@@ -432,7 +499,7 @@ impl Kernel {
             return false;
         }
         let (mut zero, mut filled) = (0u64, 0u64);
-        for i in 0..HPAGE_PMD_NR {
+        for i in 0..self.folio_nr_pages(head) {
             let c = content(self.pm.frames[(head + i) as usize]);
             self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(c) / PAGE_SIZE);
             if crate::content::is_zero(c) {
@@ -465,10 +532,13 @@ impl Kernel {
             scanned += 1;
             let head = t as u64 - 1;
             let partially = self.folio_partially_mapped(head);
-            self.deferred_split_remove(head);
+            self.deferred_split_unlink(head);
             if partially {
                 if self.split_folio(Pfn(head), SplitReason::Deferred).is_ok() {
                     split += 1;
+                } else {
+                    // still partially mapped: back on the queue
+                    self.deferred_split_folio(head, true);
                 }
                 continue;
             }

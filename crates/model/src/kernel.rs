@@ -149,8 +149,13 @@ impl Kernel {
         self.clock.cost += ns;
     }
 
+    /// count_mthp_stat(HPAGE_PMD_ORDER, stat): the PMD size's stats.
     pub fn count_mthp(&mut self, stat: &'static str, n: u64) {
-        *self.rec.mthp.entry(stat).or_insert(0) += n;
+        self.rec.mod_mthp(crate::consts::HPAGE_PMD_ORDER, stat, n as i64);
+    }
+    /// count_mthp_stat(order, stat) / mod_mthp_stat(order, stat, n) for any folio order.
+    pub fn count_mthp_order(&mut self, order: u32, stat: &'static str, n: i64) {
+        self.rec.mod_mthp(order, stat, n);
     }
 
     // ---------------- knobs ----------------

@@ -145,15 +145,23 @@ impl Kernel {
                         let pfn = pte_payload(pte) as u64;
                         let f = self.pm.frames[pfn as usize];
                         if compound(f) != COMPOUND_BASE {
-                            let head = hpage_pfn_align(pfn);
-                            // madvise_folio_pte_batch(): is the whole folio mapped here, in order?
-                            let covered = i == 0
-                                && i1 == PTRS_PER_PTE - 1
-                                && head == pfn
-                                && self.pm.mapcount.get(&(head as u32)) == Some(&(HPAGE_PMD_NR as u16));
+                            let head = self.folio_head(pfn);
+                            let nr = self.folio_nr_pages(head);
+                            // madvise_folio_pte_batch(): is the whole folio mapped here, in
+                            // order, inside the range? (a PMD THP or an mTHP)
+                            let covered = head == pfn
+                                && i + nr as usize - 1 <= i1
+                                && self.pm.mapcount.get(&(head as u32)) == Some(&(nr as u16))
+                                && match &self.slots.get(sid).pmd {
+                                    Pmd::Table(t) => (0..nr as usize).all(|k| {
+                                        pte_kind(t[i + k]) == K_PRESENT
+                                            && pte_payload(t[i + k]) as u64 == pfn + k as u64
+                                    }),
+                                    _ => false,
+                                };
                             if covered {
-                                self.madvise_folio(head, HPAGE_PMD_NR, advice, &mut list);
-                                i = PTRS_PER_PTE;
+                                self.madvise_folio(head, nr, advice, &mut list);
+                                i += nr as usize;
                                 continue;
                             }
                             if self.split_folio(Pfn(head), SplitReason::Other).is_err() {

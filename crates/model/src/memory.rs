@@ -134,11 +134,15 @@ impl Kernel {
             }
             Some(_) => {}
         }
-        self.do_pte_fault(mm, vma.flags, addr, write)
+        self.do_pte_fault(mm, &vma, addr, write)
     }
 
     /// do_anonymous_page() / do_wp_page() from the zero page / touching a present page.
-    fn do_pte_fault(&mut self, mm: MmId, vm_flags: u32, addr: u64, write: bool) -> Fault {
+    /// A write to a none PTE takes alloc_anon_folio() (mTHP orders first); a read maps
+    /// the 4 KiB zero page whatever the enabled orders; a write to the zero page copies
+    /// into an order-0 page (wp_page_copy).
+    fn do_pte_fault(&mut self, mm: MmId, vma: &crate::mmap::Vma, addr: u64, write: bool) -> Fault {
+        let vm_flags = vma.flags;
         let idx = addr >> PMD_SHIFT;
         let i = pte_index(addr);
         let Some(sid) = self.pte_table(mm, idx) else { return self.fault_oom(mm) };
@@ -149,9 +153,12 @@ impl Kernel {
         };
         match pte_kind(pte) {
             K_PRESENT => {
-                let pfn = pte_payload(pte) as usize;
-                let f = self.pm.frames[pfn];
-                self.pm.frames[pfn] = set_dirty(set_young(f, true), write || dirty(f));
+                // the accessed/dirty bits: on the folio's head (a large folio's first
+                // tail holds its order, see mm_types.rs)
+                let pfn = pte_payload(pte) as u64;
+                let head = self.folio_head(pfn);
+                let f = self.pm.frames[head as usize];
+                self.pm.frames[head as usize] = set_dirty(set_young(f, true), write || dirty(f));
                 Fault::Ok
             }
             K_SWAP => self.do_swap_page(mm, addr, write),
@@ -162,6 +169,11 @@ impl Kernel {
                     self.set_pte(sid, i, PTE_ZERO);
                     self.charge(self.costs.fault_zero_ns);
                     return Fault::Ok;
+                }
+                if k == pgtable_none() {
+                    if let Some(r) = self.alloc_anon_folio(mm, vma, sid, addr) {
+                        return r;
+                    }
                 }
                 // write to none or to the zero page (wp_page_copy): a new page
                 let nid = self.mms[mm].node;
@@ -179,6 +191,99 @@ impl Kernel {
                 Fault::Ok
             }
         }
+    }
+
+    /// alloc_anon_folio() and the large-folio part of do_anonymous_page(): the orders
+    /// below PMD order the per-size knobs allow for this VMA (thp_vma_allowable_orders),
+    /// that fit inside the VMA (thp_vma_suitable_orders), and whose naturally aligned
+    /// PTE range is all none (pte_range_none; a zero-page or swap PTE is not none);
+    /// the highest is tried first, each failed allocation counts anon_fault_fallback for
+    /// its size and the next lower order is tried. On success the folio is mapped by
+    /// 1 << order PTEs (no PMD mapping below PMD order) and anon_fault_alloc counted.
+    /// None: no mTHP order applies or all failed; the caller allocates order 0.
+    fn alloc_anon_folio(&mut self, mm: MmId, vma: &crate::mmap::Vma, sid: u32, addr: u64) -> Option<Fault> {
+        if self.mms[mm].thp_disable || vma.flags & crate::mmap::VM_NOHUGEPAGE != 0 {
+            return None;
+        }
+        let mask = self.cfg.anon_orders_mask(vma.flags & crate::mmap::VM_HUGEPAGE != 0) & ((1 << HPAGE_PMD_ORDER) - 1);
+        if mask == 0 {
+            return None;
+        }
+        let fits = |o: u32| {
+            let a = addr & !((PAGE_SIZE << o) - 1);
+            a >= vma.start && a + (PAGE_SIZE << o) <= vma.end
+        };
+        let range_none = |k: &Kernel, o: u32| {
+            let i0 = pte_index(addr & !((PAGE_SIZE << o) - 1));
+            match &k.slots.get(sid).pmd {
+                Pmd::Table(t) => t[i0..i0 + (1 << o)].iter().all(|&p| pte_kind(p) == pgtable_none()),
+                _ => false,
+            }
+        };
+        let mut orders: Vec<u32> = (2..HPAGE_PMD_ORDER).rev().filter(|&o| mask & (1 << o) != 0 && fits(o)).collect();
+        // the highest order whose range is all none; every lower one is then none too
+        while let Some(&o) = orders.first() {
+            self.charge(self.costs.pte_walk_ns);
+            if range_none(self, o) {
+                break;
+            }
+            orders.remove(0);
+        }
+        if orders.is_empty() {
+            return None;
+        }
+        let gfp = self.vma_thp_gfp_mask(vma.flags);
+        let nid = self.mms[mm].node;
+        for o in orders {
+            // vma_alloc_folio(): PMD order alone takes the THISNODE first try
+            match self.alloc_pages(gfp, o, nid) {
+                Some(Pfn(head)) => {
+                    if !self.mms[mm].alive {
+                        self.pm.free_pages(Pfn(head), o, &mut self.rec.vm);
+                        return Some(Fault::Oom);
+                    }
+                    let nr = 1u64 << o;
+                    // reclaim inside the allocation may have changed the range
+                    if self.mms[mm].pmds.get(&(addr >> PMD_SHIFT)) != Some(&sid) || !range_none(self, o) {
+                        self.pm.free_pages(Pfn(head), o, &mut self.rec.vm);
+                        return Some(Fault::Ok);
+                    }
+                    self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns * nr);
+                    self.map_anon_folio_pte(mm, sid, addr, head, o, vma.flags);
+                    return Some(Fault::Ok);
+                }
+                None => {
+                    if !self.mms[mm].alive {
+                        return Some(Fault::Oom);
+                    }
+                    self.count_mthp_order(o, "anon_fault_fallback", 1);
+                }
+            }
+        }
+        None
+    }
+
+    /// do_anonymous_page() for a large folio of order `order` < PMD order: set_ptes()
+    /// over the aligned range, folio_add_new_anon_rmap(), folio_add_lru_vma(). The
+    /// folio is PTE-mapped from the start (its mapcount = nr pages).
+    fn map_anon_folio_pte(&mut self, mm: MmId, sid: u32, addr: u64, head: u64, order: u32, vm_flags: u32) {
+        let nr = 1u64 << order;
+        let i0 = pte_index(addr & !((PAGE_SIZE << order) - 1));
+        for k in 0..nr {
+            let c = if k == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
+            let f = with_rmap(make_anon(c), Some((sid, (i0 as u64 + k) as u32)));
+            // the PTEs are made dirty (pte_mkdirty for a writable VMA)
+            self.pm.frames[(head + k) as usize] = set_dirty(f, true);
+            self.set_pte(sid, i0 + k as usize, mk_pte(K_PRESENT, (head + k) as u32));
+        }
+        let h = self.pm.frames[head as usize];
+        self.pm.frames[head as usize] = set_young(h, true);
+        self.folio_add_new_anon(head, order);
+        self.pm.mapcount.insert(head as u32, nr as u16);
+        self.mms[mm].rss_anon += nr;
+        self.mod_node_page_state(head, NodeStat::NrAnonMapped, nr as i64);
+        self.lru_add(head, nr, vm_flags & VM_LOCKED != 0);
+        self.count_mthp_order(order, "anon_fault_alloc", 1);
     }
 
     fn fault_oom(&mut self, mm: MmId) -> Fault {
@@ -217,6 +322,9 @@ impl Kernel {
         let (pfn, cached) = if let Some(p) = self.swap_cache_lookup(slot) {
             (p, true)
         } else if self.swap_is_sync(slot) && self.swap_count(slot) == 1 {
+            if let Some(r) = self.swapin_large_folio(mm, sid, addr, slot) {
+                return r;
+            }
             let nid = self.mms[mm].node;
             let Some(Pfn(p)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
             if !self.swap_pte_same(mm, idx, sid, i, pte) {
@@ -254,6 +362,106 @@ impl Kernel {
             self.lru_add(pfn, 1, vm_flags & VM_LOCKED != 0);
         }
         Fault::Ok
+    }
+
+    /// alloc_swap_folio() and the large-folio part of do_swap_page() on a
+    /// SWP_SYNCHRONOUS_IO device (zram, pmem): the mTHP orders the per-size knobs allow and
+    /// the VMA fits, whose first swap offset is aligned like the address
+    /// (thp_swap_suitable_orders), highest whose aligned PTE range holds contiguous swap
+    /// entries of one device, all in the zeromap or none, none in the swap cache
+    /// (can_swapin_thp); each failed allocation counts swpin_fallback for its size. The
+    /// folio is read whole (swpin, unless all zero), mapped by its PTEs, the slots freed.
+    /// None: order 0 as before (zswap is never enabled in the model).
+    fn swapin_large_folio(&mut self, mm: MmId, sid: u32, addr: u64, slot: u32) -> Option<Fault> {
+        let vma = self.mms[mm].find_vma(addr).cloned()?;
+        if self.mms[mm].thp_disable || vma.flags & crate::mmap::VM_NOHUGEPAGE != 0 {
+            return None;
+        }
+        let mask = self.cfg.anon_orders_mask(vma.flags & crate::mmap::VM_HUGEPAGE != 0) & ((1 << HPAGE_PMD_ORDER) - 1);
+        if mask == 0 {
+            return None;
+        }
+        let di = self.swap.dev_of(slot);
+        let base = self.swap.devs[di].base;
+        let off = slot - base;
+        let i = pte_index(addr);
+        let can_swapin = |k: &Kernel, o: u32| -> bool {
+            let nr = 1usize << o;
+            let a = addr & !((PAGE_SIZE << o) - 1);
+            if a < vma.start || a + (PAGE_SIZE << o) > vma.end {
+                return false;
+            }
+            if ((addr >> PAGE_SHIFT) % nr as u64) != (off as u64 % nr as u64) {
+                return false;
+            }
+            let i0 = pte_index(a);
+            let Some(first) = slot.checked_sub((i - i0) as u32) else { return false };
+            if first < base || first - base + nr as u32 > k.swap.devs[di].map.len() as u32 {
+                return false;
+            }
+            let Pmd::Table(t) = &k.slots.get(sid).pmd else { return false };
+            let zero0 = k.swap.map(first) & crate::swapfile::SWAP_ZEROMAP != 0;
+            (0..nr).all(|j| {
+                let s = first + j as u32;
+                t[i0 + j] == mk_pte(K_SWAP, s)
+                    && (k.swap.map(s) & crate::swapfile::SWAP_ZEROMAP != 0) == zero0
+                    && !k.swap_has_cache(s)
+            })
+        };
+        let mut orders: Vec<u32> = (2..HPAGE_PMD_ORDER).rev().filter(|&o| mask & (1 << o) != 0).collect();
+        while let Some(&o) = orders.first() {
+            self.charge(self.costs.pte_walk_ns);
+            if can_swapin(self, o) {
+                break;
+            }
+            orders.remove(0);
+        }
+        let gfp = self.vma_thp_gfp_mask(vma.flags);
+        let nid = self.mms[mm].node;
+        for o in orders {
+            let Some(Pfn(head)) = self.alloc_pages(gfp, o, nid) else {
+                if !self.mms[mm].alive {
+                    return Some(Fault::Oom);
+                }
+                self.count_mthp_order(o, "swpin_fallback", 1);
+                continue;
+            };
+            // the allocation may have reclaimed, swapped in or killed
+            if !self.mms[mm].alive || self.mms[mm].pmds.get(&(addr >> PMD_SHIFT)) != Some(&sid) || !can_swapin(self, o)
+            {
+                self.pm.free_pages(Pfn(head), o, &mut self.rec.vm);
+                return Some(if self.mms[mm].alive { Fault::Ok } else { Fault::Oom });
+            }
+            let nr = 1u64 << o;
+            let i0 = pte_index(addr & !((PAGE_SIZE << o) - 1));
+            let first = slot - (i - i0) as u32;
+            for k in 0..nr {
+                let c = if k == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
+                // not in the swap cache: the folio is the only copy (dirty)
+                let f = set_dirty(with_rmap(make_anon(c), Some((sid, (i0 as u64 + k) as u32))), true);
+                self.pm.frames[(head + k) as usize] = f;
+            }
+            if self.swap_read_folio(head, nr as u32, first) {
+                self.rec.vm.count(Ev::PGMAJFAULT);
+                self.count_mthp_order(o, "swpin", 1);
+            }
+            for k in 0..nr {
+                self.set_pte(sid, i0 + k as usize, mk_pte(K_PRESENT, (head + k) as u32));
+            }
+            let h = self.pm.frames[head as usize];
+            self.pm.frames[head as usize] = set_young(h, true);
+            self.folio_add_new_anon(head, o);
+            self.pm.mapcount.insert(head as u32, nr as u16);
+            self.mms[mm].rss_anon += nr;
+            self.mms[mm].swap_ents -= nr;
+            self.mod_node_page_state(head, NodeStat::NrAnonMapped, nr as i64);
+            for k in 0..nr as u32 {
+                self.swap_free(first + k);
+            }
+            self.lru_add(head, nr, vma.flags & VM_LOCKED != 0);
+            return Some(Fault::Ok);
+        }
+        None
     }
 
     /// pte_same() after an allocation that may have reclaimed or killed: is the swap
@@ -320,6 +528,7 @@ impl Kernel {
                         self.swap_free(first + k);
                     }
                     self.lru_add(head, HPAGE_PMD_NR, vma.flags & VM_LOCKED != 0);
+                    self.folio_add_new_anon(head, HPAGE_PMD_ORDER);
                     self.deferred_split_folio(head, false);
                     self.rec.vm.count(Ev::THP_SWPIN);
                     return Fault::Ok;
@@ -396,14 +605,16 @@ impl Kernel {
         let head = head.0;
         let f = self.pm.frames[head as usize];
         debug_assert_eq!(tag(f), TAG_ANON);
-        let order = if compound(f) == COMPOUND_HEAD { HPAGE_PMD_ORDER } else { 0 };
+        let order = folio_order(&self.pm.frames, head);
         if swapcache(f) {
             self.delete_from_swap_cache(head);
         }
         self.lru_del(head, 1 << order);
-        if order == HPAGE_PMD_ORDER {
+        if order > 0 {
             self.deferred_split_remove(head);
             self.pm.mapcount.remove(&(head as u32));
+            // free_pages_prepare(): mod_mthp_stat(order, MTHP_STAT_NR_ANON, -1)
+            self.count_mthp_order(order, "nr_anon", -1);
         }
         self.charge(self.costs.page_free_ns);
         self.pm.free_pages(Pfn(head), order, &mut self.rec.vm);
@@ -412,18 +623,27 @@ impl Kernel {
     /// Unmap one PTE-mapped page: base pages are freed, THP subpages lose their mapping
     /// (the folio is freed with its last mapping, else queued for deferred split).
     pub(crate) fn zap_present_pte(&mut self, mm: MmId, pfn: u64) {
+        self.zap_present_ptes(mm, pfn, 1);
+    }
+
+    /// zap_present_folio_ptes(): unmap `n` consecutive pages from `pfn` of one folio
+    /// (folio_pte_batch) with one folio_remove_rmap_ptes(): a large folio unmapped whole
+    /// in one batch is freed without being queued as partially mapped.
+    pub(crate) fn zap_present_ptes(&mut self, mm: MmId, pfn: u64, n: u64) {
         let f = self.pm.frames[pfn as usize];
-        self.mms[mm].rss_anon -= 1;
-        self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -1);
-        self.pm.frames[pfn as usize] = with_rmap(f, None);
+        self.mms[mm].rss_anon -= n;
+        self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -(n as i64));
+        for p in pfn..pfn + n {
+            self.pm.frames[p as usize] = with_rmap(self.pm.frames[p as usize], None);
+        }
         if compound(f) == COMPOUND_BASE {
             self.free_folio(Pfn(pfn));
             return;
         }
-        let head = hpage_pfn_align(pfn);
+        let head = self.folio_head(pfn);
         let left = {
             let c = self.pm.mapcount.get_mut(&(head as u32)).expect("PTE-mapped THP has a mapcount");
-            *c -= 1;
+            *c -= n as u16;
             *c
         };
         if left == 0 {
@@ -460,18 +680,46 @@ impl Kernel {
                     self.split_swap_pmd(mm, sid);
                 }
                 let (i0, i1) = (pte_index(s), pte_index(e - 1));
-                for i in i0..=i1 {
+                let mut i = i0;
+                while i <= i1 {
                     let pte = match &self.slots.get(sid).pmd {
                         Pmd::Table(t) => t[i],
                         _ => PTE_NONE,
                     };
                     self.charge(self.costs.pte_walk_ns);
                     match pte_kind(pte) {
-                        K_PRESENT => self.zap_present_pte(mm, pte_payload(pte) as u64),
+                        K_PRESENT => {
+                            // folio_pte_batch(): the following PTEs mapping the next
+                            // pages of the same large folio go in one batch
+                            let pfn = pte_payload(pte) as u64;
+                            let mut n = 1u64;
+                            if compound(self.pm.frames[pfn as usize]) != COMPOUND_BASE {
+                                let head = self.folio_head(pfn);
+                                let end = head + self.folio_nr_pages(head);
+                                while i + (n as usize) <= i1 && pfn + n < end {
+                                    let next = match &self.slots.get(sid).pmd {
+                                        Pmd::Table(t) => t[i + n as usize],
+                                        _ => PTE_NONE,
+                                    };
+                                    if pte_kind(next) != K_PRESENT || pte_payload(next) as u64 != pfn + n {
+                                        break;
+                                    }
+                                    n += 1;
+                                }
+                            }
+                            self.charge(self.costs.pte_walk_ns * (n - 1));
+                            self.zap_present_ptes(mm, pfn, n);
+                            for k in 0..n as usize {
+                                self.set_pte(sid, i + k, PTE_NONE);
+                            }
+                            i += n as usize;
+                            continue;
+                        }
                         K_SWAP => self.free_swap_entry(mm, pte_payload(pte)),
                         _ => {}
                     }
                     self.set_pte(sid, i, PTE_NONE);
+                    i += 1;
                 }
             }
             if free_tables && self.mms[mm].pmds.contains_key(&idx) && !self.mms[mm].pmd_range_used(idx) {
@@ -617,7 +865,7 @@ impl Kernel {
     #[inline]
     pub fn touch_folio(&mut self, pfn: u64, write: bool) {
         let f = self.pm.frames[pfn as usize];
-        let head = if compound(f) == COMPOUND_BASE { pfn } else { hpage_pfn_align(pfn) };
+        let head = if compound(f) == COMPOUND_BASE { pfn } else { self.folio_head(pfn) };
         let h = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_dirty(set_young(h, true), write || dirty(h));
         if write && head != pfn {

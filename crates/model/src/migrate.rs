@@ -43,8 +43,10 @@ impl Kernel {
     pub fn move_folio(&mut self, src: Pfn, dst: Pfn) {
         let (src, dst) = (src.0, dst.0);
         let f = self.pm.frames[src as usize];
+        // any large folio (PMD THP or mTHP; its order travels in the first tail's frame)
         let thp = compound(f) == COMPOUND_HEAD;
-        let nr: u64 = if thp { HPAGE_PMD_NR } else { 1 };
+        let order = folio_order(&self.pm.frames, src);
+        let nr: u64 = 1 << order;
         let lru_list = lru(f);
         let on_lru = lru_list != LRU_NONE;
         let queued = thp && lru(self.pm.frames[src as usize + 1]) == 1;
@@ -84,16 +86,22 @@ impl Kernel {
             // the copy carried PG_partially_mapped; put the new folio on the queue
             self.deferred_split_requeue(dst);
         }
-        self.charge(if thp { self.costs.copy_2m_ns } else { self.costs.migrate_4k_ns });
+        self.charge(if order == HPAGE_PMD_ORDER {
+            self.costs.copy_2m_ns
+        } else if thp {
+            self.costs.copy_2m_ns * nr / HPAGE_PMD_NR
+        } else {
+            self.costs.migrate_4k_ns
+        });
         // flush the old translations of every mm that maps the folio
         if let Some((sid, i)) = rmap(self.pm.frames[dst as usize]) {
             let s = self.slots.get(sid);
             let (mm, ix) = (s.mm, s.index);
             // a base page's migration flushes its one PTE (ptep_clear_flush), a THP its PMD range
-            let (a, e) = if thp {
+            let (a, e) = if order == HPAGE_PMD_ORDER {
                 (ix << PMD_SHIFT, (ix + 1) << PMD_SHIFT)
             } else {
-                ((ix << PMD_SHIFT) + ((i as u64) << PAGE_SHIFT), (ix << PMD_SHIFT) + ((i as u64 + 1) << PAGE_SHIFT))
+                ((ix << PMD_SHIFT) + ((i as u64) << PAGE_SHIFT), (ix << PMD_SHIFT) + ((i as u64 + nr) << PAGE_SHIFT))
             };
             self.mms[mm].tlb.flush_range(a, e);
         }
@@ -101,7 +109,7 @@ impl Kernel {
         if swapcache(self.pm.frames[dst as usize]) {
             self.swap_cache_move(src, dst);
         }
-        self.pm.free_pages(Pfn(src), if thp { HPAGE_PMD_ORDER } else { 0 }, &mut self.rec.vm);
+        self.pm.free_pages(Pfn(src), order, &mut self.rec.vm);
     }
 
     /// migrate_pages() of one folio to `node` (MR_SYSCALL/MR_NUMA_MISPLACED style):
@@ -119,7 +127,7 @@ impl Kernel {
             // not on an LRU: someone else holds it isolated (-EBUSY)
             return 0;
         }
-        let nr = if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+        let nr = self.folio_nr_pages(head);
         self.lru_del(head, nr);
         let split0 = self.rec.vm.get(Ev::THP_MIGRATION_SPLIT);
         let moved = self.migrate_isolated_folio(Pfn(head), list, node);
@@ -145,18 +153,29 @@ impl Kernel {
     fn migrate_isolated_folio(&mut self, head: Pfn, list: u64, node: usize) -> u64 {
         let head = head.0;
         if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD {
-            if let Some(Pfn(dst)) = self.alloc_pages(GFP_TRANSHUGE_LIGHT | __GFP_THISNODE, HPAGE_PMD_ORDER, node) {
+            // a large folio moves whole at its order (alloc_migration_target); the THP_*
+            // migration events count PMD-order folios only (folio_test_pmd_mappable)
+            let order = folio_order(&self.pm.frames, head);
+            let nr = 1u64 << order;
+            let pmd = order == HPAGE_PMD_ORDER;
+            if let Some(Pfn(dst)) = self.alloc_pages(GFP_TRANSHUGE_LIGHT | __GFP_THISNODE, order, node) {
                 self.move_folio(Pfn(head), Pfn(dst));
-                self.putback_folio(dst, HPAGE_PMD_NR, list);
-                self.rec.vm.count(Ev::THP_MIGRATION_SUCCESS);
-                self.rec.vm.add(Ev::PGMIGRATE_SUCCESS, HPAGE_PMD_NR);
-                return HPAGE_PMD_NR;
+                self.putback_folio(dst, nr, list);
+                if pmd {
+                    self.rec.vm.count(Ev::THP_MIGRATION_SUCCESS);
+                }
+                self.rec.vm.add(Ev::PGMIGRATE_SUCCESS, nr);
+                return nr;
             }
-            self.rec.vm.count(Ev::THP_MIGRATION_SPLIT);
+            if pmd {
+                self.rec.vm.count(Ev::THP_MIGRATION_SPLIT);
+            }
             let Ok(pieces) = self.split_folio(Pfn(head), SplitReason::Migration) else {
-                self.putback_folio(head, HPAGE_PMD_NR, list);
-                self.rec.vm.count(Ev::THP_MIGRATION_FAIL);
-                self.rec.vm.add(Ev::PGMIGRATE_FAIL, HPAGE_PMD_NR);
+                self.putback_folio(head, nr, list);
+                if pmd {
+                    self.rec.vm.count(Ev::THP_MIGRATION_FAIL);
+                }
+                self.rec.vm.add(Ev::PGMIGRATE_FAIL, nr);
                 return 0;
             };
             return pieces.into_iter().map(|p| self.migrate_isolated_folio(p, list, node)).sum();
@@ -196,7 +215,7 @@ impl Kernel {
             match self.follow(mm, a) {
                 Mapping::Page(Pfn(pfn), _) => {
                     let f = self.pm.frames[pfn as usize];
-                    let head = if compound(f) == COMPOUND_BASE { pfn } else { hpage_pfn_align(pfn) };
+                    let head = if compound(f) == COMPOUND_BASE { pfn } else { self.folio_head(pfn) };
                     if self.pm.node_of(head) != node {
                         self.migrate_folio_to_node(Pfn(head), node);
                     }

@@ -14,6 +14,12 @@
 //!           bit 59 PG_referenced (head; the reclaim scan's second-chance bit)
 //!           bit 60 PG_swapcache (head; the folio is in the swap cache, see swap_state.rs)
 //! ```
+//! Large folios (THP of PMD order and mTHP of orders 2..8) are a head frame and tail
+//! frames. The folio order lives in the first tail frame (head+1), as the kernel keeps
+//! folio->_flags_1's order there: bits 18, 24 and 60 of head+1 (young, isolated and
+//! swapcache, which only heads use) hold HPAGE_PMD_ORDER - order, so a tail made by
+//! `make_anon(COMPOUND_TAIL)` belongs to a PMD-order folio. head+1 also carries the
+//! deferred-split links (LRU field) and PG_partially_mapped (bit 22), see huge_memory.rs.
 //! A zeroed frame is a free tail, so a fresh frame array is calloc'd memory the host
 //! hands out lazily. Anonymous pages are mapped exactly once (no fork), so the reverse
 //! map is a single (page-table slot, index) and young/dirty live here, not in the PTE.
@@ -262,6 +268,67 @@ pub fn lru_index(f: u64) -> usize {
     }
 }
 
+/// The bits of head+1 that hold PMD_ORDER - order (see the header).
+const ORDER_FIELD_BITS: [u64; 3] = [YOUNG_BIT, ISOLATED_BIT, SWAPCACHE_BIT];
+/// The folio order recorded in a first-tail frame `f1` (folio_large_order).
+#[inline]
+pub fn first_tail_order(f1: u64) -> u32 {
+    let mut v = 0;
+    for (i, b) in ORDER_FIELD_BITS.iter().enumerate() {
+        if f1 & b != 0 {
+            v |= 1 << i;
+        }
+    }
+    HPAGE_PMD_ORDER - v
+}
+/// Record `order` (2..=HPAGE_PMD_ORDER) in a first-tail frame (folio_set_order).
+#[inline]
+pub fn with_first_tail_order(f1: u64, order: u32) -> u64 {
+    debug_assert!((2..=HPAGE_PMD_ORDER).contains(&order));
+    let v = HPAGE_PMD_ORDER - order;
+    let mut f = f1;
+    for (i, b) in ORDER_FIELD_BITS.iter().enumerate() {
+        f = if v & (1 << i) != 0 { f | b } else { f & !b };
+    }
+    f
+}
+/// folio_order(): the order of the folio whose head frame is at `head` (0 for a base page).
+#[inline]
+pub fn folio_order(frames: &[u64], head: u64) -> u32 {
+    let f = frames[head as usize];
+    if tag(f) == TAG_ANON && compound(f) == COMPOUND_HEAD {
+        first_tail_order(frames[head as usize + 1])
+    } else {
+        0
+    }
+}
+/// compound_head(): the head frame of the folio holding `pfn`. Folios are naturally
+/// aligned, so the head is `pfn` aligned down to the folio size: the PMD-aligned frame
+/// is tried first (the common THP), then the mTHP sizes.
+#[inline]
+pub fn folio_head(frames: &[u64], pfn: u64) -> u64 {
+    let f = frames[pfn as usize];
+    if tag(f) != TAG_ANON || compound(f) != COMPOUND_TAIL {
+        return pfn;
+    }
+    let covers = |h: u64| {
+        let hf = frames[h as usize];
+        tag(hf) == TAG_ANON && compound(hf) == COMPOUND_HEAD && h + (1 << folio_order(frames, h)) > pfn
+    };
+    let h = pfn & !(HPAGE_PMD_NR - 1);
+    if covers(h) {
+        return h;
+    }
+    for k in 2..HPAGE_PMD_ORDER {
+        let h = pfn & !((1u64 << k) - 1);
+        if h != pfn && covers(h) {
+            return h;
+        }
+    }
+    debug_assert!(false, "tail frame {pfn} without a head");
+    pfn & !(HPAGE_PMD_NR - 1)
+}
+
 /// (slot id, index within the 2 MiB slot), or None when not mapped.
 #[inline]
 pub fn rmap(f: u64) -> Option<(u32, u32)> {
@@ -426,6 +493,21 @@ mod tests {
         assert_eq!(tag(f), TAG_ANON);
         assert_eq!(tag(0), TAG_FREE_TAIL);
         assert_eq!(free_order(make_free(10)), 10);
+        // folio order in the first tail; head lookup for PMD and mTHP folios
+        let mut frames = vec![0u64; 1024];
+        for o in [4u32, 2, 9] {
+            let base = if o == 9 { 512 } else { 0 } + if o == 2 { 16 } else { 0 };
+            for i in 0..1u64 << o {
+                frames[(base + i) as usize] = make_anon(if i == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL });
+            }
+            frames[base as usize + 1] = with_first_tail_order(set_young(frames[base as usize + 1], false), o);
+            assert_eq!(folio_order(&frames, base), o);
+            for i in 0..1u64 << o {
+                assert_eq!(folio_head(&frames, base + i), base, "order {o} page {i}");
+            }
+        }
+        assert_eq!(first_tail_order(make_anon(COMPOUND_TAIL)), HPAGE_PMD_ORDER);
+        assert_eq!(folio_order(&frames, 20), 0);
     }
     #[test]
     fn lists() {

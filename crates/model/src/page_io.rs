@@ -108,9 +108,12 @@ impl Kernel {
             self.charge(w);
         }
         // count_swpout_vm_event()
-        if nr as u64 == HPAGE_PMD_NR {
-            self.rec.vm.count(Ev::THP_SWPOUT);
-            self.count_mthp("swpout", 1);
+        if nr > 1 {
+            let order = nr.trailing_zeros();
+            if order == HPAGE_PMD_ORDER {
+                self.rec.vm.count(Ev::THP_SWPOUT);
+            }
+            self.count_mthp_order(order, "swpout", 1);
         }
         self.rec.vm.add(Ev::PSWPOUT, nr as u64);
         self.rec.vm.add(Ev::PGPGOUT, 4 * nr as u64);

@@ -20,8 +20,9 @@ pub struct OomReport {
 pub struct Recorder {
     /// event counters (count_vm_event)
     pub vm: VmStat,
-    /// per-size mTHP stats for hugepages-2048kB (stats/*)
-    pub mthp: BTreeMap<&'static str, u64>,
+    /// per-size mTHP stats (hugepages-<size>kB/stats/*), indexed by folio order; the
+    /// gauges nr_anon and nr_anon_partially_mapped are kept here too (mod_mthp_stat)
+    pub mthp: [BTreeMap<&'static str, i64>; 10],
     /// record.fault_latency: sample the latencies below
     pub record_latency: bool,
     /// each successful THP fault, ns
@@ -47,8 +48,22 @@ impl Recorder {
     pub fn count(&mut self, e: Ev) {
         self.vm.count(e);
     }
-    /// count_mthp_stat()
-    pub fn count_mthp(&mut self, stat: &'static str, n: u64) {
-        *self.mthp.entry(stat).or_insert(0) += n;
+    /// count_mthp_stat() / mod_mthp_stat(): orders 1..=PMD_ORDER have stats, order 0 none.
+    pub fn mod_mthp(&mut self, order: u32, stat: &'static str, n: i64) {
+        if (1..=9).contains(&order) {
+            *self.mthp[order as usize].entry(stat).or_insert(0) += n;
+        }
+    }
+    /// The per-size stats as sysfs names them, `hugepages-<size>kB/stats/<stat>`, every
+    /// anonymous size and every stat file (zeros too), like the live runner's delta.
+    pub fn mthp_stats(&self) -> BTreeMap<String, i64> {
+        let mut m = BTreeMap::new();
+        for o in thplab_workload::knobs::MTHP_ANON_ORDERS {
+            let dir = thplab_workload::knobs::MTHP_SIZE_DIRS[o as usize];
+            for s in thplab_workload::knobs::MTHP_STATS {
+                m.insert(format!("{dir}/stats/{s}"), self.mthp[o as usize].get(s).copied().unwrap_or(0));
+            }
+        }
+        m
     }
 }

@@ -19,13 +19,15 @@ use crate::vmstat::Ev;
 pub const PAGE_CLUSTER: u32 = 3;
 
 impl Kernel {
+    /// page_folio(): the head of the folio holding `pfn` (any order).
     #[inline]
     pub fn folio_head(&self, pfn: u64) -> u64 {
-        if compound(self.pm.frames[pfn as usize]) == COMPOUND_TAIL {
-            hpage_pfn_align(pfn)
-        } else {
-            pfn
-        }
+        folio_head(&self.pm.frames, pfn)
+    }
+    /// folio_nr_pages()
+    #[inline]
+    pub fn folio_nr_pages(&self, head: u64) -> u64 {
+        1 << folio_order(&self.pm.frames, head)
     }
     /// folio_mapped(): is any page of the folio mapped?
     pub fn folio_mapped(&self, head: u64) -> bool {
@@ -33,7 +35,7 @@ impl Kernel {
         if compound(f) != COMPOUND_HEAD {
             return rmap(f).is_some();
         }
-        (0..HPAGE_PMD_NR).any(|i| rmap(self.pm.frames[(head + i) as usize]).is_some())
+        (0..self.folio_nr_pages(head)).any(|i| rmap(self.pm.frames[(head + i) as usize]).is_some())
     }
 
     /// add_to_swap_cache(): the folio at `head` now caches slots `slot..slot + nr`.

@@ -233,7 +233,7 @@ impl Kernel {
                     }
                 }
             }
-            for i in 0..HPAGE_PMD_NR {
+            for i in 0..self.folio_nr_pages(head) {
                 let p = head + i;
                 let pf = self.pm.frames[p as usize];
                 if let Some((sid, pi)) = rmap(pf) {
@@ -286,7 +286,7 @@ impl Kernel {
         let mut work: std::collections::VecDeque<u64> = list.into();
         let mut freed = 0;
         while let Some(head) = work.pop_front() {
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            let nr = self.folio_nr_pages(head);
             let mut pieces = vec![];
             let fate = self.shrink_folio(head, sc, &mut pieces);
             match fate {
@@ -309,10 +309,18 @@ impl Kernel {
         freed
     }
 
+    /// thp_swpout_fallback (PMD order) and the per-size swpout_fallback.
+    fn count_swpout_fallback(&mut self, order: u32) {
+        if order == HPAGE_PMD_ORDER {
+            self.rec.vm.count(Ev::THP_SWPOUT_FALLBACK);
+        }
+        self.count_mthp_order(order, "swpout_fallback", 1);
+    }
+
     fn shrink_folio(&mut self, head: u64, sc: &ScanControl, pieces: &mut Vec<u64>) -> Fate {
         let f = self.pm.frames[head as usize];
-        let thp = compound(f) == COMPOUND_HEAD;
-        let nr: u64 = if thp { HPAGE_PMD_NR } else { 1 };
+        let thp = compound(f) == COMPOUND_HEAD; // folio_test_large: PMD THP or mTHP
+        let nr: u64 = self.folio_nr_pages(head);
         self.charge(self.costs.reclaim_scan_page_ns);
         if lru(f) == LRU_UNEVICTABLE || mlocked(f) {
             return Fate::Keep;
@@ -373,15 +381,16 @@ impl Kernel {
                 Err(_) => Fate::Activate,
             };
         }
-        let slot = match self.get_swap_pages(if thp { HPAGE_PMD_ORDER } else { 0 }) {
+        let order = folio_order(&self.pm.frames, head);
+        // folio_alloc_swap(): a large folio needs a free cluster of its order
+        let slot = match self.get_swap_pages(order) {
             Some(s) => s,
             None if thp => {
                 // fall back to swapping base pages
                 self.lru_del(head, nr);
                 return match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
                     Ok(p) => {
-                        self.rec.vm.count(Ev::THP_SWPOUT_FALLBACK);
-                        self.count_mthp("swpout_fallback", 1);
+                        self.count_swpout_fallback(order);
                         *pieces = p.into_iter().map(|x| x.0).collect();
                         Fate::Split
                     }
@@ -455,7 +464,7 @@ impl Kernel {
                 break;
             }
             let head = t as u64;
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            let nr = self.folio_nr_pages(head);
             self.lru_del(head, nr);
             scanned += nr;
             out.push(head);
@@ -519,7 +528,7 @@ impl Kernel {
         self.rec.vm.add(Ev::PGREFILL, scanned);
         let mut moved = 0;
         for head in list {
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            let nr = self.folio_nr_pages(head);
             self.charge(self.costs.reclaim_scan_page_ns);
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_young(f, false);
@@ -619,7 +628,7 @@ impl Kernel {
         let (list, scanned) = self.isolate_lru_folios(node, idx, nr);
         self.rec.vm.add(Ev::PGREFILL, scanned);
         for head in list {
-            let n = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            let n = self.folio_nr_pages(head);
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_young(f, false);
             self.lru_putback(head, n, LRU_INACTIVE_ANON);
@@ -697,7 +706,7 @@ impl Kernel {
             who: Reclaimer::Madvise,
         };
         let traced = trace_enabled!(self, mm_vmscan_reclaim_pages).then(|| {
-            let nr = |h: &u64| if compound(self.pm.frames[*h as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            let nr = |h: &u64| self.folio_nr_pages(*h);
             (self.pm.node_of(list[0]), list.iter().map(nr).sum::<u64>())
         });
         let freed = self.shrink_folio_list(list, &mut sc);

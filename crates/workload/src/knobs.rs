@@ -51,6 +51,88 @@ macro_rules! choice {
     ($($c:expr),*) => { KnobValues::Choice { choices: vec![$($c),*] } };
 }
 
+/// `hugepages-<size>kB/enabled` for an anonymous mTHP order below PMD order (x86-64:
+/// orders 2..8, THP_ORDERS_ALL_ANON without PMD order). Kernel default: never.
+macro_rules! mthp_enabled {
+    ($order:literal, $kb:literal) => {
+        KnobDef {
+            name: concat!("transparent_hugepage/hugepages-", $kb, "kB/enabled"),
+            kind: KnobKind::Sysfs,
+            path: Some(concat!("/sys/kernel/mm/transparent_hugepage/hugepages-", $kb, "kB/enabled")),
+            default: "never",
+            values: choice!("always", "inherit", "madvise", "never"),
+            live_value: None,
+            doc: concat!(
+                "mTHP: anonymous faults may allocate ",
+                $kb,
+                " KiB folios (order ",
+                $order,
+                ", PTE-mapped; alloc_anon_folio); inherit follows transparent_hugepage/enabled; stats in hugepages-",
+                $kb,
+                "kB/stats/*"
+            ),
+        }
+    };
+}
+
+/// `hugepages-<size>kB/shmem_enabled` (thpsize_shmem_enabled_store): accepted and
+/// recorded; the model has no shmem/tmpfs mappings, so it never acts on it.
+macro_rules! mthp_shmem {
+    ($kb:literal, $default:literal) => {
+        KnobDef {
+            name: concat!("transparent_hugepage/hugepages-", $kb, "kB/shmem_enabled"),
+            kind: KnobKind::Sysfs,
+            path: Some(concat!("/sys/kernel/mm/transparent_hugepage/hugepages-", $kb, "kB/shmem_enabled")),
+            default: $default,
+            values: choice!("always", "inherit", "within_size", "advise", "never"),
+            live_value: None,
+            doc: concat!("shmem/tmpfs folios of ", $kb, " KiB; accepted and recorded, the model has no shmem mappings"),
+        }
+    };
+}
+
+/// The anonymous mTHP orders of x86-64 (THP_ORDERS_ALL_ANON: orders 2..=PMD_ORDER; order 1
+/// is file/shmem only) and their sysfs directory names.
+pub const MTHP_ANON_ORDERS: std::ops::RangeInclusive<u32> = 2..=9;
+pub const MTHP_SIZE_DIRS: [&str; 10] = [
+    "hugepages-4kB",
+    "hugepages-8kB",
+    "hugepages-16kB",
+    "hugepages-32kB",
+    "hugepages-64kB",
+    "hugepages-128kB",
+    "hugepages-256kB",
+    "hugepages-512kB",
+    "hugepages-1024kB",
+    "hugepages-2048kB",
+];
+/// The knob `hugepages-<size>kB/enabled` of an anonymous order (2..=9).
+pub fn mthp_enabled_knob(order: u32) -> String {
+    format!("transparent_hugepage/{}/enabled", MTHP_SIZE_DIRS[order as usize])
+}
+/// The per-size stats files an anonymous order has (hugepages-<size>kB/stats/*, enum
+/// mthp_stat_item in include/linux/huge_mm.h), in sysfs's names.
+pub const MTHP_STATS: [&str; 18] = [
+    "anon_fault_alloc",
+    "anon_fault_fallback",
+    "anon_fault_fallback_charge",
+    "anon_fault_declined",
+    "zswpout",
+    "swpin",
+    "swpin_fallback",
+    "swpin_fallback_charge",
+    "swpout",
+    "swpout_fallback",
+    "shmem_alloc",
+    "shmem_fallback",
+    "shmem_fallback_charge",
+    "split",
+    "split_failed",
+    "split_deferred",
+    "nr_anon",
+    "nr_anon_partially_mapped",
+];
+
 pub fn registry() -> Vec<KnobDef> {
     use KnobKind::*;
     let thp = |n: &'static str| -> Option<&'static str> { Some(n) };
@@ -68,12 +150,21 @@ pub fn registry() -> Vec<KnobDef> {
         KnobDef { name: "transparent_hugepage/shrink_underused", kind: Sysfs, path: thp("/sys/kernel/mm/transparent_hugepage/shrink_underused"),
             default: "1", values: KnobValues::Int { min: 0, max: 1 }, live_value: None,
             doc: "the deferred-split shrinker splits THPs with more than max_ptes_none zero subpages (v6.12+)" },
-        KnobDef { name: "transparent_hugepage/hugepages-2048kB/enabled", kind: Sysfs, path: thp("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled"),
-            default: "inherit", values: choice!("always", "inherit", "madvise", "never"), live_value: None,
-            doc: "per-size control of PMD THP; inherit follows transparent_hugepage/enabled" },
+        KnobDef { name: "transparent_hugepage/shmem_enabled", kind: Sysfs, path: thp("/sys/kernel/mm/transparent_hugepage/shmem_enabled"),
+            default: "never", values: choice!("always", "within_size", "advise", "never", "deny", "force"), live_value: None,
+            doc: "PMD THP for shmem/tmpfs (shmem_enabled_store); accepted and recorded, the model has no shmem mappings" },
         KnobDef { name: "transparent_hugepage/swapin_enabled", kind: Sysfs, path: thp("/sys/kernel/mm/transparent_hugepage/swapin_enabled"),
             default: "always", values: choice!("always", "madvise", "never"), live_value: None,
             doc: "seed 003 (Huang Ying 2018, not mainline): swap a PMD swap entry back in as a whole THP; only with thplab.pmd_swap_entries=1" },
+        // ---- per-size (mTHP) controls: hugepages-<size>kB (thpsize_create, anon_enabled_store) ----
+        mthp_enabled!(2, "16"), mthp_enabled!(3, "32"), mthp_enabled!(4, "64"), mthp_enabled!(5, "128"),
+        mthp_enabled!(6, "256"), mthp_enabled!(7, "512"), mthp_enabled!(8, "1024"),
+        KnobDef { name: "transparent_hugepage/hugepages-2048kB/enabled", kind: Sysfs, path: thp("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled"),
+            default: "inherit", values: choice!("always", "inherit", "madvise", "never"), live_value: None,
+            doc: "per-size control of PMD THP (order 9); inherit follows transparent_hugepage/enabled; stats in hugepages-2048kB/stats/*" },
+        mthp_shmem!("8", "never"), mthp_shmem!("16", "never"), mthp_shmem!("32", "never"), mthp_shmem!("64", "never"),
+        mthp_shmem!("128", "never"), mthp_shmem!("256", "never"), mthp_shmem!("512", "never"), mthp_shmem!("1024", "never"),
+        mthp_shmem!("2048", "inherit"),
         // ---- khugepaged (mm/khugepaged.c) ----
         KnobDef { name: "transparent_hugepage/khugepaged/defrag", kind: Sysfs, path: thp("/sys/kernel/mm/transparent_hugepage/khugepaged/defrag"),
             default: "1", values: KnobValues::Int { min: 0, max: 1 }, live_value: None,
@@ -301,5 +392,15 @@ mod tests {
         let d = registry_map();
         assert_eq!(d["transparent_hugepage/enabled"].show("madvise"), "always [madvise] never");
         assert_eq!(parse_sysfs_choice("always defer defer+madvise [madvise] never\n").unwrap(), "madvise");
+        // every anonymous mTHP size has its per-size knob, under sysfs's name
+        for o in MTHP_ANON_ORDERS {
+            let k = &d[mthp_enabled_knob(o).as_str()];
+            assert_eq!(k.path.unwrap(), format!("/sys/kernel/mm/{}", k.name));
+        }
+        assert_eq!(canonical_name("hugepages-64kB/enabled").unwrap(), "transparent_hugepage/hugepages-64kB/enabled");
+        assert_eq!(check_assignment("hugepages-16kB/enabled", "inherit").unwrap().1, "inherit");
+        assert!(check_assignment("hugepages-8kB/enabled", "always").is_err());
+        assert_eq!(check_assignment("hugepages-8kB/shmem_enabled", "within_size").unwrap().1, "within_size");
+        assert_eq!(defaults()["transparent_hugepage/hugepages-1024kB/enabled"], "never");
     }
 }

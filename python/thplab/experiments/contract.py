@@ -65,6 +65,9 @@ class Row:
     thplab_delta: Value = None
     check: bool | None = None
     direction: str = ""
+    #: ours with multi-size THP (a third thplab column when the table names one in
+    #: `Table.mthp`): the "after" setup with 64 KiB mTHP enabled (issue 18)
+    mthp: Value = None
 
     def __post_init__(self) -> None:
         for side in ("seed", "thplab"):
@@ -92,6 +95,7 @@ class Row:
             "thplab_after": self.thplab_after,
             "thplab_delta": self.thplab_delta,
             "direction": self.direction,
+            "thplab_mthp": self.mthp,
         }
 
 
@@ -105,6 +109,8 @@ class Table:
     before: str = "before"
     after: str = "after"
     note: str = ""
+    #: what the optional mTHP column is (empty: the table has none)
+    mthp: str = ""
 
     def row(self, metric: str) -> Row:
         return next(r for r in self.rows if r.metric == metric)

@@ -27,7 +27,7 @@ REFERENCE = {
 
 DEVICES = ("zram", "disk")
 # policy labels: the seed's kernel before and after the series, and mainline v6.18
-POLICIES = ("none", "seed", "mainline")
+POLICIES = ("none", "seed", "mainline", "mthp64")
 
 
 def workload(size: str, offset: int, num_dirty: int) -> dict:
@@ -65,11 +65,19 @@ CASES = {"best": (0, 1), "worst": (4095, 512)}
 # the seed's kernel (5.14-era): CONFIG_THP_SWAP=n as in its runs, and no swap zeromap
 # (v6.12+), so zero pages went to the device; mainline: v6.18 defaults
 ERA = {"thplab.config_thp_swap": "n", "thplab.swap_zeromap": "n"}
+# the mTHP column (issue 18): mainline v6.18 with 64 KiB folios instead of PMD THPs in the
+# MADV_HUGEPAGE region (hugepages-64kB inherit of madvise, hugepages-2048kB never)
+MTHP = {
+    "transparent_hugepage/hugepages-64kB/enabled": "inherit",
+    "transparent_hugepage/hugepages-2048kB/enabled": "never",
+}
 KNOBS = {
     "none": {"thplab.split_zero_subpages": "none", **ERA},
     "seed": {"thplab.split_zero_subpages": "seed", **ERA},
     "mainline": {},
+    "mthp64": MTHP,
 }
+MTHP_LABEL = "mainline v6.18, 64 KiB mTHP instead of 2 MiB THP (splits: hugepages-64kB/stats/split)"
 
 
 def _phase_s(r: dict, name: str) -> float:
@@ -87,6 +95,8 @@ def summarise(r: dict) -> dict[str, float]:
         "pswpout": d.get("pswpout", 0),
         "thp_split_page": d.get("thp_split_page", 0),
         "thp_split_unmap": d.get("thp_split_unmap", 0),
+        "split_64k": (r.get("extra") or {}).get("mthp_stats", {}).get("hugepages-64kB/stats/split", 0),
+        "swpout_64k": (r.get("extra") or {}).get("mthp_stats", {}).get("hugepages-64kB/stats/swpout", 0),
     }
 
 
@@ -112,9 +122,26 @@ def run(quick: bool = False) -> Outcome:
                     title=f"{dev} swap, {size} test.c, {case} case (non-zero: {where})",
                     before="split_zero_subpages=none (the seed’s kernel without the series)",
                     after="split_zero_subpages=seed (with the series)",
+                    mthp=MTHP_LABEL,
                     rows=[
-                        Row("test.c time", "s", sb, sa, m["none"]["total_s"], m["seed"]["total_s"]),
-                        Row("MADV_PAGEOUT time", "s", None, None, m["none"]["pageout_s"], m["seed"]["pageout_s"]),
+                        Row(
+                            "test.c time",
+                            "s",
+                            sb,
+                            sa,
+                            m["none"]["total_s"],
+                            m["seed"]["total_s"],
+                            mthp=m["mthp64"]["total_s"],
+                        ),
+                        Row(
+                            "MADV_PAGEOUT time",
+                            "s",
+                            None,
+                            None,
+                            m["none"]["pageout_s"],
+                            m["seed"]["pageout_s"],
+                            mthp=m["mthp64"]["pageout_s"],
+                        ),
                         Row(
                             "written to swap",
                             "MiB",
@@ -122,10 +149,27 @@ def run(quick: bool = False) -> Outcome:
                             None,
                             m["none"]["swap_bytes"] / 2**20,
                             m["seed"]["swap_bytes"] / 2**20,
+                            mthp=m["mthp64"]["swap_bytes"] / 2**20,
                         ),
-                        Row("pswpout", "pages", None, None, m["none"]["pswpout"], m["seed"]["pswpout"]),
-                        Row("thp_split_page", "", None, None, m["none"]["thp_split_page"], m["seed"]["thp_split_page"]),
-                        Row("thp_split_unmap", "", None, None, 0, m["seed"]["thp_split_unmap"]),
+                        Row(
+                            "pswpout",
+                            "pages",
+                            None,
+                            None,
+                            m["none"]["pswpout"],
+                            m["seed"]["pswpout"],
+                            mthp=m["mthp64"]["pswpout"],
+                        ),
+                        Row(
+                            "thp_split_page",
+                            "",
+                            None,
+                            None,
+                            m["none"]["thp_split_page"],
+                            m["seed"]["thp_split_page"],
+                            mthp=m["mthp64"]["split_64k"],
+                        ),
+                        Row("thp_split_unmap", "", None, None, 0, m["seed"]["thp_split_unmap"], mthp=0),
                         Row(
                             "mainline v6.18 defaults: test.c time (before = none)",
                             "s",
@@ -133,6 +177,16 @@ def run(quick: bool = False) -> Outcome:
                             None,
                             m["none"]["total_s"],
                             m["mainline"]["total_s"],
+                            mthp=m["mthp64"]["total_s"],
+                        ),
+                        Row(
+                            "64 KiB folios swapped out whole (hugepages-64kB/stats/swpout)",
+                            "",
+                            None,
+                            None,
+                            None,
+                            None,
+                            mthp=m["mthp64"]["swpout_64k"],
                         ),
                     ],
                 )

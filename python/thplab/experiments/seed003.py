@@ -122,6 +122,11 @@ def measure(w: dict, knobs: dict) -> tuple[dict, dict]:
                 "oom_kill",
             )
         },
+        # the per-size stats of the 64 KiB size (the mTHP column, issue 18)
+        "_mthp": {
+            k: (ex.get("mthp_stats") or {}).get(f"hugepages-64kB/stats/{k}", 0)
+            for k in ("anon_fault_alloc", "anon_fault_fallback", "swpout", "swpout_fallback", "swpin", "split")
+        },
     }, d
 
 
@@ -141,6 +146,14 @@ def _fmt_delta(name: str, v: float | None) -> str:
 
 BEFORE_KNOBS = {"thplab.pmd_swap_entries": "0"}
 AFTER_KNOBS = {"thplab.pmd_swap_entries": "1", "transparent_hugepage/swapin_enabled": "always"}
+# the mTHP column (issue 18): mainline with 64 KiB folios instead of PMD THPs (the workload's
+# transparent_hugepage/enabled=always is inherited; hugepages-2048kB never)
+MTHP_KNOBS = {
+    **BEFORE_KNOBS,
+    "transparent_hugepage/hugepages-64kB/enabled": "inherit",
+    "transparent_hugepage/hugepages-2048kB/enabled": "never",
+}
+MTHP_LABEL = "mainline with 64 KiB mTHP instead of 2 MiB THP (AnonHugePages counts PMD-mapped THPs only)"
 
 
 def run(quick: bool = False) -> Outcome:
@@ -149,6 +162,7 @@ def run(quick: bool = False) -> Outcome:
     w = workload(quick)
     b, rb = measure(w, BEFORE_KNOBS)
     a, ra = measure(w, AFTER_KNOBS)
+    m, rm = measure(w, MTHP_KNOBS)
     rows = []
     for name, (sb, sa, sd) in SEED.items():
         tb, ta = b[name], a[name]
@@ -167,6 +181,7 @@ def run(quick: bool = False) -> Outcome:
                 seed_delta=sd,
                 thplab_delta=_fmt_delta(name, _delta(name, tb, ta)),
                 direction=_direction(sb, sa, tb, ta),
+                mthp=m[name],
             )
         )
     table = Table(
@@ -174,17 +189,25 @@ def run(quick: bool = False) -> Outcome:
         rows=rows,
         before="mainline (pmd_swap_entries=0)",
         after="the seed's policy (pmd_swap_entries=1, swapin_enabled=always)",
+        mthp=MTHP_LABEL,
     )
     counters = Table(
         title="swap-w-seq: what the kernel counted (thplab only)",
-        rows=[Row(k, "", None, None, b["_counters"][k], a["_counters"][k]) for k in b["_counters"]],
+        rows=[
+            Row(k, "", None, None, b["_counters"][k], a["_counters"][k], mthp=m["_counters"][k]) for k in b["_counters"]
+        ]
+        + [
+            Row(f"hugepages-64kB/stats/{k}", "", None, None, b["_mthp"][k], a["_mthp"][k], mthp=m["_mthp"][k])
+            for k in b["_mthp"]
+        ],
         before="mainline",
         after="the seed's policy",
+        mthp=MTHP_LABEL,
     )
     return Outcome(
         tables=[table, counters],
-        results={"mainline (before)": rb, "PMD swap entries (after)": ra},
-        data={"before": b, "after": a, "machine": w["machine"]},
+        results={"mainline (before)": rb, "PMD swap entries (after)": ra, "64 KiB mTHP (mainline)": rm},
+        data={"before": b, "after": a, "mthp": m, "machine": w["machine"]},
     )
 
 

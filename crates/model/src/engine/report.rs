@@ -116,7 +116,12 @@ fn extra(k: &mut Kernel, kts: &[Kt], zram_before: &[(String, Value)]) -> BTreeMa
                 .collect(),
         ),
     );
-    extra.insert("mthp_stats_2048kB".into(), serde_json::to_value(&k.rec.mthp).unwrap());
+    extra.insert(
+        "mthp_stats_2048kB".into(),
+        serde_json::to_value(&k.rec.mthp[crate::consts::HPAGE_PMD_ORDER as usize]).unwrap(),
+    );
+    // every anonymous size under sysfs's names, the shape the live runner reports
+    extra.insert("mthp_stats".into(), serde_json::to_value(k.rec.mthp_stats()).unwrap());
     // reclaim and swap (vmscan.rs, swapfile.rs, zram.rs)
     if !zram_before.is_empty() {
         let after = k.zram_mm_stats();

@@ -1,0 +1,155 @@
+//! Multi-size THP (issue 18): the per-size knobs drive alloc_anon_folio (highest enabled
+//! order that fits the VMA and whose PTEs are all none, order-by-order fallback), the
+//! per-size stats count what happens to the folios (faults, partial unmap and deferred
+//! split, swap-out whole to zram), and the invariant checker (on in every run here)
+//! agrees with the page state of PTE-mapped large folios.
+
+use thplab_workload::RunResult;
+
+mod common;
+use common::go;
+
+fn st(r: &RunResult, size_kb: u32, stat: &str) -> i64 {
+    let key = format!("hugepages-{size_kb}kB/stats/{stat}");
+    r.extra["mthp_stats"][&key].as_i64().unwrap_or_else(|| panic!("no {key}"))
+}
+fn vm(r: &RunResult, c: &str) -> i64 {
+    r.vmstat_delta.get(c).copied().unwrap_or(0)
+}
+
+fn w(size: &str, ops: &str) -> String {
+    format!(
+        r#"{{"processes":[{{"name":"p","ops":[
+      {{"op":"mmap","name":"b","size":"{size}","align":"2M"}},
+      {ops}]}}]}}"#
+    )
+}
+
+#[test]
+fn write_faults_allocate_the_highest_enabled_order() {
+    let wl = w("16M", r#"{"op":"write","region":"b","data":"text"}"#);
+    // 64K always, 2M inherit of madvise (the region is not madvised): 256 x 64 KiB folios
+    let r = go(&wl, "1G", &[("hugepages-64kB/enabled", "always")]);
+    assert_eq!(st(&r, 64, "anon_fault_alloc"), 256);
+    assert_eq!(st(&r, 64, "nr_anon"), 0, "freed at exit");
+    assert_eq!(st(&r, 2048, "anon_fault_alloc"), 0);
+    assert_eq!(vm(&r, "thp_fault_alloc"), 0, "thp_fault_alloc counts PMD order only");
+    assert_eq!(vm(&r, "pgfault"), 256);
+    // 16K and 64K always: the higher one wins
+    let r = go(&wl, "1G", &[("hugepages-64kB/enabled", "always"), ("hugepages-16kB/enabled", "always")]);
+    assert_eq!(st(&r, 64, "anon_fault_alloc"), 256);
+    assert_eq!(st(&r, 16, "anon_fault_alloc"), 0);
+    // inherit follows transparent_hugepage/enabled (madvise: only MADV_HUGEPAGE regions),
+    // and a madvised region with 2M never gets 64K folios
+    let r = go(&wl, "1G", &[("hugepages-64kB/enabled", "inherit")]);
+    assert_eq!(st(&r, 64, "anon_fault_alloc"), 0);
+    let wl2 =
+        w("16M", r#"{"op":"madvise","region":"b","advice":"hugepage"},{"op":"write","region":"b","data":"text"}"#);
+    let r = go(&wl2, "1G", &[("hugepages-64kB/enabled", "inherit"), ("hugepages-2048kB/enabled", "never")]);
+    assert_eq!(st(&r, 64, "anon_fault_alloc"), 256);
+    // a PMD THP is tried first; mTHP only when it falls back
+    let r = go(&wl2, "1G", &[("hugepages-64kB/enabled", "inherit")]);
+    assert_eq!((st(&r, 2048, "anon_fault_alloc"), st(&r, 64, "anon_fault_alloc")), (8, 0));
+    // MADV_NOHUGEPAGE and prctl-style disable turn mTHP off too
+    let wl3 =
+        w("16M", r#"{"op":"madvise","region":"b","advice":"nohugepage"},{"op":"write","region":"b","data":"text"}"#);
+    let r = go(&wl3, "1G", &[("hugepages-64kB/enabled", "always")]);
+    assert_eq!(st(&r, 64, "anon_fault_alloc"), 0);
+}
+
+#[test]
+fn orders_that_do_not_fit_or_see_a_non_none_pte_are_skipped() {
+    // a 48 KiB VMA: 64K does not fit; 16K does (three folios)
+    let wl = w("48K", r#"{"op":"write","region":"b","data":"text"}"#);
+    let r = go(&wl, "1G", &[("hugepages-64kB/enabled", "always"), ("hugepages-16kB/enabled", "always")]);
+    assert_eq!((st(&r, 64, "anon_fault_alloc"), st(&r, 16, "anon_fault_alloc")), (0, 3));
+    // the zero page is not pte_none: a read of page 2 first, then writes over 64 KiB
+    let wl = w(
+        "2M",
+        r#"{"op":"read","region":"b","offset":"8K","length":"4K"},
+           {"op":"write","region":"b","offset":"0","length":"64K","data":"text"}"#,
+    );
+    let r = go(&wl, "1G", &[("hugepages-64kB/enabled", "always"), ("hugepages-16kB/enabled", "always")]);
+    // page 0: 64K range holds the zero PTE, 16K [0,16K) too -> order 0; page 1 the same;
+    // page 2 (zero page, write) -> wp copy order 0; page 3 -> 16K range [0,16K) not none
+    // -> order 0; pages 4.. -> 16K folios [16K,32K), [32K,48K), [48K,64K)
+    assert_eq!(st(&r, 64, "anon_fault_alloc"), 0);
+    assert_eq!(st(&r, 16, "anon_fault_alloc"), 3);
+    assert_eq!(vm(&r, "pgfault"), 1 + 4 + 3);
+}
+
+#[test]
+fn partial_munmap_queues_mthp_for_deferred_split() {
+    let wl = w(
+        "4M",
+        r#"{"op":"write","region":"b","data":"text"},
+           {"op":"phase","name":"unmap"},
+           {"op":"munmap","region":"b","every":"64K","offset":"32K","length":"4K"},
+           {"op":"phase","name":"shrink"},
+           {"op":"drop_caches","value":2},
+           {"op":"phase","name":"end"}"#,
+    );
+    let r = go(&wl, "1G", &[("hugepages-64kB/enabled", "always")]);
+    assert_eq!(st(&r, 64, "anon_fault_alloc"), 64);
+    assert_eq!(st(&r, 64, "split_deferred"), 64);
+    assert_eq!(st(&r, 64, "split"), 64, "the shrinker splits every partially mapped folio");
+    assert_eq!(vm(&r, "thp_deferred_split_page"), 0, "PMD-order event only");
+    assert_eq!(vm(&r, "thp_split_page"), 0, "PMD-order event only");
+    // the munmap phase alone: queued, not split
+    let ph = &r.phases[1];
+    assert_eq!(ph.vmstat_delta.get("nr_anon_pages").copied().unwrap_or(0), -64);
+    // a whole-folio munmap is one rmap batch: no deferred split
+    let wl = w(
+        "4M",
+        r#"{"op":"write","region":"b","data":"text"},{"op":"munmap","region":"b","offset":"1M","length":"1M"}"#,
+    );
+    let r = go(&wl, "1G", &[("hugepages-64kB/enabled", "always")]);
+    assert_eq!(st(&r, 64, "split_deferred"), 0);
+    // MADV_DONTNEED of half a folio: partially mapped
+    let wl = w(
+        "4M",
+        r#"{"op":"write","region":"b","data":"text"},{"op":"madvise","region":"b","advice":"dontneed","offset":"0","length":"32K"}"#,
+    );
+    let r = go(&wl, "1G", &[("hugepages-64kB/enabled", "always")]);
+    assert_eq!(st(&r, 64, "split_deferred"), 1);
+}
+
+#[test]
+fn pageout_swaps_mthp_out_whole_to_zram() {
+    let wl = w(
+        "4M",
+        r#"{"op":"write","region":"b","data":"text"},
+           {"op":"madvise","region":"b","advice":"pageout"},
+           {"op":"phase","name":"back"},
+           {"op":"read","region":"b"}"#,
+    );
+    let r = go(&wl, "1G,swap=zram:256M", &[("hugepages-64kB/enabled", "always")]);
+    assert_eq!(st(&r, 64, "swpout"), 64);
+    assert_eq!(st(&r, 64, "swpout_fallback"), 0);
+    assert_eq!(st(&r, 64, "split_deferred"), 0, "swap-cache folios are not queued");
+    assert_eq!(vm(&r, "pswpout"), 1024);
+    assert_eq!(vm(&r, "thp_swpout"), 0, "PMD-order event only");
+    // zram is SWP_SYNCHRONOUS_IO: the contiguous entries come back as 64 KiB folios
+    assert_eq!(st(&r, 64, "swpin"), 64);
+    assert_eq!(vm(&r, "pswpin"), 1024);
+    assert_eq!(st(&r, 64, "nr_anon"), 0);
+    // 64K not enabled at fault time of the read-back: order 0
+    let wl2 = w(
+        "4M",
+        r#"{"op":"write","region":"b","data":"text"},
+           {"op":"madvise","region":"b","advice":"pageout"},
+           {"op":"set","knob":"hugepages-64kB/enabled","value":"never"},
+           {"op":"read","region":"b"}"#,
+    );
+    let r = go(&wl2, "1G,swap=zram:256M", &[("hugepages-64kB/enabled", "always")]);
+    assert_eq!((st(&r, 64, "swpout"), st(&r, 64, "swpin")), (64, 0));
+    assert_eq!(vm(&r, "pswpin"), 1024);
+    // without CONFIG_THP_SWAP every large folio is split first
+    let r = go(&wl, "1G,swap=zram:256M", &[("hugepages-64kB/enabled", "always"), ("thplab.config_thp_swap", "n")]);
+    assert_eq!(st(&r, 64, "swpout"), 0);
+    assert_eq!(st(&r, 64, "swpout_fallback"), 64);
+    assert_eq!(st(&r, 64, "split"), 64);
+    // the split unmaps the 16 PTEs one by one: partially mapped after the first (live: 256/256)
+    assert_eq!(st(&r, 64, "split_deferred"), 64);
+    assert_eq!(vm(&r, "pswpout"), 1024);
+}
