@@ -252,6 +252,11 @@ impl<'a> Child<'a> {
             sink: 0,
             corpus: text_corpus(),
         };
+        // the first phase starts with the first op, after the fork and the child's own set-up
+        send(
+            self.to_parent,
+            json!({"t": "phase_start", "ns": now_ns(), "stime": self_stime_ns(), "rq": self_run_delay_ns()}),
+        );
         for (i, op) in self.process.ops.iter().enumerate() {
             if let Err((e, m)) = self.op(i, op, &mut st) {
                 self.err(i, op, &e, m);

@@ -703,9 +703,7 @@ fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, 
                     ZRAM_PHASES.lock().unwrap().push((name.clone(), json!({"device": d, "mm_stat": v})));
                 }
             }
-            // the main phase starts at the fork, before the child's first reading (0)
-            let rq0 = if rq == 0 && from_i == 0 { end_rq } else { rq };
-            PHASE_RUN_DELAY.lock().unwrap().push((name.clone(), end_rq.saturating_sub(rq0)));
+            PHASE_RUN_DELAY.lock().unwrap().push((name.clone(), end_rq.saturating_sub(rq)));
             phases.push(PhaseResult {
                 name,
                 process: ps.name.clone(),
