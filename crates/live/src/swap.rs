@@ -56,6 +56,20 @@ pub fn loop_of(backing: &str) -> Option<String> {
     t.lines().next().and_then(|l| l.split(':').next()).map(|d| d.trim().to_string()).filter(|d| !d.is_empty())
 }
 
+/// Attach a loop device to `backing` with direct I/O (no second copy in the page cache);
+/// returns its path (/dev/loopN).
+pub fn loop_attach(backing: &str) -> Result<String, String> {
+    let o = std::process::Command::new("losetup")
+        .args(["--find", "--show", "--direct-io=on"])
+        .arg(backing)
+        .output()
+        .map_err(|e| format!("losetup {backing}: {e} (is util-linux installed?)"))?;
+    if !o.status.success() {
+        return Err(format!("losetup {backing}: {}", String::from_utf8_lossy(&o.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
 /// Detach a loop device (losetup -d).
 pub fn loop_detach(dev: &str) -> Result<(), String> {
     let o = std::process::Command::new("losetup")
@@ -255,15 +269,7 @@ pub fn apply(plans: &[SwapPlan], journal: &mut Journal) -> Result<Vec<Value>, St
                 journal.loops.push(backing.clone());
                 journal.save()?;
                 create_swapfile(backing, *size)?;
-                let o = std::process::Command::new("losetup")
-                    .args(["--find", "--show", "--direct-io=on"])
-                    .arg(backing)
-                    .output()
-                    .map_err(|e| format!("losetup {backing}: {e} (is util-linux installed?)"))?;
-                if !o.status.success() {
-                    return Err(format!("losetup {backing}: {}", String::from_utf8_lossy(&o.stderr).trim()));
-                }
-                let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                let dev = loop_attach(backing)?;
                 journal.swapon.push(dev.clone());
                 journal.save()?;
                 mkswap(&dev)?;
