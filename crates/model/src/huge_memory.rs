@@ -303,8 +303,9 @@ impl Kernel {
     ///  - `mainline` (v6.12+, every anon split): remapped to the shared zero page
     ///    (try_to_map_unused_to_zeropage), its frame freed;
     ///  - `seed` (Yu Zhao 2021, isolated splits only): not remapped, PTE cleared
-    ///    (try_to_unmap_clean: thp_split_unmap), frame freed; tail pages with no mapping
-    ///    are freed at once (thp_split_free);
+    ///    (patch 3, try_to_unmap_clean: thp_split_unmap); then every tail page left with
+    ///    no mapping — those just unmapped and those zapped before — is freed at once
+    ///    (patch 2, __split_huge_page's page_ref_freeze(subpage, 2): thp_split_free);
     ///  - `none`: remapped like any page.
     ///
     /// mlocked folios and VM_LOCKED VMAs keep their zero pages. The zero check costs
@@ -381,7 +382,11 @@ impl Kernel {
                     if zero {
                         let pte = if policy == SplitZero::Mainline { PTE_ZERO } else { PTE_NONE };
                         if policy == SplitZero::Seed {
+                            // patch 3's try_to_unmap_clean() leaves the subpage unmapped with
+                            // the isolation's and lru_add_page_tail()'s references only, so
+                            // patch 2's page_ref_freeze(subpage, 2) frees it (thp_split_free)
                             self.rec.vm.count(Ev::THP_SPLIT_UNMAP);
+                            self.rec.vm.count(Ev::THP_SPLIT_FREE);
                         }
                         self.set_pte(sid, idx as usize, pte);
                         self.pm.frames[p as usize] = with_rmap(nf, None);

@@ -103,6 +103,13 @@ fn config_thp_swap_n_splits_every_thp_and_the_zero_policy_applies() {
     // seed 000: the zero subpages are dropped, only the dirty page of each THP is written
     assert_eq!(pd(&seed, "pageout", "pswpout"), 128);
     assert_eq!(pd(&seed, "pageout", "thp_split_unmap"), 128 * 511);
+    // patch 2: each unmapped zero subpage has only the split's references left and is
+    // freed by __split_huge_page at once (thp_split_free, ~511 per THP in the best case)
+    assert_eq!(pd(&seed, "pageout", "thp_split_free"), 128 * 511);
+    for r in [&none, &main] {
+        assert_eq!(pd(r, "pageout", "thp_split_free"), 0);
+        assert_eq!(pd(r, "pageout", "thp_split_unmap"), 0);
+    }
     // before the series every subpage stays mapped and is swapped out; the zero ones
     // each go to the zeromap without I/O
     assert_eq!(pd(&none, "pageout", "pswpout"), 128);
