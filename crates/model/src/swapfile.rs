@@ -387,7 +387,8 @@ impl SwapState {
 impl Kernel {
     /// folio_alloc_swap() -> swap_alloc_fast / swap_alloc_slow: `1 << order` contiguous,
     /// naturally aligned slots marked SWAP_HAS_CACHE. Large allocations need
-    /// CONFIG_THP_SWAP, a block device (not a swap file) and a non-rotational device.
+    /// CONFIG_THP_SWAP and a block device (a swap file refuses them; a rotational device
+    /// takes them); only the first device of the avail list is tried for them.
     /// Returns the first global slot.
     pub fn get_swap_pages(&mut self, order: u32) -> Option<u32> {
         let slot = self.swap_alloc(order);
@@ -432,14 +433,22 @@ impl Kernel {
         self.swap.rr += 1;
         for di in order_devs {
             let d = &self.swap.devs[di];
+            // a full device is off the avail list (del_from_avail_list)
             if d.inuse >= d.usable() {
                 continue;
             }
-            if order > 0 && (!d.blkdev || !d.nonrot || d.cl_nr < (1 << order)) {
-                continue;
+            // cluster_alloc_swap_entry(): a swap file (not SWP_BLKDEV) cannot take large
+            // entries; a rotational block device can (under global_cluster_lock)
+            let refused = order > 0 && (!d.blkdev || d.cl_nr < (1 << order));
+            if !refused {
+                if let Some(o) = self.cluster_alloc_swap_entry(di, order) {
+                    return Some(self.swap_alloc_done(di, o, order, cpu));
+                }
             }
-            if let Some(o) = self.cluster_alloc_swap_entry(di, order) {
-                return Some(self.swap_alloc_done(di, o, order, cpu));
+            // swap_alloc_slow(): a large allocation tries only the first device of the
+            // avail list ("if (order) return false"): the caller splits the folio
+            if order > 0 {
+                return None;
             }
         }
         None
