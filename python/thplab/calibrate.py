@@ -231,7 +231,8 @@ def _device_alg(S):
 
 def _fit_devices(prof, S, V, rows, spread):
     """`file` and `disk` DeviceCosts from O_DIRECT I/O: bandwidth from 2 MiB requests with 4 in
-    flight, latency from single 4 KiB requests less their transfer."""
+    flight, latency from single 4 KiB requests less their transfer, the queue depth from the
+    device's nr_requests."""
     for dev in ("file", "disk"):
         if not all(f"{dev}.{k}" in S for k in ("write_2m_qd4", "read_2m_qd4", "write_4k_rand", "read_4k_rand")):
             continue
@@ -248,6 +249,10 @@ def _fit_devices(prof, S, V, rows, spread):
         if f"{dev}.read_4k_seq" in S:
             pen = _med(S[f"{dev}.read_4k_rand"]) - _med(S[f"{dev}.read_4k_seq"])
             d["random_penalty_ns"] = round(pen) if pen > 0.2 * _med(S[f"{dev}.read_4k_seq"]) else 0
+        # the block queue's nr_requests: how many requests are in flight before a writer waits
+        qd = str(V.get(f"{dev}.nr_requests") or "")
+        if qd.isdigit() and int(qd) > 0:
+            d["queue_depth"] = int(qd)
         prof[dev] = d
         rot = V.get(f"{dev}.rotational")
         for io in ("write", "read"):

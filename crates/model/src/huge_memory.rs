@@ -319,6 +319,14 @@ impl Kernel {
             self.count_mthp("split_failed", 1);
             return Err(SplitFailed);
         }
+        if swapcache(f) {
+            // __folio_split() refuses a folio under writeback (-EBUSY); the model leaves
+            // any swap-cache THP whole (it does not split swap-cache entries): reclaim
+            // frees it once written, a fault maps it back
+            self.rec.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
+            self.count_mthp("split_failed", 1);
+            return Err(SplitFailed);
+        }
         // unmap_folio(): a PMD mapping becomes PTEs first
         if let Some((sid, _)) = rmap(f) {
             if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {

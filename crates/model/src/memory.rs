@@ -34,6 +34,10 @@ pub enum Mapping {
     Migration(u64),
 }
 
+/// Folios per per-CPU folio batch (include/linux/pagevec.h: PAGEVEC_SIZE, the size of a
+/// folio_batch).
+pub const FOLIO_BATCH_SIZE: u64 = 31;
+
 impl Kernel {
     /// follow_page(): the current translation of `addr` in `mm`.
     pub fn follow(&self, mm: MmId, addr: u64) -> Mapping {
@@ -215,8 +219,12 @@ impl Kernel {
         let vm_flags = self.mms[mm].find_vma(addr).map_or(0, |v| v.flags);
         self.charge(self.costs.fault_4k_ns);
         let (pfn, cached) = if let Some(p) = self.swap_cache_lookup(slot) {
+            if compound(self.pm.frames[p as usize]) != COMPOUND_BASE {
+                return self.do_swap_page_large(mm, sid, i, slot, p, write, vm_flags);
+            }
             (p, true)
         } else if self.swap_is_sync(slot) && self.swap_count(slot) == 1 {
+            self.charge(self.costs.swapin_ns);
             let nid = self.mms[mm].node;
             let Some(Pfn(p)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
             if !self.swap_pte_same(mm, idx, sid, i, pte) {
@@ -224,7 +232,7 @@ impl Kernel {
                 return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
             }
             self.pm.frames[p as usize] = make_anon(COMPOUND_BASE);
-            if self.swap_read_folio(p, 1, slot) {
+            if self.swap_read_folio(p, 1, slot, true) {
                 self.rec.vm.count(Ev::PGMAJFAULT);
             }
             (p, false)
@@ -252,6 +260,62 @@ impl Kernel {
         }
         if lru(self.pm.frames[pfn as usize]) == LRU_NONE {
             self.lru_add(pfn, 1, vm_flags & VM_LOCKED != 0);
+        }
+        Fault::Ok
+    }
+
+    /// do_swap_page() finding a large folio (a THP written whole) in the swap cache: when
+    /// the PMD range's 512 PTEs are the folio's swap entries in order (swap_pte_batch), the
+    /// whole folio is mapped by PTEs at once (nr_pages = folio_nr_pages; no split, no
+    /// PMD); otherwise only the faulting page. A write (or a swap more than half full)
+    /// drops the swap-cache copy once no swap entry needs it.
+    #[allow(clippy::too_many_arguments)]
+    fn do_swap_page_large(
+        &mut self,
+        mm: MmId,
+        sid: u32,
+        i: usize,
+        slot: u32,
+        pfn: u64,
+        write: bool,
+        vm_flags: u32,
+    ) -> Fault {
+        let head = hpage_pfn_align(pfn);
+        let Some((first, nr)) = self.swap_slots_of(head) else { return Fault::Ok };
+        let whole = nr as u64 == HPAGE_PMD_NR
+            && (pfn - head) as usize == i
+            && match &self.slots.get(sid).pmd {
+                Pmd::Table(t) => (0..PTRS_PER_PTE).all(|k| t[k] == mk_pte(K_SWAP, first + k as u32)),
+                _ => false,
+            };
+        let pages: Vec<(usize, u64, u32)> = if whole {
+            (0..PTRS_PER_PTE).map(|k| (k, head + k as u64, first + k as u32)).collect()
+        } else {
+            vec![(i, pfn, slot)]
+        };
+        for &(k, p, s) in &pages {
+            let f = with_rmap(self.pm.frames[p as usize], Some((sid, k as u32)));
+            self.pm.frames[p as usize] = f;
+            self.set_pte(sid, k, mk_pte(K_PRESENT, p as u32));
+            if !whole {
+                self.swap_free(s);
+            }
+        }
+        if whole {
+            self.swap_free_nr(first, HPAGE_PMD_NR as u32);
+        }
+        let n = pages.len() as u64;
+        self.mms[mm].rss_anon += n;
+        self.mms[mm].swap_ents -= n;
+        self.mod_node_page_state(head, NodeStat::NrAnonMapped, n as i64);
+        *self.pm.mapcount.entry(head as u32).or_insert(0) += n as u16;
+        let h = self.pm.frames[head as usize];
+        self.pm.frames[head as usize] = set_dirty(set_young(h, true), write || dirty(h));
+        if write || self.vm_swap_full() {
+            self.folio_free_swap(head);
+        }
+        if lru(self.pm.frames[head as usize]) == LRU_NONE && !isolated(self.pm.frames[head as usize]) {
+            self.lru_add(head, HPAGE_PMD_NR, vm_flags & VM_LOCKED != 0);
         }
         Fault::Ok
     }
@@ -305,7 +369,7 @@ impl Kernel {
                         let c = if k == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
                         self.pm.frames[(head + k) as usize] = with_rmap(make_anon(c), Some((sid, k as u32)));
                     }
-                    if self.swap_read_folio(head, HPAGE_PMD_NR as u32, first) {
+                    if self.swap_read_folio(head, HPAGE_PMD_NR as u32, first, true) {
                         self.rec.vm.count(Ev::PGMAJFAULT);
                     }
                     let h = self.pm.frames[head as usize];
@@ -316,9 +380,7 @@ impl Kernel {
                     self.mms[mm].swap_ents -= HPAGE_PMD_NR;
                     self.mod_node_page_state(head, NodeStat::NrAnonMapped, HPAGE_PMD_NR as i64);
                     self.mod_node_page_state(head, NodeStat::NrAnonThps, 1);
-                    for k in 0..HPAGE_PMD_NR as u32 {
-                        self.swap_free(first + k);
-                    }
+                    self.swap_free_nr(first, HPAGE_PMD_NR as u32);
                     self.lru_add(head, HPAGE_PMD_NR, vma.flags & VM_LOCKED != 0);
                     self.deferred_split_folio(head, false);
                     self.rec.vm.count(Ev::THP_SWPIN);
@@ -378,6 +440,19 @@ impl Kernel {
         self.pm.frames[pfn as usize] = set_mlocked(with_lru(f, l), locked);
         let li = lru_index(self.pm.frames[pfn as usize]);
         self.pgdat[node].lruvec[li].push_head(&mut self.pm.links, pfn as u32, nr);
+        // folio_add_lru(): through this CPU's lru_add folio batch, moved onto the LRU
+        // under one lru_lock when full (FOLIO_BATCH_SIZE) or at once after a large folio
+        // (folio_may_be_lru_cached) — folio_batch_move_lru
+        let cpu = self.clock.cpu;
+        let n = {
+            let c = self.pgdat[node].lru_add_batch.entry(cpu).or_insert(0);
+            *c += 1;
+            *c
+        };
+        if n >= FOLIO_BATCH_SIZE || nr > 1 {
+            self.pgdat[node].lru_add_batch.insert(cpu, 0);
+            self.lock_acquire(crate::locking::LockId::Lru(node), n);
+        }
     }
     pub fn lru_del(&mut self, pfn: u64, nr: u64) {
         let f = self.pm.frames[pfn as usize];
@@ -417,6 +492,10 @@ impl Kernel {
         self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -1);
         self.pm.frames[pfn as usize] = with_rmap(f, None);
         if compound(f) == COMPOUND_BASE {
+            if swapcache(f) && self.folio_under_writeback(pfn) {
+                // free_swap_cache() fails under writeback: left for reclaim
+                return;
+            }
             self.free_folio(Pfn(pfn));
             return;
         }
@@ -427,6 +506,12 @@ impl Kernel {
             *c
         };
         if left == 0 {
+            if swapcache(self.pm.frames[head as usize]) && self.folio_under_writeback(head) {
+                // free_swap_cache() fails while the folio is under writeback: it stays in
+                // the swap cache, unmapped, for reclaim to free
+                self.pm.mapcount.remove(&(head as u32));
+                return;
+            }
             self.free_folio(Pfn(head));
         } else {
             self.deferred_split_folio(head, true);

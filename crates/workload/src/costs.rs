@@ -68,8 +68,11 @@ impl Default for CompressorCosts {
     }
 }
 
-/// A block device's service model: per request a latency plus size / bandwidth. Requests are
-/// served in order; the writer of an asynchronous request does not wait for it (writeback).
+/// A block device's service model: each request transfers at the device's bandwidth, one
+/// after another, and completes a latency later (latencies overlap: the device keeps
+/// `queue_depth` requests in flight). A writer does not wait for its write (writeback is
+/// asynchronous) unless `queue_depth` requests are already in flight; a reader waits for its
+/// read. Synchronous devices (pmem) are served by the CPU that asks.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DeviceCosts {
@@ -79,6 +82,8 @@ pub struct DeviceCosts {
     pub random_penalty_ns: u64,
     pub read_mb_per_s: u64,
     pub write_mb_per_s: u64,
+    /// Requests in flight before a submitter blocks (the block queue's nr_requests).
+    pub queue_depth: u64,
 }
 impl Default for DeviceCosts {
     fn default() -> Self {
@@ -88,6 +93,7 @@ impl Default for DeviceCosts {
             random_penalty_ns: 0,
             read_mb_per_s: 2_000,
             write_mb_per_s: 1_500,
+            queue_depth: 256,
         }
     }
 }
@@ -202,9 +208,10 @@ pub struct CostProfile {
     /// swap cache); the work done under the lock is added per item. Estimate: a cross-core
     /// cache-line transfer on a two-socket server is 100-300 ns.
     pub lock_handoff_ns: u64,
-    /// Per swap slot or swap-cache entry updated under a cluster lock (the swap_map byte, the
-    /// swap table entry): estimate, a store and a cache-line access.
-    pub swap_slot_ns: u64,
+    /// Per item worked on under a shared lock (a swap-map byte, a swap-table entry, a folio
+    /// moved on an LRU list): how long the lock stays held for it (part of the operation's
+    /// own cost; it only makes other CPUs wait). Estimate: a store and a cache-line access.
+    pub lock_item_ns: u64,
 
     // ---- memory access and TLB (the TLB model) ----
     /// Cycles an access costs when its translation hits the L1 dTLB: estimate (one load).
@@ -227,16 +234,16 @@ pub struct CostProfile {
     pub zram: BTreeMap<String, CompressorCosts>,
     /// A block device on the host's disk (`disk`): the reference host's virtio disk through a
     /// loop device: calibrate: disk.* (2 MiB requests from 4 threads for bandwidth, single 4
-    /// KiB requests for latency).
+    /// KiB requests for latency, the loop device's nr_requests for the queue depth).
     pub disk: DeviceCosts,
     /// An NVMe SSD: estimate from a datacenter NVMe drive's data sheet (~80 µs read, ~30 µs
-    /// write latency; 2.5 / 1.8 GB/s).
+    /// write latency; 2.5 / 1.8 GB/s); queue depth: the NVMe driver's nr_requests (1023).
     pub ssd: DeviceCosts,
     /// Persistent memory (or a RAM-backed pmem device as in seed 003): estimate (~1 µs,
     /// ~10 / 6 GB/s), served synchronously by the CPU.
     pub pmem: DeviceCosts,
     /// A swap file on the host's disk: calibrate: file.* (O_DIRECT on a file on the same
-    /// filesystem; swap I/O goes straight to the file's blocks).
+    /// filesystem; swap I/O goes straight to the file's blocks; the disk's nr_requests).
     pub file: DeviceCosts,
 
     /// Spread of each measured primitive over repetitions (calibrated profiles): name -> relative stddev.
@@ -293,17 +300,17 @@ impl Default for CostProfile {
             collapse_ns: 400_000,
             drop_slab_ns: 2_000_000,
             lock_handoff_ns: 150,
-            swap_slot_ns: 10,
+            lock_item_ns: 10,
             access_cycles: 1.0,
             stlb_hit_cycles: 7.0,
             walk_4k_cycles: 30.0,
             walk_2m_cycles: 22.0,
             refault_reported_2m_ns: 2_000_000,
             zram,
-            disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300 },
-            ssd: DeviceCosts { read_latency_ns: 80_000, write_latency_ns: 30_000, random_penalty_ns: 0, read_mb_per_s: 2_500, write_mb_per_s: 1_800 },
-            pmem: DeviceCosts { read_latency_ns: 1_000, write_latency_ns: 1_500, random_penalty_ns: 0, read_mb_per_s: 10_000, write_mb_per_s: 6_000 },
-            file: DeviceCosts { read_latency_ns: 28_000, write_latency_ns: 28_000, random_penalty_ns: 0, read_mb_per_s: 800, write_mb_per_s: 800 },
+            disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300, queue_depth: 128 },
+            ssd: DeviceCosts { read_latency_ns: 80_000, write_latency_ns: 30_000, random_penalty_ns: 0, read_mb_per_s: 2_500, write_mb_per_s: 1_800, queue_depth: 1_023 },
+            pmem: DeviceCosts { read_latency_ns: 1_000, write_latency_ns: 1_500, random_penalty_ns: 0, read_mb_per_s: 10_000, write_mb_per_s: 6_000, queue_depth: 1 },
+            file: DeviceCosts { read_latency_ns: 28_000, write_latency_ns: 28_000, random_penalty_ns: 0, read_mb_per_s: 800, write_mb_per_s: 800, queue_depth: 256 },
             spread: BTreeMap::new(),
         }
     }
@@ -318,6 +325,11 @@ impl CostProfile {
         toml::to_string_pretty(self).expect("serialise costs")
     }
     pub fn validate(&self) -> Result<(), String> {
+        for (n, d) in [("disk", &self.disk), ("ssd", &self.ssd), ("pmem", &self.pmem), ("file", &self.file)] {
+            if d.queue_depth == 0 {
+                return Err(format!("cost profile: {n}.queue_depth must be at least 1"));
+            }
+        }
         if !(self.cpu_ghz > 0.1 && self.cpu_ghz < 20.0) {
             return Err("cost profile: cpu_ghz must be between 0.1 and 20".into());
         }

@@ -451,7 +451,7 @@ fn thp_pageout_on(swap: &str) -> RunResult {
     let w = r#"{"knobs":{"transparent_hugepage/enabled":"madvise"},"processes":[{"name":"p","ops":[
       {"op":"mmap","name":"b","size":"64M","align":"2M"},{"op":"madvise","region":"b","advice":"hugepage"},
       {"op":"write","region":"b","every":"2M","length":"4K","bytes":1,"data":255},
-      {"op":"phase","name":"out"},{"op":"madvise","region":"b","advice":"pageout"}]}]}"#;
+      {"op":"phase","name":"out"},{"op":"madvise","region":"b","advice":"pageout"},{"op":"phase","name":"exit"}]}]}"#;
     go(w, &m, &[])
 }
 
@@ -508,4 +508,32 @@ fn swap_zeromap_switch() {
     assert_eq!(d(&on, "pswpout"), 0);
     assert_eq!(d(&off, "swpout_zero"), 0);
     assert_eq!(d(&off, "pswpout"), 1024);
+}
+
+/// Issue 15 difference 2: a write to a block device is asynchronous (swap_writepage_bdev_async),
+/// so after MADV_PAGEOUT the folios stay in the swap cache under writeback
+/// (shrink_folio_list: PAGE_SUCCESS with folio_test_writeback → keep). Measured live: SwapCached
+/// is ~2 GiB right after paging out 2 GiB of THPs to the loop device. A read right after finds
+/// each THP in the swap cache and maps it back whole by PTEs (do_swap_page with
+/// swap_pte_batch covering the folio: no I/O). On zram (SWP_SYNCHRONOUS_IO) the folios are
+/// freed at once ("a synchronous write - probably a ramdisk").
+#[test]
+fn async_writeback_keeps_paged_out_folios_in_the_swap_cache() {
+    let r = thp_pageout_on(r#"[{"type":"disk","size":"256M"}]"#);
+    assert_eq!(pd(&r, "out", "thp_swpout"), 32);
+    assert_eq!(pd(&r, "out", "nr_swapcached"), 32 * 512);
+    let r = thp_pageout_on(r#"[{"type":"zram","size":"256M"}]"#);
+    assert_eq!(pd(&r, "out", "thp_swpout"), 32);
+    assert_eq!(pd(&r, "out", "nr_swapcached"), 0);
+
+    let m = r#"{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"disk","size":"256M"}]}"#;
+    let w = r#"{"knobs":{"transparent_hugepage/enabled":"madvise"},"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"b","size":"64M","align":"2M"},{"op":"madvise","region":"b","advice":"hugepage"},
+      {"op":"write","region":"b","every":"2M","length":"4K","bytes":1,"data":255},
+      {"op":"madvise","region":"b","advice":"pageout"},
+      {"op":"phase","name":"touch"},{"op":"read","region":"b","every":"2M","length":"4K"},
+      {"op":"phase","name":"exit"}]}]}"#;
+    let r = go(w, m, &[]);
+    assert_eq!((pd(&r, "touch", "pswpin"), pd(&r, "touch", "pgmajfault")), (0, 0), "swap-cache hits");
+    assert_eq!(pd(&r, "touch", "nr_anon_pages"), 32 * 512, "each THP mapped back whole");
 }
