@@ -1,6 +1,8 @@
 """How far the model's times are from the live kernel's: the geometric mean of model/kernel
 over every phase time of every validation scenario (examples/validate), and the phases
-furthest off. Prints ratios; no thresholds (`thplab validate` gates them).
+furthest off. Prints ratios; no thresholds (`thplab validate` gates them). Phases shorter than
+1 ms live (validate.TIME_RATIO_FLOOR_NS: mostly the runner's phase-boundary cost) are left
+out of the mean.
 
 The kernel side comes from saved live runs (`thplab validate --save-kernel-results DIR`,
 each with its repetitions' times), replayed through the model with the same knobs and
@@ -51,7 +53,7 @@ def main() -> int:
         (name, t)
         for name, s in rep["scenarios"].items()
         for t in s["times"]
-        if t["status"] != "info" and t.get("ratio")
+        if t["status"] != "info" and t.get("ratio") and t["kernel_ns"] >= v.TIME_RATIO_FLOOR_NS
     ]
     if not rows:
         print("no phase times to compare")

@@ -127,6 +127,13 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_4k_total",
             "4K write fault minus clear_4k",
         )
+    if have("munmap_4k"):
+        put(
+            "page_free_ns",
+            _med(S["munmap_4k"]) - prof["pte_walk_ns"],
+            "munmap_4k",
+            "munmap of present 4K pages per page, less the PTE walk",
+        )
     if have("fault_2m_total"):
         put(
             "fault_2m_ns",

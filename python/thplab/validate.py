@@ -104,6 +104,10 @@ TIME_TOLERANCE = 0.25
 #: ... or within this many ns: a phase boundary costs the live runner a pipe round trip and a
 #: wake-up, whose jitter no cost profile describes
 TIME_ABS_SLACK_NS = 200_000
+#: the geometric mean and the furthest-off list cover phases of at least this live time: below
+#: it a phase is mostly the runner's boundary cost (TIME_ABS_SLACK_NS), and its ratio says
+#: nothing about the model
+TIME_RATIO_FLOOR_NS = 5 * TIME_ABS_SLACK_NS
 #: live runs whose fastest and slowest differ by more than this factor do not reproduce their
 #: own time within the tolerance: such a phase is reported as unstable and not gated
 TIME_UNSTABLE_FACTOR = (1 + TIME_TOLERANCE) / (1 - TIME_TOLERANCE)
@@ -578,15 +582,20 @@ def time_summary(report: dict) -> dict:
                 unstable.append(row)
             else:
                 gated.append(row)
-            if t.get("ratio"):
+            if t.get("ratio") and t["kernel_ns"] >= TIME_RATIO_FLOOR_NS:
                 logs.append(math.log(t["ratio"]))
     within = sum(1 for t in gated if t["ok"])
-    worst = sorted((t for t in gated if t.get("ratio")), key=lambda t: abs(math.log(t["ratio"])), reverse=True)[:8]
+    worst = sorted(
+        (t for t in gated if t.get("ratio") and t["kernel_ns"] >= TIME_RATIO_FLOOR_NS),
+        key=lambda t: abs(math.log(t["ratio"])),
+        reverse=True,
+    )[:8]
     return {
         "gated": len(gated),
         "within": within,
         "unstable": len(unstable),
         "geomean_ratio": math.exp(sum(logs) / len(logs)) if logs else None,
+        "geomean_phases": len(logs),
         "worst": [{k: t[k] for k in ("scenario", "phase", "kernel_ns", "model_ns", "ratio", "status")} for t in worst],
     }
 
@@ -647,7 +656,8 @@ def print_time_table(report: dict, con=None, out=None) -> None:
     gm = f"{sm['geomean_ratio']:.2f}x" if sm["geomean_ratio"] else "-"
     print(
         f"times: {sm['within']}/{sm['gated']} gated phase times within ±{TIME_TOLERANCE:.0%}, "
-        f"{sm['unstable']} unstable live (not gated); geometric mean model/kernel {gm}",
+        f"{sm['unstable']} unstable live (not gated); geometric mean model/kernel {gm} "
+        f"over the {sm.get('geomean_phases', 0)} phases of at least {TIME_RATIO_FLOOR_NS / 1e6:.0f} ms live",
         file=out,
     )
     if sm["worst"]:

@@ -244,7 +244,12 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         if r > 0 {
             s.add("fault_4k_total", v)
         }
-        drop(m);
+        // munmap of those present 4 KiB pages: per page the PTE zap, rmap and LRU removal,
+        // and the free (zap_present_ptes, free_pages_and_swap_cache)
+        let v = timed(n, || drop(m));
+        if r > 0 {
+            s.add("munmap_4k", v)
+        }
         let m = Map_::new(fsz, Some(false))?;
         let v = timed(n, || {
             (0..n).for_each(|i| unsafe {

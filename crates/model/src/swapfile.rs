@@ -573,7 +573,8 @@ impl Kernel {
         let d = &mut self.swap.devs[di];
         // zram frees what it holds for the slot (nothing for a zeromap slot or a failed write)
         if let Some(z) = &mut d.zram {
-            z.free_slot(off, content);
+            let ns = z.free_slot(off, content);
+            self.charge(ns);
         }
         if self.swap.devs[di].zram.is_some() {
             self.zram_pool_fit(di);

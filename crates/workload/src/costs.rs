@@ -142,9 +142,12 @@ pub struct CostProfile {
     pub pte_walk_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
-    /// Allocating and freeing a page through the buddy allocator: estimate (the per-cpu list
-    /// fast path, ~200 cycles).
+    /// Allocating a page through the buddy allocator: estimate (the per-cpu list fast path,
+    /// ~200 cycles).
     pub page_alloc_ns: u64,
+    /// Releasing a folio: off its LRU list and its mappings' accounting, back to the buddy
+    /// allocator (free_pages_and_swap_cache / folio_put). calibrate: munmap_4k (munmap of
+    /// present 4 KiB pages, per page) less pte_walk_ns; the default is an estimate.
     pub page_free_ns: u64,
     /// Local TLB flush of a range: estimate (invlpg of a few entries).
     pub tlb_flush_ns: u64,
