@@ -42,16 +42,37 @@ FIXTURE = {
             }.items()
             for d, v in (("out", [o] * 3), ("in", [i] * 3))
         },
-        "file.write_single": [30000] * 3,
-        "file.read_single": [60000] * 3,
-        "file.write_page": [40000] * 3,
-        "file.read_seq_page": [2000] * 3,
+        **{f"zram.lz4.{c}.free": [v] * 3 for c, v in {"same": 100, "sparse": 250, "text": 550, "random": 500}.items()},
+        "zram.lz4.same.thp_out": [850] * 3,
+        "file.write_2m_qd4": [2_097_152] * 3,  # 1 GB/s
+        "file.read_2m_qd4": [1_048_576] * 3,  # 2 GB/s
+        "file.write_4k_rand": [34096] * 3,
+        "file.read_4k_rand": [22048] * 3,
+        "file.read_4k_seq": [22000] * 3,
+        "file.pageout_4k": [2900] * 3,
+        "file.munmap_cached": [800] * 3,
+        "file.munmap_entry": [60] * 3,
+        "drop_slab": [90000] * 3,
+        "underused_0": [550000] * 3,
+        "underused_256": [550000 + 256 * 440] * 3,
+        "split_pmd_munmap": [20000] * 3,
+        "split_partial": [330000] * 3,
+        "collapse_2m": [750000] * 3,
+        "compact.a.ns": [3_000_000 * 3 + 2000 * 60000],
+        "compact.a.compact_migrate_scanned": [2_900_000],
+        "compact.a.compact_free_scanned": [100_000],
+        "compact.a.pgmigrate_success": [60000],
+        "compact.b.ns": [3 * 5_000_000 + 2000 * 25000],
+        "compact.b.compact_migrate_scanned": [4_900_000],
+        "compact.b.compact_free_scanned": [100_000],
+        "compact.b.pgmigrate_success": [25000],
     },
     "values": {
         "zram.lz4.same.bytes": 1,
         "zram.lz4.sparse.bytes": 120,
         "zram.lz4.text.bytes": 2400,
         "zram.lz4.random.bytes": 4096,
+        "split.thp_pages": 32,
     },
     "notes": [],
 }
@@ -66,7 +87,22 @@ def test_profile_from_samples_and_toml_roundtrip():
     z = prof["zram"]["lz4"]
     assert z["text_compress_ns"] == 12000 - 4000 + 190 and z["text_bytes"] == 2400
     assert z["random_decompress_ns"] == 4200 - 3000 + 160
-    assert prof["file"]["write_mb_per_s"] == round(4096 / 40000 * 1e3)
+    assert z["text_free_ns"] == 550 - 100
+    f = prof["file"]
+    assert f["write_mb_per_s"] == 1000 and f["read_mb_per_s"] == 2000
+    assert f["write_latency_ns"] == 34096 - 4096 and f["read_latency_ns"] == 22048 - 2048
+    assert f["random_penalty_ns"] == 0  # random and sequential reads alike
+    pte = prof["pte_walk_ns"]
+    assert prof["swap_free_ns"] == 60 - pte
+    assert prof["remove_mapping_ns"] == 800 - (60 - pte) - pte
+    # reclaim_scan_page + unmap_page = the 4 KiB pageout less the TLB flush, PTE walk, zero check
+    x = 2900 - prof["tlb_flush_ns"] - pte - 10
+    assert prof["reclaim_scan_page_ns"] + prof["unmap_page_ns"] in (x - 1, x, x + 1)
+    assert 0 < prof["unmap_page_ns"] < 850
+    assert prof["memchr_inv_4k_ns"] == 440  # the underused shrinker's slope
+    assert prof["split_folio_ns"] == round(330000 - 90000 / 32 - prof["page_free_ns"] - 511 * 10)
+    assert prof["collapse_ns"] == 750000 - 512 * 250
+    assert prof["compact_scan_pfn_ns"] == 3 and prof["migrate_4k_ns"] == 2000
     assert 0 < prof["spread"]["clear_4k_ns"] < 1
     text = calibrate.to_toml(prof, ["a comment"])
     parsed = tomllib.loads(n.parse_costs(text))

@@ -38,11 +38,12 @@ def kernel_result(**vm):
     }
 
 
-def model_like(k, **override):
+def model_like(k, time_factor=1.0, **override):
     m = copy.deepcopy(k)
     m["backend"] = "model"
     m["vmstat_delta"].update(override)
-    m["phases"][0]["end_ns"] = 4_000_000
+    p = m["phases"][0]
+    p["end_ns"] = p["start_ns"] + int((p["end_ns"] - p["start_ns"]) * time_factor)
     return m
 
 
@@ -55,7 +56,53 @@ def test_exact_counters_within_and_out_of_tolerance():
     row = next(r for r in bad["rows"] if r["counter"] == "thp_fault_alloc")
     assert (row["kernel"], row["model"], row["error"], row["ok"]) == (64, 60, -4, False)
     t = next(t for t in bad["times"] if t["phase"] == "p:fault")
-    assert t["ratio"] == pytest.approx(0.5)
+    assert t["ratio"] == pytest.approx(1.0) and t["status"] == "ok"
+
+
+def test_times_are_gated():
+    k = kernel_result(thp_fault_alloc=64)
+    assert v.compare(k, model_like(k, time_factor=1.2))["ok"]
+    slow = v.compare(k, model_like(k, time_factor=0.5))
+    assert slow["counters_ok"] and not slow["times_ok"] and not slow["ok"]
+    t = next(t for t in slow["times"] if t["phase"] == "p:fault")
+    assert t["ratio"] == pytest.approx(0.5) and t["status"] == "out"
+    # the live time is the elapsed time less the run-queue wait, median over the runs
+    k["extra"]["phase_run_delay_ns"] = {"p:fault": 4_000_000}
+    runs = [v.run_times(k), {"phases": {"p:fault": 5_000_000}}, {"phases": {"p:fault": 3_000_000}}]
+    c = v.compare(k, model_like(k, time_factor=0.5), runs)
+    t = next(t for t in c["times"] if t["phase"] == "p:fault")
+    assert (t["kernel_ns"], t["runs"], t["status"]) == (4_000_000, 3, "ok") and c["ok"]
+    # live runs that do not reproduce their own time within the tolerance are not gated
+    runs = [{"phases": {"p:fault": 2_000_000}}, {"phases": {"p:fault": 8_000_000}}]
+    t = next(t for t in v.compare(k, model_like(k, time_factor=0.1), runs)["times"] if t["phase"] == "p:fault")
+    assert t["status"] == "unstable" and t["ok"]
+    # short phases: an absolute slack
+    k2 = kernel_result()
+    k2["phases"][0]["end_ns"] = 100_000
+    assert v.compare(k2, model_like(k2, time_factor=2.5))["ok"]
+
+
+def test_milestone_of_a_khugepaged_series():
+    """The time from the phase start until AnonHugePages reaches the level both reached, less
+    khugepaged's run-queue wait meanwhile."""
+    k = kernel_result()
+    k["phases"] = [
+        {"name": "p:fault", "process": "p", "start_ns": 0, "end_ns": 100, "sys_ns": 0, "vmstat_delta": {}},
+        {"name": "p:collapse", "process": "p", "start_ns": 1000, "end_ns": 9000, "sys_ns": 0, "vmstat_delta": {}},
+    ]
+    cols = ["t_ns", "AnonHugePages_kB", "khugepaged_run_delay_ns"]
+    k["series"] = {
+        "columns": cols,
+        "rows": [[0, 0, 0], [1000, 0, 10], [2000, 2048, 10], [3000, 4096, 210], [4000, 6144, 310]],
+    }
+    m = model_like(k)
+    m["phases"] = copy.deepcopy(k["phases"])
+    m["series"] = {"columns": cols[:2], "rows": [[0, 0], [1000, 0], [1500, 2048], [2500, 4096]]}
+    rows = v.compare(k, m)["times"]
+    t = next(t for t in rows if t["phase"].startswith("(series)"))
+    # level 4 MiB: kernel at 3000 less 200 of khugepaged's wait, from the phase start at 1000
+    assert t["phase"] == "(series) AnonHugePages +4 MiB"
+    assert (t["kernel_ns"], t["model_ns"]) == (3000 - 1000 - 200, 1500)
 
 
 def test_zero_page_rule():
@@ -136,8 +183,11 @@ def test_live_fault_path_scenarios_small(tmp_path):
         return model_like(k)
 
     rep = v.validate(v.load_scenarios(None), size=16 << 20, save_dir=str(tmp_path), run_model_fn=echo)
-    assert rep["ok"], rep
     s = rep["scenarios"]
+    # the echo is the last live run, gated against the median of the runs: on a loaded machine
+    # its times may be more than 25 % off that median, so only the counters must agree
+    bad = {n: [r for r in sc["rows"] if not r["ok"]] for n, sc in s.items()}
+    assert not any(bad.values()), bad
 
     def get(name, c):
         return next((r["kernel"] for r in s[name]["rows"] if r["counter"] == c), 0)
@@ -154,5 +204,6 @@ def test_live_fault_path_scenarios_small(tmp_path):
         run_model_fn=echo,
         run_kernel=lambda *a, **k: pytest.fail("replay must not run the kernel"),
     )
-    assert rep2["ok"] and set(rep2["scenarios"]) == set(s)
+    assert set(rep2["scenarios"]) == set(s)
+    assert not any(r for sc in rep2["scenarios"].values() for r in sc["rows"] if not r["ok"])
     assert state() == before

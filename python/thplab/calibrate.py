@@ -1,11 +1,20 @@
 """``thplab calibrate``: measure this host's cost primitives and write a cost profile.
 
-The native runner (``thplab-live calibrate``) measures on warmed memory, with repetitions:
-clearing and copying 4 KiB and 2 MiB, memchr_inv over a page (best and worst case), a 4 KiB,
-THP and zero-page fault round trip, the first touch of a 2 MiB block left idle long enough for
-the guest to report it to its host, zram swap-out/swap-in per content class and compressor,
-and swap-file write/read. This module turns the samples into a profile (median of the
-repetitions; ``spread`` = relative standard deviation) that ``thplab run --costs FILE`` uses.
+The native runner (``thplab-live calibrate``) measures on warmed memory, with repetitions,
+and subtracts from each elapsed time what other tasks cost it (its run-queue wait): clearing
+and copying 4 KiB and 2 MiB, memchr_inv over a page (best and worst case), a 4 KiB, THP and
+zero-page fault round trip, the first touch of a 2 MiB block left idle long enough for the
+guest to report it to its host; zram swap-out, swap-in and the zap of swapped-out pages per
+content class and compressor, for 4 KiB pages and for THPs; the host's disk with O_DIRECT
+through a file and through a loop block device (bandwidth with requests in flight, latency of
+single requests); swap-out and swap-in on a swap file and on a loop device (per 4 KiB page and
+per THP, the writeback drain, swap-cache hits, readahead); the THP split paths (a PMD split,
+the deferred split of partially mapped THPs, the underused shrinker at max_ptes_none 0 and
+256); MADV_COLLAPSE; vm.compact_memory at two fragmentation densities. This module turns the
+samples into a profile (median of the repetitions; ``spread`` = relative standard deviation)
+that ``thplab run --costs FILE`` uses: each primitive comes from the measurement that isolates
+it, less what the model charges on the same path with the other primitives (the fields'
+documentation in crates/workload/src/costs.rs says which).
 """
 
 from __future__ import annotations
@@ -28,9 +37,11 @@ CLASSES = ("same", "sparse", "text", "random")
 
 HELP_DESCRIPTION = """\
 Measure what this machine's kernel takes for the model's cost primitives (clearing and copying
-4 KiB and 2 MiB pages, page and THP faults, zero-page faults, zram and swap-file traffic) and
-write them as a cost profile, which `thplab run --costs FILE` uses for simulated times. The zram
-and swap-file costs need root (every setting is restored); without it they keep their defaults."""
+4 KiB and 2 MiB pages, page and THP faults, zero-page faults, zram, swap-file and block-device
+swap traffic, the disk's bandwidth and latency, THP splits, the underused-THP shrinker,
+MADV_COLLAPSE, compaction) and write them as a cost profile, which `thplab run --costs FILE`
+uses for simulated times. The swap, split and compaction costs need root (every setting is
+restored, every swap file and loop device removed); without it they keep their defaults."""
 
 HELP_EPILOG = """\
 examples:
@@ -116,6 +127,13 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_4k_total",
             "4K write fault minus clear_4k",
         )
+    if have("munmap_4k"):
+        put(
+            "page_free_ns",
+            _med(S["munmap_4k"]) - prof["pte_walk_ns"],
+            "munmap_4k",
+            "munmap of present 4K pages per page, less the PTE walk",
+        )
     if have("fault_2m_total"):
         put(
             "fault_2m_ns",
@@ -142,53 +160,11 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
                 "refault_reported_2m_total",
                 "no idle block cost more than 10x a warm THP fault (no free page reporting?)",
             )
-    # zram: swap-out/in per page per class; compression = extra over the same-filled path.
-    zram = prof.setdefault("zram", {})
-    algs = sorted({k.split(".")[1] for k in S if k.startswith("zram.")})
-    for alg in algs:
-        z = dict(zram.get(alg, zram.get("lzo-rle", {})))
-
-        def g(c: str, d: str, alg: str = alg) -> float:
-            return _med(S[f"zram.{alg}.{c}.{d}"])
-
-        same_chk = _med(S["same_filled_4k"]) if have("same_filled_4k") else z.get("same_ns", 250)
-        z["same_ns"] = round(same_chk)
-        for c in ("sparse", "text", "random"):
-            z[f"{c}_compress_ns"] = round(max(0.0, g(c, "out") - g("same", "out")) + same_chk)
-            z[f"{c}_decompress_ns"] = round(max(0.0, g(c, "in") - g("same", "in")) + prof["clear_4k_ns"])
-            b = V.get(f"zram.{alg}.{c}.bytes")
-            if b is not None:
-                z[f"{c}_bytes"] = round(b)
-            spread[f"zram.{alg}.{c}_compress_ns"] = round(_spread(S[f"zram.{alg}.{c}.out"]), 4)
-            spread[f"zram.{alg}.{c}_decompress_ns"] = round(_spread(S[f"zram.{alg}.{c}.in"]), 4)
-        zram[alg] = z
-        for c in CLASSES:
-            for d, what in (("out", "swap-out (MADV_PAGEOUT) per page"), ("in", "swap-in fault per page")):
-                k = f"zram.{alg}.{c}.{d}"
-                rows.append(
-                    (
-                        f"zram {alg} {c} {d}",
-                        _med(S[k]),
-                        _spread(S[k]),
-                        what + (f", {V.get(f'zram.{alg}.{c}.bytes', 0):.0f} B stored" if d == "out" else ""),
-                    )
-                )
-    if have("file.write_page"):
-        f = dict(prof.get("file", {}))
-        f["write_latency_ns"] = round(_med(S["file.write_single"]))
-        f["read_latency_ns"] = round(_med(S["file.read_single"]))
-        f["write_mb_per_s"] = max(1, round(4096 / _med(S["file.write_page"]) * 1e9 / 1e6))
-        f["read_mb_per_s"] = max(1, round(4096 / _med(S["file.read_seq_page"]) * 1e9 / 1e6))
-        f["random_penalty_ns"] = 0
-        prof["file"] = f
-        for k, note in [
-            ("file.write_single", "one page out and written back"),
-            ("file.read_single", "one isolated page read back (with readahead)"),
-            ("file.write_page", "bulk write per page"),
-            ("file.read_seq_page", "sequential read-back per page"),
-        ]:
-            rows.append((k, _med(S[k]), _spread(S[k]), note))
-            spread[k.replace(".", "_")] = round(_spread(S[k]), 4)
+    _fit_zram(prof, S, V, rows, spread)
+    _fit_devices(prof, S, V, rows, spread)
+    _fit_reclaim(prof, S, V, rows, spread)
+    _fit_split_collapse(prof, S, V, rows, spread)
+    _fit_compaction(prof, S, rows, spread)
     host = cal.get("host") or "host"
     prof["name"] = f"calibrated-{host}"
     date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
@@ -198,6 +174,314 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
     )
     prof["spread"] = spread
     return prof, rows
+
+
+def _put(prof, rows, spread, field, value, samples, note):
+    """Set ``field`` to ``value`` (rounded like the default; never negative), record the
+    spread of the samples it came from and a report row."""
+    prof[field] = round(max(0.0, value)) if isinstance(prof.get(field, 0), int) else float(value)
+    sp = _spread(samples) if samples else 0.0
+    spread[field] = round(sp, 4)
+    rows.append((field, prof[field], sp, note))
+
+
+def _fit_zram(prof, S, V, rows, spread):
+    """zram per compressor: per page swap-out/in/free of each content class; compression is
+    the extra over the same-filled path (which stores a value), plus the same-filled check."""
+
+    def have(k):
+        return k in S and S[k]
+
+    zram = prof.setdefault("zram", {})
+    algs = sorted({k.split(".")[1] for k in S if k.startswith("zram.")})
+    for alg in algs:
+        z = dict(zram.get(alg, zram.get("lzo-rle", {})))
+
+        def g(c: str, d: str, alg: str = alg) -> float:
+            return _med(S[f"zram.{alg}.{c}.{d}"])
+
+        if not all(have(f"zram.{alg}.{c}.{d}") for c in CLASSES for d in ("out", "in")):
+            continue
+        same_chk = _med(S["same_filled_4k"]) if have("same_filled_4k") else z.get("same_ns", 320)
+        z["same_ns"] = round(same_chk)
+        for c in ("sparse", "text", "random"):
+            z[f"{c}_compress_ns"] = round(max(0.0, g(c, "out") - g("same", "out")) + same_chk)
+            z[f"{c}_decompress_ns"] = round(max(0.0, g(c, "in") - g("same", "in")) + prof["clear_4k_ns"])
+            if have(f"zram.{alg}.{c}.free") and have(f"zram.{alg}.same.free"):
+                z[f"{c}_free_ns"] = round(max(0.0, g(c, "free") - g("same", "free")))
+                spread[f"zram.{alg}.{c}_free_ns"] = round(_spread(S[f"zram.{alg}.{c}.free"]), 4)
+            b = V.get(f"zram.{alg}.{c}.bytes")
+            if b is not None:
+                z[f"{c}_bytes"] = round(b)
+            spread[f"zram.{alg}.{c}_compress_ns"] = round(_spread(S[f"zram.{alg}.{c}.out"]), 4)
+            spread[f"zram.{alg}.{c}_decompress_ns"] = round(_spread(S[f"zram.{alg}.{c}.in"]), 4)
+        zram[alg] = z
+        for c in CLASSES:
+            for d, what in (
+                ("out", "4 KiB MADV_PAGEOUT per page"),
+                ("in", "swap-in fault per page"),
+                ("free", "munmap of a swapped-out page"),
+                ("thp_out", "THP MADV_PAGEOUT (written whole) per page"),
+                ("thp_free", "munmap of a swapped-out THP, per page"),
+            ):
+                k = f"zram.{alg}.{c}.{d}"
+                if have(k):
+                    extra = f", {V.get(f'zram.{alg}.{c}.bytes', 0):.0f} B stored" if d == "out" else ""
+                    rows.append((f"zram {alg} {c} {d}", _med(S[k]), _spread(S[k]), what + extra))
+
+
+def _device_alg(S):
+    """The compressor whose THP and same-filled figures feed the reclaim fit."""
+    algs = sorted({k.split(".")[1] for k in S if k.startswith("zram.") and k.endswith(".same.thp_out")})
+    return "lzo-rle" if "lzo-rle" in algs else (algs[0] if algs else None)
+
+
+def _fit_devices(prof, S, V, rows, spread):
+    """`file` and `disk` DeviceCosts from O_DIRECT I/O: bandwidth from 2 MiB requests with 4 in
+    flight, latency from single 4 KiB requests less their transfer, the queue depth from the
+    device's nr_requests."""
+    for dev in ("file", "disk"):
+        if not all(f"{dev}.{k}" in S for k in ("write_2m_qd4", "read_2m_qd4", "write_4k_rand", "read_4k_rand")):
+            continue
+        d = dict(prof.get(dev, {}))
+        for io in ("write", "read"):
+            per_req = _med(S[f"{dev}.{io}_2m_qd4"])
+            mbps = (2 << 20) / per_req * 1e9 / 1e6
+            d[f"{io}_mb_per_s"] = max(1, round(mbps))
+            lat = _med(S[f"{dev}.{io}_4k_rand"]) - 4096 / (mbps * 1e6) * 1e9
+            d[f"{io}_latency_ns"] = max(0, round(lat))
+            spread[f"{dev}.{io}_mb_per_s"] = round(_spread(S[f"{dev}.{io}_2m_qd4"]), 4)
+            spread[f"{dev}.{io}_latency_ns"] = round(_spread(S[f"{dev}.{io}_4k_rand"]), 4)
+        # a seek: random 4 KiB reads slower than sequential ones by more than 20 %
+        if f"{dev}.read_4k_seq" in S:
+            pen = _med(S[f"{dev}.read_4k_rand"]) - _med(S[f"{dev}.read_4k_seq"])
+            d["random_penalty_ns"] = round(pen) if pen > 0.2 * _med(S[f"{dev}.read_4k_seq"]) else 0
+        # the block queue's nr_requests: how many requests are in flight before a writer waits
+        qd = str(V.get(f"{dev}.nr_requests") or "")
+        if qd.isdigit() and int(qd) > 0:
+            d["queue_depth"] = int(qd)
+        prof[dev] = d
+        rot = V.get(f"{dev}.rotational")
+        for io in ("write", "read"):
+            rows.append(
+                (
+                    f"{dev} {io}_mb_per_s",
+                    d[f"{io}_mb_per_s"],
+                    _spread(S[f"{dev}.{io}_2m_qd4"]),
+                    "O_DIRECT 2 MiB requests, 4 in flight" + (f" (rotational={rot})" if io == "write" else ""),
+                )
+            )
+            rows.append(
+                (
+                    f"{dev} {io}_latency_ns",
+                    d[f"{io}_latency_ns"],
+                    _spread(S[f"{dev}.{io}_4k_rand"]),
+                    "a single 4 KiB request at a random offset, less its transfer",
+                )
+            )
+        for k, note in [
+            ("pageout_4k", "4 KiB MADV_PAGEOUT per page (async writeback: not waited for)"),
+            ("writeback_drain_4k", "then until writeback completes, per page"),
+            ("swapcache_hit", "a fault on a page still in the swap cache"),
+            ("pageout_clean_4k", "MADV_PAGEOUT of clean swap-cache pages (freed, no I/O)"),
+            ("swapin_seq", "swap-in fault with readahead, per page"),
+            ("swapin_single", "swap-in fault of an isolated page"),
+            ("munmap_cached", "munmap of a page still in the swap cache"),
+            ("munmap_entry", "munmap of a swap entry"),
+            ("thp_pageout_best", "THP MADV_PAGEOUT, seed 000 best case, per THP"),
+            ("thp_pageout_random", "THP MADV_PAGEOUT of random data, per THP"),
+        ]:
+            if f"{dev}.{k}" in S:
+                rows.append((f"{dev}.{k}", _med(S[f"{dev}.{k}"]), _spread(S[f"{dev}.{k}"]), note))
+
+
+def _fit_reclaim(prof, S, V, rows, spread):
+    """The reclaim path's primitives, each from the measurement that isolates it, less what
+    the model charges on the same path with the other primitives (see costs.rs)."""
+
+    def m(k):
+        return _med(S[k]) if S.get(k) else None
+
+    pte, pmd = prof["pte_walk_ns"], prof["pmd_walk_ns"]
+    tlb = prof["tlb_flush_ns"]
+    best = _med(S["memchr_inv_4k_best"]) if S.get("memchr_inv_4k_best") else 0.0
+    dev = "file" if m("file.munmap_entry") is not None else ("disk" if m("disk.munmap_entry") is not None else None)
+    if dev:
+        _put(
+            prof,
+            rows,
+            spread,
+            "swap_free_ns",
+            m(f"{dev}.munmap_entry") - pte,
+            S[f"{dev}.munmap_entry"],
+            f"{dev}.munmap_entry less pte_walk",
+        )
+        if m(f"{dev}.munmap_cached") is not None:
+            _put(
+                prof,
+                rows,
+                spread,
+                "remove_mapping_ns",
+                m(f"{dev}.munmap_cached") - prof["swap_free_ns"] - pte,
+                S[f"{dev}.munmap_cached"],
+                f"{dev}.munmap_cached less swap_free, pte_walk",
+            )
+    alg = _device_alg(S)
+    x = None
+    if dev and m(f"{dev}.pageout_4k") is not None:
+        # reclaim_scan_page + unmap_page: a 4 KiB folio written and kept in the swap cache
+        x = m(f"{dev}.pageout_4k") - tlb - pte - best
+    elif alg and m(f"zram.{alg}.same.out") is not None:
+        z = prof["zram"][alg]["same_ns"]
+        x = m(f"zram.{alg}.same.out") - z - tlb - pte - best - prof["remove_mapping_ns"]
+    if x is None:
+        return
+    if alg and m(f"zram.{alg}.same.thp_out") is not None:
+        z = prof["zram"][alg]["same_ns"]
+        fixed = x + prof["split_pmd_ns"] + tlb + prof["remove_mapping_ns"] + pmd
+        u = ((m(f"zram.{alg}.same.thp_out") - z) - fixed / 512) / (1 - 1 / 512)
+        _put(
+            prof,
+            rows,
+            spread,
+            "unmap_page_ns",
+            u,
+            S[f"zram.{alg}.same.thp_out"],
+            f"zram {alg} same-filled THP pageout per page less same_ns and the folio's fixed costs / 512",
+        )
+    src = f"{dev}.pageout_4k" if dev and m(f"{dev}.pageout_4k") is not None else f"zram.{alg}.same.out"
+    _put(
+        prof,
+        rows,
+        spread,
+        "reclaim_scan_page_ns",
+        x - prof["unmap_page_ns"],
+        S[src],
+        f"{src} less unmap_page, tlb_flush, pte_walk",
+    )
+    if alg and m(f"zram.{alg}.same.in") is not None:
+        _put(
+            prof,
+            rows,
+            spread,
+            "swapin_ns",
+            m(f"zram.{alg}.same.in") - prof["fault_4k_ns"] - prof["clear_4k_ns"],
+            S[f"zram.{alg}.same.in"],
+            f"zram {alg} same-filled swap-in less fault_4k, clear_4k",
+        )
+
+
+def _fit_split_collapse(prof, S, V, rows, spread):
+    def m(k):
+        return _med(S[k]) if S.get(k) else None
+
+    nh = V.get("split.thp_pages") or 1
+    best = _med(S["memchr_inv_4k_best"]) if S.get("memchr_inv_4k_best") else 0.0
+    slab = m("drop_slab")
+    if slab is not None:
+        _put(prof, rows, spread, "drop_slab_ns", slab, S["drop_slab"], "drop_caches=2 with nothing of ours to do")
+    if m("underused_0") is not None and m("underused_256") is not None:
+        _put(
+            prof,
+            rows,
+            spread,
+            "memchr_inv_4k_ns",
+            (m("underused_256") - m("underused_0")) / 256,
+            S["underused_256"],
+            "underused shrinker: max_ptes_none 256 less 0, per subpage read",
+        )
+    elif S.get("memchr_inv_4k_worst"):
+        _put(
+            prof,
+            rows,
+            spread,
+            "memchr_inv_4k_ns",
+            _med(S["memchr_inv_4k_worst"]),
+            S["memchr_inv_4k_worst"],
+            "memchr_inv over a zero page (user space)",
+        )
+    if m("split_pmd_munmap") is not None:
+        _put(
+            prof,
+            rows,
+            spread,
+            "split_pmd_ns",
+            m("split_pmd_munmap") - prof["syscall_ns"] - prof["tlb_flush_ns"] - prof["pte_walk_ns"],
+            S["split_pmd_munmap"],
+            "munmap of one page of a THP (per THP) less syscall, tlb_flush, pte_walk",
+        )
+    if m("split_partial") is not None:
+        _put(
+            prof,
+            rows,
+            spread,
+            "split_folio_ns",
+            m("split_partial") - (slab or 0) / nh - prof["page_free_ns"] - 511 * best,
+            S["split_partial"],
+            "deferred split of partially mapped THPs (per THP) less drop_slab / THPs",
+        )
+    if m("underused_0") is not None:
+        pred = (
+            (slab or 0) / nh
+            + 4 * best
+            + prof["memchr_inv_4k_ns"]
+            + prof["split_folio_ns"]
+            + 508 * (prof["memchr_inv_4k_ns"] + prof["page_free_ns"])
+        )
+        rows.append(
+            (
+                "(check) underused split per THP",
+                m("underused_0"),
+                _spread(S["underused_0"]),
+                f"max_ptes_none 0: measured; the profile predicts {pred:,.0f}",
+            )
+        )
+    if m("collapse_2m") is not None:
+        _put(
+            prof,
+            rows,
+            spread,
+            "collapse_ns",
+            m("collapse_2m") - 512 * prof["copy_4k_ns"],
+            S["collapse_2m"],
+            "MADV_COLLAPSE per 2 MiB less 512 x copy_4k",
+        )
+
+
+def _fit_compaction(prof, S, rows, spread):
+    """time = (migrate + free scanned pfns) x compact_scan_pfn_ns + migrated pages x
+    migrate_4k_ns, least squares over every vm.compact_memory sample."""
+    pts = []
+    for tag in sorted({k.split(".")[1] for k in S if k.startswith("compact.")}):
+        ks = [
+            f"compact.{tag}.{x}" for x in ("ns", "compact_migrate_scanned", "compact_free_scanned", "pgmigrate_success")
+        ]
+        if all(k in S for k in ks):
+            for t, ms, fs, mg in zip(*(S[k] for k in ks), strict=False):
+                pts.append((t, ms + fs, mg))
+    if len(pts) < 2:
+        return
+    sxx = sum(a * a for _, a, _ in pts)
+    syy = sum(b * b for _, _, b in pts)
+    sxy = sum(a * b for _, a, b in pts)
+    tx = sum(t * a for t, a, _ in pts)
+    ty = sum(t * b for t, _, b in pts)
+    det = sxx * syy - sxy * sxy
+    if det <= 0:
+        return
+    a = (tx * syy - ty * sxy) / det
+    b = (ty * sxx - tx * sxy) / det
+    if a <= 0 or b <= 0:
+        rows.append(("(compaction fit)", 0.0, 0.0, f"not used: scan {a:.1f} ns/pfn, migrate {b:.0f} ns/page"))
+        return
+    resid = [t - (a * x + b * y) for t, x, y in pts]
+    rel = (sum(r * r for r in resid) / len(resid)) ** 0.5 / (sum(t for t, _, _ in pts) / len(pts))
+    prof["compact_scan_pfn_ns"] = max(1, round(a))
+    prof["migrate_4k_ns"] = round(b)
+    spread["compact_scan_pfn_ns"] = spread["migrate_4k_ns"] = round(rel, 4)
+    n = len(pts)
+    rows.append(("compact_scan_pfn_ns", prof["compact_scan_pfn_ns"], rel, f"vm.compact_memory fit over {n} runs"))
+    rows.append(("migrate_4k_ns", prof["migrate_4k_ns"], rel, f"vm.compact_memory fit over {n} runs"))
 
 
 def _tv(v) -> str:

@@ -18,12 +18,12 @@ pub enum CalError {
 const PAGE: usize = 4096;
 const HPAGE: usize = 2 << 20;
 
-struct Map_ {
-    p: *mut u8,
-    len: usize,
+pub(crate) struct Map_ {
+    pub(crate) p: *mut u8,
+    pub(crate) len: usize,
 }
 impl Map_ {
-    fn new(len: usize, huge: Option<bool>) -> Result<Map_, CalError> {
+    pub(crate) fn new(len: usize, huge: Option<bool>) -> Result<Map_, CalError> {
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -60,10 +60,10 @@ impl Map_ {
         }
         Ok(Map_ { p: start as *mut u8, len })
     }
-    fn touch(&self, v: u8) {
+    pub(crate) fn touch(&self, v: u8) {
         unsafe { std::ptr::write_bytes(self.p, v, self.len) };
     }
-    fn page(&self, i: usize) -> *mut u8 {
+    pub(crate) fn page(&self, i: usize) -> *mut u8 {
         unsafe { self.p.add(i * PAGE) }
     }
 }
@@ -73,7 +73,7 @@ impl Drop for Map_ {
     }
 }
 
-fn check_sig() -> Result<(), CalError> {
+pub(crate) fn check_sig() -> Result<(), CalError> {
     let s = safety::signalled();
     if s != 0 {
         return Err(CalError::Failed(
@@ -84,11 +84,13 @@ fn check_sig() -> Result<(), CalError> {
     Ok(())
 }
 
-/// ns per unit for `units` units done by `f`.
-fn timed(units: usize, f: impl FnOnce()) -> f64 {
-    let t = now_ns();
+/// ns per unit for `units` units done by `f`: elapsed time less the time this thread waited
+/// for a CPU that other tasks held (schedstat run_delay), i.e. what it takes on an idle machine.
+pub(crate) fn timed(units: usize, f: impl FnOnce()) -> f64 {
+    let (t, rq) = (now_ns(), self_run_delay_ns());
     f();
-    (now_ns() - t) as f64 / units as f64
+    let wall = now_ns() - t;
+    wall.saturating_sub(self_run_delay_ns().saturating_sub(rq)) as f64 / units as f64
 }
 
 #[inline(never)]
@@ -133,14 +135,14 @@ fn cpu_ghz() -> f64 {
     n as f64 / (now_ns() - t) as f64
 }
 
-struct Samples(BTreeMap<String, Vec<f64>>);
+pub(crate) struct Samples(pub(crate) BTreeMap<String, Vec<f64>>);
 impl Samples {
-    fn add(&mut self, k: &str, v: f64) {
+    pub(crate) fn add(&mut self, k: &str, v: f64) {
         self.0.entry(k.to_string()).or_default().push(v);
     }
 }
 
-fn vm(k: &str) -> i64 {
+pub(crate) fn vm(k: &str) -> i64 {
     vmstat().get(k).copied().unwrap_or(0)
 }
 
@@ -242,7 +244,12 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         if r > 0 {
             s.add("fault_4k_total", v)
         }
-        drop(m);
+        // munmap of those present 4 KiB pages: per page the PTE zap, rmap and LRU removal,
+        // and the free (zap_present_ptes, free_pages_and_swap_cache)
+        let v = timed(n, || drop(m));
+        if r > 0 {
+            s.add("munmap_4k", v)
+        }
         let m = Map_::new(fsz, Some(false))?;
         let v = timed(n, || {
             (0..n).for_each(|i| unsafe {
@@ -329,9 +336,39 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
             }
         }
         if swapfile {
-            calibrate_swapfile(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
+            crate::calibrate_mm::calibrate_block(quick, reps, &mut s, &mut values, &mut journal_guard)?;
+            crate::calibrate_mm::calibrate_swap_dev(
+                "file",
+                quick,
+                reps,
+                &mut s,
+                &mut values,
+                &mut journal_guard,
+                &mut notes,
+            )?;
+            if std::path::Path::new("/dev/loop-control").exists() {
+                crate::calibrate_mm::calibrate_swap_dev(
+                    "disk",
+                    quick,
+                    reps,
+                    &mut s,
+                    &mut values,
+                    &mut journal_guard,
+                    &mut notes,
+                )?;
+            } else {
+                notes.push("no loop devices (/dev/loop-control): the `disk` swap costs were not measured".into());
+            }
         }
     }
+    // ---- splits, collapse, compaction ----
+    if is_root() {
+        crate::calibrate_mm::calibrate_split(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
+        crate::calibrate_mm::calibrate_compaction(quick, reps, &mut s)?;
+    } else {
+        notes.push("not root: split and compaction costs were not measured".into());
+    }
+    crate::calibrate_mm::calibrate_collapse(quick, reps, &mut s, &mut values, &mut notes)?;
     drop(journal_guard);
 
     let (release, _) = crate::host::uname();
@@ -348,12 +385,12 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     }))
 }
 
-struct JGuard {
-    j: Journal,
-    owner: u32,
+pub(crate) struct JGuard {
+    pub(crate) j: Journal,
+    pub(crate) owner: u32,
 }
 impl JGuard {
-    fn undo(&mut self) -> Result<(), CalError> {
+    pub(crate) fn undo(&mut self) -> Result<(), CalError> {
         let p = self.j.restore();
         let _ = std::fs::remove_file(safety::journal_path());
         self.j = Journal::new();
@@ -367,7 +404,10 @@ impl JGuard {
 impl Drop for JGuard {
     fn drop(&mut self) {
         if std::process::id() == self.owner
-            && (!self.j.swapon.is_empty() || !self.j.zram.is_empty() || !self.j.swapfiles.is_empty())
+            && (!self.j.swapon.is_empty()
+                || !self.j.zram.is_empty()
+                || !self.j.swapfiles.is_empty()
+                || !self.j.knobs.is_empty())
         {
             for e in self.j.restore() {
                 eprintln!("thplab-live: RESTORE FAILED: {e}");
@@ -377,7 +417,7 @@ impl Drop for JGuard {
     }
 }
 
-fn run_swapon(path: &str) -> Result<(), CalError> {
+pub(crate) fn run_swapon(path: &str) -> Result<(), CalError> {
     let o = std::process::Command::new("mkswap")
         .arg(path)
         .output()
@@ -392,7 +432,7 @@ fn run_swapon(path: &str) -> Result<(), CalError> {
     Ok(())
 }
 
-fn fill_class(m: &Map_, class: &str, corpus: &[u8]) {
+pub(crate) fn fill_class(m: &Map_, class: &str, corpus: &[u8]) {
     let n = m.len / PAGE;
     for i in 0..n {
         let p = m.page(i);
@@ -413,7 +453,7 @@ fn fill_class(m: &Map_, class: &str, corpus: &[u8]) {
     }
 }
 
-fn wait_writeback() {
+pub(crate) fn wait_writeback() {
     let t = now_ns();
     while now_ns() - t < 30_000_000_000 {
         let mi = meminfo();
@@ -480,77 +520,11 @@ fn calibrate_zram(
                 s.add(&format!("zram.{alg}.{class}.in"), v);
             }
             drop(m);
+            crate::calibrate_mm::zram_thp_and_free(alg, class, quick, r > 0, s, &corpus)?;
             check_sig()?;
         }
         bytes.sort_by(|a, b| a.partial_cmp(b).unwrap());
         values.insert(format!("zram.{alg}.{class}.bytes"), json!(bytes[bytes.len() / 2]));
     }
-    g.undo()
-}
-
-fn calibrate_swapfile(
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    values: &mut Map<String, Value>,
-    g: &mut JGuard,
-    notes: &mut Vec<String>,
-) -> Result<(), CalError> {
-    let n = if quick { 4096 } else { 8192 };
-    let path = format!("/var/tmp/thplab-calibrate-swap-{}", std::process::id());
-    g.j.swapfiles.push(path.clone());
-    g.j.swapon.push(path.clone());
-    g.j.save().map_err(|e| CalError::Failed(e, 1))?;
-    crate::swap::create_swapfile(&path, (n * PAGE * 2 + (4 << 20)) as u64).map_err(|e| CalError::Failed(e, 1))?;
-    run_swapon(&path)?;
-    let corpus = text_corpus();
-    let reps = reps.min(if quick { 2 } else { 3 });
-    for r in 0..=reps {
-        let m = Map_::new(n * PAGE, Some(false))?;
-        fill_class(&m, "random", &corpus);
-        let o0 = vm("pswpout");
-        let v = timed(n, || unsafe {
-            libc::madvise(m.p as *mut _, m.len, libc::MADV_PAGEOUT);
-            wait_writeback();
-        });
-        let out = vm("pswpout") - o0;
-        if out < (n as i64) * 9 / 10 {
-            notes.push(format!("swap file: only {out} of {n} pages were swapped out"));
-        }
-        if r > 0 {
-            s.add("file.write_page", v);
-        }
-        let v = timed(n, || {
-            (0..n).for_each(|i| unsafe {
-                std::hint::black_box(std::ptr::read_volatile(m.page(i)));
-            })
-        });
-        if r > 0 {
-            s.add("file.read_seq_page", v);
-        }
-        // Single-page latencies: page out and read back isolated pages far apart.
-        for k in 0..16 {
-            let p = m.page(k * (n / 16));
-            let v = timed(1, || unsafe {
-                libc::madvise(p as *mut _, PAGE, libc::MADV_PAGEOUT);
-                wait_writeback();
-            });
-            if r > 0 {
-                s.add("file.write_single", v);
-            }
-        }
-        for k in 0..16 {
-            let p = m.page(k * (n / 16));
-            let v = timed(1, || unsafe {
-                std::hint::black_box(std::ptr::read_volatile(p));
-            });
-            if r > 0 {
-                s.add("file.read_single", v);
-            }
-        }
-        drop(m);
-        check_sig()?;
-    }
-    values.insert("file.rotational".into(), json!(read_trim("/sys/block/vda/queue/rotational")));
     g.undo()
 }

@@ -278,12 +278,20 @@ impl<'a> Child<'a> {
             corpus: text_corpus(),
             seq: 0,
         };
+        // the first phase starts with the first op, after the fork and the child's own set-up
+        send(
+            self.to_parent,
+            json!({"t": "phase_start", "ns": now_ns(), "stime": self_stime_ns(), "rq": self_run_delay_ns()}),
+        );
         self.run_ops(&self.process.ops, None, "", &mut st);
         std::hint::black_box(st.sink);
         if self.fault_latency {
             send(self.to_parent, json!({"t": "lat", "thp_fault": st.thp_lat, "fault": st.fault_lat}));
         }
-        send(self.to_parent, json!({"t": "done", "ns": now_ns(), "stime": self_stime_ns(), "access_ns": st.access_ns}));
+        send(
+            self.to_parent,
+            json!({"t": "done", "ns": now_ns(), "stime": self_stime_ns(), "rq": self_run_delay_ns(), "access_ns": st.access_ns}),
+        );
         wait_ack(self.from_parent);
         unsafe { libc::_exit(0) }
     }
@@ -304,9 +312,14 @@ impl<'a> Child<'a> {
             Op::Phase { name } => {
                 send(
                     self.to_parent,
-                    json!({"t": "phase", "name": name, "i": i, "ns": now_ns(), "stime": self_stime_ns()}),
+                    json!({"t": "phase", "name": name, "i": i, "ns": now_ns(), "stime": self_stime_ns(), "rq": self_run_delay_ns()}),
                 );
                 wait_ack(self.from_parent);
+                // the new phase starts now, after the supervisor's snapshot at the boundary
+                send(
+                    self.to_parent,
+                    json!({"t": "phase_start", "ns": now_ns(), "stime": self_stime_ns(), "rq": self_run_delay_ns()}),
+                );
             }
             Op::Mmap { name, size, populate, align } => {
                 let size = size.0;

@@ -13,6 +13,7 @@
 //! (nothing touched); 3 time limit; 128+N killed by signal N (machine restored).
 
 mod calibrate;
+mod calibrate_mm;
 mod census;
 mod census_maps;
 mod census_scan;

@@ -284,6 +284,8 @@ struct OpenPhase {
     from_i: usize,
     start: u64,
     stime: u64,
+    /// the process's run-queue wait (schedstat run_delay) at the start
+    rq: u64,
     vm: BTreeMap<String, i64>,
 }
 
@@ -397,6 +399,9 @@ fn supervise(
     knobs_before: BTreeMap<String, String>,
 ) -> Result<Value, RunError> {
     let t_begin = now_ns();
+    // the 1-minute load average when the run starts (other tasks on a shared machine)
+    let load1_before: Option<f64> =
+        read_trim("/proc/loadavg").and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()));
     let deadline = a.timeout_s.map(|t| t_begin + (t * 1e9) as u64);
     let w = &p.w;
 
@@ -409,9 +414,8 @@ fn supervise(
         write_file(path, v).map_err(|e| RunError::Failed(format!("writing {v} to {path}: {e}")))?;
     }
     check_abort(deadline, "while setting knobs")?;
-    swap::apply(&p.machine_swap, &mut guard.journal).map_err(RunError::Failed)?;
+    let swap_desc: Vec<Value> = swap::apply(&p.machine_swap, &mut guard.journal).map_err(RunError::Failed)?;
     check_abort(deadline, "while setting up swap")?;
-    let swap_desc: Vec<Value> = p.machine_swap.iter().map(|s| s.describe()).collect();
     let zram_devs: Vec<String> = p
         .machine_swap
         .iter()
@@ -452,6 +456,9 @@ fn supervise(
     let mut series = Series::default();
     let interval = w.record.series_interval.0;
     let mut next_sample = if interval > 0 { t0 } else { u64::MAX };
+    // khugepaged runs at nice 19: on a shared machine it waits for the CPU; its run-queue wait
+    // (schedstat) is sampled so that `thplab validate` can compare collapse times honestly
+    let khugepaged_pid = host::kthread_pid("khugepaged");
     if interval > 0 {
         series.columns = std::iter::once("t_ns".to_string())
             .chain(SERIES_MEMINFO.iter().map(|s| format!("{s}_kB")))
@@ -462,6 +469,7 @@ fn supervise(
                     .iter()
                     .flat_map(|p| [format!("AnonPages_kB[{}]", p.name), format!("AnonHugePages_kB[{}]", p.name)]),
             )
+            .chain(khugepaged_pid.map(|_| "khugepaged_run_delay_ns".to_string()))
             .collect();
     }
 
@@ -483,6 +491,9 @@ fn supervise(
                     };
                     row.push(sm.get("Anonymous").copied().unwrap_or(0) as f64);
                     row.push(sm.get("AnonHugePages").copied().unwrap_or(0) as f64);
+                }
+                if let Some(pid) = khugepaged_pid {
+                    row.push(host::run_delay_ns(pid) as f64);
                 }
                 series.rows.push(row);
                 next_sample = now + interval;
@@ -604,6 +615,11 @@ fn supervise(
     extra.insert("khugepaged_delta".into(), json!(delta(&khp_before, &khp_after)));
     extra.insert("knobs_before_run".into(), json!(knobs_before));
     extra.insert("setup_ns".into(), json!(t0 - t_begin));
+    // What other tasks on a shared machine cost each phase: its process's run-queue wait.
+    // `thplab validate` compares the model with elapsed time less this wait.
+    let rd: BTreeMap<String, u64> = PHASE_RUN_DELAY.lock().unwrap().drain(..).collect();
+    extra.insert("phase_run_delay_ns".into(), json!(rd));
+    extra.insert("load1_at_start".into(), json!(load1_before));
     if interval > 0 {
         notes.push("series: sampled in wall-clock time".into());
     }
@@ -701,15 +717,19 @@ fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64) -> Result
     ps.started = true;
     ps.result.pid = pid as u32;
     ps.result.start_ns = now - t0;
-    ps.phase = Some(OpenPhase { name: format!("{}:main", ps.name), from_i: 0, start: now, stime: 0, vm: vmstat() });
+    ps.phase =
+        Some(OpenPhase { name: format!("{}:main", ps.name), from_i: 0, start: now, stime: 0, rq: 0, vm: vmstat() });
     Ok(())
 }
 
 static ZRAM_DEVS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 static ZRAM_PHASES: std::sync::Mutex<Vec<(String, Value)>> = std::sync::Mutex::new(Vec::new());
+/// Per phase, the time its process waited for a CPU held by other tasks (schedstat run_delay).
+static PHASE_RUN_DELAY: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
 
-fn close_phase(ps: &mut ProcState, end_i: usize, end_ns: u64, end_stime: u64, t0: u64, phases: &mut Vec<PhaseResult>) {
-    if let Some(OpenPhase { name, from_i, start, stime, vm }) = ps.phase.take() {
+fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, phases: &mut Vec<PhaseResult>) {
+    let (end_ns, end_stime, end_rq) = end;
+    if let Some(OpenPhase { name, from_i, start, stime, rq, vm }) = ps.phase.take() {
         // A "main" phase with no ops before the first marker is not reported.
         if !(name.ends_with(":main") && from_i == 0 && end_i == 0) {
             for d in ZRAM_DEVS.lock().unwrap().iter() {
@@ -717,6 +737,7 @@ fn close_phase(ps: &mut ProcState, end_i: usize, end_ns: u64, end_stime: u64, t0
                     ZRAM_PHASES.lock().unwrap().push((name.clone(), json!({"device": d, "mm_stat": v})));
                 }
             }
+            PHASE_RUN_DELAY.lock().unwrap().push((name.clone(), end_rq.saturating_sub(rq)));
             phases.push(PhaseResult {
                 name,
                 process: ps.name.clone(),
@@ -746,15 +767,24 @@ fn handle_msg(
     match v["t"].as_str().unwrap_or("") {
         "phase" => {
             let i = u("i") as usize;
-            close_phase(ps, i, u("ns"), u("stime"), t0, phases);
+            close_phase(ps, i, (u("ns"), u("stime"), u("rq")), t0, phases);
             ps.phase = Some(OpenPhase {
                 name: format!("{}:{}", ps.name, v["name"].as_str().unwrap_or("")),
                 from_i: i + 1,
                 start: u("ns"),
                 stime: u("stime"),
+                rq: u("rq"),
                 vm: vmstat(),
             });
             ack(ps);
+        }
+        "phase_start" => {
+            // the child's clock after the boundary snapshot: the phase's own time starts here
+            if let Some(ph) = ps.phase.as_mut() {
+                ph.start = u("ns");
+                ph.stime = u("stime");
+                ph.rq = u("rq");
+            }
         }
         "err" => ps.result.errors.push(OpError {
             op_index: u("i") as usize,
@@ -769,7 +799,7 @@ fn handle_msg(
         }
         "done" => {
             let n = usize::MAX;
-            close_phase(ps, n, u("ns"), u("stime"), t0, phases);
+            close_phase(ps, n, (u("ns"), u("stime"), u("rq")), t0, phases);
             ps.result.end_ns = u("ns").saturating_sub(t0);
             ps.result.access_ns = u("access_ns");
             let t = read_file(&format!("/proc/{}/smaps_rollup", ps.pid)).unwrap_or_default();
@@ -788,7 +818,7 @@ fn reap(ps: &mut ProcState, t0: u64, phases: &mut Vec<PhaseResult>) {
     let now = now_ns();
     if ps.phase.is_some() {
         // Died without reporting its end.
-        close_phase(ps, usize::MAX, now, 0, t0, phases);
+        close_phase(ps, usize::MAX, (now, 0, 0), t0, phases);
         ps.result.end_ns = now - t0;
     }
     if libc::WIFSIGNALED(status) {

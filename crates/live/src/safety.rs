@@ -29,6 +29,9 @@ pub struct Journal {
     pub swapfiles: Vec<String>,
     /// Paths we swapon'ed.
     pub swapon: Vec<String>,
+    /// Backing files of the loop devices we attached (detached before the files are removed).
+    #[serde(default)]
+    pub loops: Vec<String>,
 }
 
 pub fn journal_path() -> String {
@@ -77,6 +80,13 @@ impl Journal {
             if !alg.is_empty() && cur.as_deref() != Some(alg.as_str()) {
                 if let Err(e) = write_file(&format!("/sys/block/{dev}/comp_algorithm"), alg) {
                     problems.push(format!("{dev}/comp_algorithm back to {alg}: {e}"));
+                }
+            }
+        }
+        for b in &self.loops {
+            if let Some(dev) = crate::swap::loop_of(b) {
+                if let Err(e) = crate::swap::loop_detach(&dev) {
+                    problems.push(e);
                 }
             }
         }

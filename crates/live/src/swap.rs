@@ -1,5 +1,8 @@
 //! Swap devices of the machine description, set up for a run and torn down after it:
-//! zram through /sys/block/zramN (comp_algorithm, disksize, mkswap, swapon) and swap files.
+//! zram through /sys/block/zramN (comp_algorithm, disksize, mkswap, swapon), swap files, and
+//! `disk`: a loop block device (direct I/O) over a file on the host's disk, so that swap sits on
+//! a real block device (SWP_BLKDEV) that reports itself rotational when the host's disk does
+//! (loop_update_rotational() copies the backing filesystem's device flag).
 
 use crate::safety::Journal;
 use crate::util::*;
@@ -8,8 +11,24 @@ use thplab_workload::machine::{SwapKind, SwapSpec};
 
 #[derive(Clone, Debug)]
 pub enum SwapPlan {
-    Zram { dev: String, size: u64, alg: Option<String>, alg_before: String, priority: Option<i32> },
-    File { path: String, size: u64, priority: Option<i32> },
+    Zram {
+        dev: String,
+        size: u64,
+        alg: Option<String>,
+        alg_before: String,
+        priority: Option<i32>,
+    },
+    File {
+        path: String,
+        size: u64,
+        priority: Option<i32>,
+    },
+    /// A loop device over `backing` (created, attached with direct I/O, detached afterwards).
+    Disk {
+        backing: String,
+        size: u64,
+        priority: Option<i32>,
+    },
 }
 
 impl SwapPlan {
@@ -23,8 +42,72 @@ impl SwapPlan {
             SwapPlan::File { path, size, priority } => {
                 json!({"type": "file", "path": path, "size": size, "priority": priority})
             }
+            SwapPlan::Disk { backing, size, priority } => {
+                json!({"type": "disk", "path": backing, "size": size, "priority": priority})
+            }
         }
     }
+}
+
+/// The loop device attached to `backing` (losetup -j), if any.
+pub fn loop_of(backing: &str) -> Option<String> {
+    let o = std::process::Command::new("losetup").arg("-j").arg(backing).output().ok()?;
+    let t = String::from_utf8_lossy(&o.stdout).to_string();
+    t.lines().next().and_then(|l| l.split(':').next()).map(|d| d.trim().to_string()).filter(|d| !d.is_empty())
+}
+
+/// Attach a loop device to `backing` with direct I/O (no second copy in the page cache);
+/// returns its path (/dev/loopN).
+pub fn loop_attach(backing: &str) -> Result<String, String> {
+    let o = std::process::Command::new("losetup")
+        .args(["--find", "--show", "--direct-io=on"])
+        .arg(backing)
+        .output()
+        .map_err(|e| format!("losetup {backing}: {e} (is util-linux installed?)"))?;
+    if !o.status.success() {
+        return Err(format!("losetup {backing}: {}", String::from_utf8_lossy(&o.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// Detach a loop device (losetup -d).
+pub fn loop_detach(dev: &str) -> Result<(), String> {
+    let o = std::process::Command::new("losetup")
+        .arg("-d")
+        .arg(dev)
+        .output()
+        .map_err(|e| format!("losetup -d {dev}: {e}"))?;
+    if !o.status.success() {
+        return Err(format!("losetup -d {dev}: {}", String::from_utf8_lossy(&o.stderr).trim()));
+    }
+    Ok(())
+}
+
+fn space_check(ctx: &str, path: &str, size: u64) -> Result<(), String> {
+    let p = std::path::Path::new(path);
+    if p.exists() {
+        return Err(format!(
+            "{ctx}.path: {path} already exists; thplab-live creates its own swap file and will not overwrite one"
+        ));
+    }
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(format!("{ctx}.path: directory {} does not exist", dir.display()));
+    }
+    let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).unwrap();
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
+        let free = st.f_bavail as u64 * st.f_frsize as u64;
+        if free < size + (1 << 30) {
+            return Err(format!(
+                "{ctx}: not enough space in {} for a {} swap file (free {} MiB)",
+                dir.display(),
+                thplab_workload::units::fmt_size(size),
+                free >> 20
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn zram_available(dev: &str) -> Vec<String> {
@@ -96,28 +179,19 @@ pub fn plan(specs: &[SwapSpec]) -> Result<Vec<SwapPlan>, String> {
             SwapKind::File => {
                 let path =
                     s.path.clone().unwrap_or_else(|| format!("/var/tmp/thplab-swapfile-{}-{i}", std::process::id()));
-                let p = std::path::Path::new(&path);
-                if p.exists() {
-                    return Err(format!("{ctx}.path: {path} already exists; thplab-live creates its own swap file and will not overwrite one"));
-                }
-                let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-                if !dir.is_dir() {
-                    return Err(format!("{ctx}.path: directory {} does not exist", dir.display()));
-                }
-                let c = std::ffi::CString::new(dir.to_string_lossy().as_bytes()).unwrap();
-                let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-                if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
-                    let free = st.f_bavail as u64 * st.f_frsize as u64;
-                    if free < s.size.0 + (1 << 30) {
-                        return Err(format!(
-                            "{ctx}: not enough space in {} for a {} swap file (free {} MiB)",
-                            dir.display(),
-                            thplab_workload::units::fmt_size(s.size.0),
-                            free >> 20
-                        ));
-                    }
-                }
+                space_check(&ctx, &path, s.size.0)?;
                 out.push(SwapPlan::File { path, size: s.size.0, priority: s.priority });
+            }
+            SwapKind::Disk if s.path.as_deref().is_none_or(|p| !p.starts_with("/dev/")) => {
+                if !std::path::Path::new("/dev/loop-control").exists() {
+                    return Err(format!(
+                        "{ctx}: swap type `disk` needs loop devices live (/dev/loop-control is missing)"
+                    ));
+                }
+                let backing =
+                    s.path.clone().unwrap_or_else(|| format!("/var/tmp/thplab-swapdisk-{}-{i}", std::process::id()));
+                space_check(&ctx, &backing, s.size.0)?;
+                out.push(SwapPlan::Disk { backing, size: s.size.0, priority: s.priority });
             }
             SwapKind::Disk | SwapKind::Ssd | SwapKind::Pmem => {
                 let kind = format!("{:?}", s.kind).to_lowercase();
@@ -127,7 +201,7 @@ pub fn plan(specs: &[SwapSpec]) -> Result<Vec<SwapPlan>, String> {
                     }
                 }
                 return Err(format!(
-                    "{ctx}: swap type `{kind}` is not supported live: thplab-live does not format block devices; describe the device as `zram` or `file` for a live run"
+                    "{ctx}: swap type `{kind}` is not supported live: thplab-live does not format block devices; describe the device as `zram`, `file` or `disk` (a loop device over a file) for a live run"
                 ));
             }
         }
@@ -162,9 +236,12 @@ fn swapon(path: &str, priority: Option<i32>) -> Result<(), String> {
     Ok(())
 }
 
-/// Set up the planned devices, journalling each step before taking it.
-pub fn apply(plans: &[SwapPlan], journal: &mut Journal) -> Result<(), String> {
+/// Set up the planned devices, journalling each step before taking it. Returns each
+/// device as set up (a `disk` names its loop device and whether it reports itself rotational).
+pub fn apply(plans: &[SwapPlan], journal: &mut Journal) -> Result<Vec<Value>, String> {
+    let mut desc = vec![];
     for p in plans {
+        desc.push(p.describe());
         match p {
             SwapPlan::Zram { dev, size, alg, alg_before, priority } => {
                 journal.zram.push((dev.clone(), alg_before.clone()));
@@ -187,9 +264,24 @@ pub fn apply(plans: &[SwapPlan], journal: &mut Journal) -> Result<(), String> {
                 mkswap(path)?;
                 swapon(path, *priority)?;
             }
+            SwapPlan::Disk { backing, size, priority } => {
+                journal.swapfiles.push(backing.clone());
+                journal.loops.push(backing.clone());
+                journal.save()?;
+                create_swapfile(backing, *size)?;
+                let dev = loop_attach(backing)?;
+                journal.swapon.push(dev.clone());
+                journal.save()?;
+                mkswap(&dev)?;
+                swapon(&dev, *priority)?;
+                let name = dev.trim_start_matches("/dev/");
+                let rot = read_trim(&format!("/sys/block/{name}/queue/rotational")).map(|r| r == "1");
+                *desc.last_mut().unwrap() =
+                    json!({"type": "disk", "path": dev, "size": size, "priority": priority, "rotational": rot});
+            }
         }
     }
-    Ok(())
+    Ok(desc)
 }
 
 pub fn create_swapfile(path: &str, size: u64) -> Result<(), String> {

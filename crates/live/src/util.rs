@@ -62,6 +62,15 @@ pub fn self_stime_ns() -> u64 {
     ru.ru_stime.tv_sec as u64 * 1_000_000_000 + ru.ru_stime.tv_usec as u64 * 1000
 }
 
+/// The calling thread's time spent runnable but waiting for a CPU (schedstat's run_delay, ns):
+/// what other tasks on a shared machine cost it. 0 without CONFIG_SCHED_INFO.
+pub fn self_run_delay_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1).and_then(|x| x.parse().ok()))
+        .unwrap_or(0)
+}
+
 pub fn read_file(path: &str) -> io::Result<String> {
     std::fs::read_to_string(path)
 }

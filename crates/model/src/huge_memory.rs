@@ -339,8 +339,9 @@ impl Kernel {
     ///  - `mainline` (v6.12+, every anon split): remapped to the shared zero page
     ///    (try_to_map_unused_to_zeropage), its frame freed;
     ///  - `seed` (Yu Zhao 2021, isolated splits only): not remapped, PTE cleared
-    ///    (try_to_unmap_clean: thp_split_unmap), frame freed; tail pages with no mapping
-    ///    are freed at once (thp_split_free);
+    ///    (patch 3, try_to_unmap_clean: thp_split_unmap); then every tail page left with
+    ///    no mapping — those just unmapped and those zapped before — is freed at once
+    ///    (patch 2, __split_huge_page's page_ref_freeze(subpage, 2): thp_split_free);
     ///  - `none`: remapped like any page.
     ///
     /// mlocked folios and VM_LOCKED VMAs keep their zero pages. The zero check costs
@@ -350,6 +351,14 @@ impl Kernel {
         let head = head.0;
         let f = self.pm.frames[head as usize];
         if tag(f) != TAG_ANON || compound(f) != COMPOUND_HEAD {
+            self.rec.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
+            self.count_mthp("split_failed", 1);
+            return Err(SplitFailed);
+        }
+        if swapcache(f) {
+            // __folio_split() refuses a folio under writeback (-EBUSY); the model leaves
+            // any swap-cache large folio whole (it does not split swap-cache entries): reclaim
+            // frees it once written, a fault maps it back
             self.rec.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
             self.count_mthp("split_failed", 1);
             return Err(SplitFailed);
@@ -427,7 +436,11 @@ impl Kernel {
                     if zero {
                         let pte = if policy == SplitZero::Mainline { PTE_ZERO } else { PTE_NONE };
                         if policy == SplitZero::Seed {
+                            // patch 3's try_to_unmap_clean() leaves the subpage unmapped with
+                            // the isolation's and lru_add_page_tail()'s references only, so
+                            // patch 2's page_ref_freeze(subpage, 2) frees it (thp_split_free)
                             self.rec.vm.count(Ev::THP_SPLIT_UNMAP);
+                            self.rec.vm.count(Ev::THP_SPLIT_FREE);
                         }
                         self.set_pte(sid, idx as usize, pte);
                         self.pm.frames[p as usize] = with_rmap(nf, None);

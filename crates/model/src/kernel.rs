@@ -43,6 +43,8 @@ pub struct PgData {
     pub kcompactd: Kcompactd,
     /// node_stat_item counters (vmstat.rs)
     pub stat: NodeStats,
+    /// per CPU: folios in its lru_add folio batch for this node (memory.rs, lru_add)
+    pub lru_add_batch: std::collections::BTreeMap<u32, u64>,
 }
 
 impl PgData {
@@ -54,6 +56,7 @@ impl PgData {
             kswapd: KswapdState::default(),
             kcompactd: Kcompactd::default(),
             stat: NodeStats::default(),
+            lru_add_batch: Default::default(),
         }
     }
 }

@@ -208,7 +208,7 @@ impl Kernel {
                     }
                     self.pm.frames[pfn as usize] = make_anon(COMPOUND_BASE);
                     self.add_to_swap_cache(pfn, slot, 1);
-                    self.swap_read_folio(pfn, 1, slot);
+                    self.swap_read_folio(pfn, 1, slot, false);
                     self.lru_add(pfn, 1, false);
                 }
             }
@@ -226,8 +226,9 @@ impl Kernel {
             Advice::Cold => self.deactivate_folio(head, nr),
             Advice::Pageout => {
                 self.pm.frames[head as usize] = set_referenced(set_young(f, false), false);
-                // folio_isolate_lru()
+                // folio_isolate_lru(): one folio under the node's lru_lock
                 if lru(f) != LRU_NONE {
+                    self.lock_acquire(crate::locking::LockId::Lru(self.pm.node_of(head)), 1);
                     self.lru_del(head, nr);
                     list.push(head);
                 }

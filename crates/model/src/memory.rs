@@ -34,6 +34,10 @@ pub enum Mapping {
     Migration(u64),
 }
 
+/// Folios per per-CPU folio batch (include/linux/pagevec.h: PAGEVEC_SIZE, the size of a
+/// folio_batch).
+pub const FOLIO_BATCH_SIZE: u64 = 31;
+
 impl Kernel {
     /// follow_page(): the current translation of `addr` in `mm`.
     pub fn follow(&self, mm: MmId, addr: u64) -> Mapping {
@@ -320,11 +324,15 @@ impl Kernel {
         let vm_flags = self.mms[mm].find_vma(addr).map_or(0, |v| v.flags);
         self.charge(self.costs.fault_4k_ns);
         let (pfn, cached) = if let Some(p) = self.swap_cache_lookup(slot) {
+            if compound(self.pm.frames[p as usize]) != COMPOUND_BASE {
+                return self.do_swap_page_large(mm, sid, i, slot, p, write, vm_flags);
+            }
             (p, true)
         } else if self.swap_is_sync(slot) && self.swap_count(slot) == 1 {
             if let Some(r) = self.swapin_large_folio(mm, sid, addr, slot) {
                 return r;
             }
+            self.charge(self.costs.swapin_ns);
             let nid = self.mms[mm].node;
             let Some(Pfn(p)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
             if !self.swap_pte_same(mm, idx, sid, i, pte) {
@@ -332,7 +340,7 @@ impl Kernel {
                 return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
             }
             self.pm.frames[p as usize] = make_anon(COMPOUND_BASE);
-            if self.swap_read_folio(p, 1, slot) {
+            if self.swap_read_folio(p, 1, slot, true) {
                 self.rec.vm.count(Ev::PGMAJFAULT);
             }
             (p, false)
@@ -441,7 +449,7 @@ impl Kernel {
                 let f = set_dirty(with_rmap(make_anon(c), Some((sid, (i0 as u64 + k) as u32))), true);
                 self.pm.frames[(head + k) as usize] = f;
             }
-            if self.swap_read_folio(head, nr as u32, first) {
+            if self.swap_read_folio(head, nr as u32, first, true) {
                 self.rec.vm.count(Ev::PGMAJFAULT);
                 self.count_mthp_order(o, "swpin", 1);
             }
@@ -462,6 +470,68 @@ impl Kernel {
             return Some(Fault::Ok);
         }
         None
+    }
+
+    /// do_swap_page() finding a large folio (a THP or mTHP written whole) in the swap cache:
+    /// when the folio's aligned PTE range holds its swap entries in order (swap_pte_batch),
+    /// the whole folio is mapped by PTEs at once (nr_pages = folio_nr_pages; no split, no
+    /// PMD); otherwise only the faulting page. A write (or a swap more than half full)
+    /// drops the swap-cache copy once no swap entry needs it.
+    #[allow(clippy::too_many_arguments)]
+    fn do_swap_page_large(
+        &mut self,
+        mm: MmId,
+        sid: u32,
+        i: usize,
+        slot: u32,
+        pfn: u64,
+        write: bool,
+        vm_flags: u32,
+    ) -> Fault {
+        let head = self.folio_head(pfn);
+        let folio_nr = self.folio_nr_pages(head);
+        let Some((first, nr)) = self.swap_slots_of(head) else { return Fault::Ok };
+        // the folio's first PTE: the faulting page's index less its offset in the folio
+        let i0 = i.checked_sub((pfn - head) as usize);
+        let whole = nr as u64 == folio_nr
+            && i0.is_some_and(|i0| i0 % folio_nr as usize == 0)
+            && match (&self.slots.get(sid).pmd, i0) {
+                (Pmd::Table(t), Some(i0)) => {
+                    (0..folio_nr as usize).all(|k| t[i0 + k] == mk_pte(K_SWAP, first + k as u32))
+                }
+                _ => false,
+            };
+        let pages: Vec<(usize, u64, u32)> = if whole {
+            let i0 = i0.unwrap_or(0);
+            (0..folio_nr as usize).map(|k| (i0 + k, head + k as u64, first + k as u32)).collect()
+        } else {
+            vec![(i, pfn, slot)]
+        };
+        for &(k, p, s) in &pages {
+            let f = with_rmap(self.pm.frames[p as usize], Some((sid, k as u32)));
+            self.pm.frames[p as usize] = f;
+            self.set_pte(sid, k, mk_pte(K_PRESENT, p as u32));
+            if !whole {
+                self.swap_free(s);
+            }
+        }
+        if whole {
+            self.swap_free_nr(first, folio_nr as u32);
+        }
+        let n = pages.len() as u64;
+        self.mms[mm].rss_anon += n;
+        self.mms[mm].swap_ents -= n;
+        self.mod_node_page_state(head, NodeStat::NrAnonMapped, n as i64);
+        *self.pm.mapcount.entry(head as u32).or_insert(0) += n as u16;
+        let h = self.pm.frames[head as usize];
+        self.pm.frames[head as usize] = set_dirty(set_young(h, true), write || dirty(h));
+        if write || self.vm_swap_full() {
+            self.folio_free_swap(head);
+        }
+        if lru(self.pm.frames[head as usize]) == LRU_NONE && !isolated(self.pm.frames[head as usize]) {
+            self.lru_add(head, folio_nr, vm_flags & VM_LOCKED != 0);
+        }
+        Fault::Ok
     }
 
     /// pte_same() after an allocation that may have reclaimed or killed: is the swap
@@ -513,7 +583,7 @@ impl Kernel {
                         let c = if k == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
                         self.pm.frames[(head + k) as usize] = with_rmap(make_anon(c), Some((sid, k as u32)));
                     }
-                    if self.swap_read_folio(head, HPAGE_PMD_NR as u32, first) {
+                    if self.swap_read_folio(head, HPAGE_PMD_NR as u32, first, true) {
                         self.rec.vm.count(Ev::PGMAJFAULT);
                     }
                     let h = self.pm.frames[head as usize];
@@ -524,9 +594,7 @@ impl Kernel {
                     self.mms[mm].swap_ents -= HPAGE_PMD_NR;
                     self.mod_node_page_state(head, NodeStat::NrAnonMapped, HPAGE_PMD_NR as i64);
                     self.mod_node_page_state(head, NodeStat::NrAnonThps, 1);
-                    for k in 0..HPAGE_PMD_NR as u32 {
-                        self.swap_free(first + k);
-                    }
+                    self.swap_free_nr(first, HPAGE_PMD_NR as u32);
                     self.lru_add(head, HPAGE_PMD_NR, vma.flags & VM_LOCKED != 0);
                     self.folio_add_new_anon(head, HPAGE_PMD_ORDER);
                     self.deferred_split_folio(head, false);
@@ -587,6 +655,19 @@ impl Kernel {
         self.pm.frames[pfn as usize] = set_mlocked(with_lru(f, l), locked);
         let li = lru_index(self.pm.frames[pfn as usize]);
         self.pgdat[node].lruvec[li].push_head(&mut self.pm.links, pfn as u32, nr);
+        // folio_add_lru(): through this CPU's lru_add folio batch, moved onto the LRU
+        // under one lru_lock when full (FOLIO_BATCH_SIZE) or at once after a large folio
+        // (folio_may_be_lru_cached) — folio_batch_move_lru
+        let cpu = self.clock.cpu;
+        let n = {
+            let c = self.pgdat[node].lru_add_batch.entry(cpu).or_insert(0);
+            *c += 1;
+            *c
+        };
+        if n >= FOLIO_BATCH_SIZE || nr > 1 {
+            self.pgdat[node].lru_add_batch.insert(cpu, 0);
+            self.lock_acquire(crate::locking::LockId::Lru(node), n);
+        }
     }
     pub fn lru_del(&mut self, pfn: u64, nr: u64) {
         let f = self.pm.frames[pfn as usize];
@@ -637,6 +718,10 @@ impl Kernel {
             self.pm.frames[p as usize] = with_rmap(self.pm.frames[p as usize], None);
         }
         if compound(f) == COMPOUND_BASE {
+            if swapcache(f) && self.folio_under_writeback(pfn) {
+                // free_swap_cache() fails under writeback: left for reclaim
+                return;
+            }
             self.free_folio(Pfn(pfn));
             return;
         }
@@ -647,6 +732,12 @@ impl Kernel {
             *c
         };
         if left == 0 {
+            if swapcache(self.pm.frames[head as usize]) && self.folio_under_writeback(head) {
+                // free_swap_cache() fails while the folio is under writeback: it stays in
+                // the swap cache, unmapped, for reclaim to free
+                self.pm.mapcount.remove(&(head as u32));
+                return;
+            }
             self.free_folio(Pfn(head));
         } else {
             self.deferred_split_folio(head, true);

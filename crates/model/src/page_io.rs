@@ -4,10 +4,11 @@
 //! on the way back: swpin_zero). Otherwise zram stores page by page (zram.rs) and other
 //! devices take one request for the whole folio: latency, a seek when the request does
 //! not follow the previous one (random_penalty_ns), and size / bandwidth. Block devices
-//! serve requests one at a time (a request queue: `busy_until`); synchronous devices
-//! (pmem, zram) are memory copies done by the CPU that asked. The caller waits for its
-//! own I/O (the model writes back synchronously). pswpout/pswpin count pages, thp_swpout
-//! a PMD-size folio written whole; pgpgout/pgpgin count kB.
+//! transfer requests one after another and keep up to queue_depth in flight (`swap_io`):
+//! a write is asynchronous (the folio stays in the swap cache under writeback until its
+//! request completes, folio_test_writeback), a read is waited for; synchronous devices
+//! (pmem, zram) are memory copies done by the CPU that asked. pswpout/pswpin count pages,
+//! thp_swpout a PMD-size folio written whole; pgpgout/pgpgin count kB.
 
 use crate::consts::*;
 use crate::content;
@@ -22,10 +23,15 @@ use crate::vmstat::Ev;
 pub struct ZsMallocFailed;
 
 impl Kernel {
-    /// Time for a request of `nr` pages at global slot `slot` on device `di`, queued behind
-    /// the device's earlier requests; returns the ns the caller waits.
-    fn swap_io(&mut self, di: usize, write: bool, slot: u32, nr: u32) -> u64 {
-        let now = self.clock.now + self.clock.cost;
+    /// A request of `nr` pages at global slot `slot` on device `di`. Synchronous devices
+    /// (pmem) are served by the CPU that asks: it waits the whole service. A block device
+    /// transfers requests one after another at its bandwidth (a seek first when the request
+    /// does not follow the previous one), each completing its latency after its transfer;
+    /// the submitter blocks only while `queue_depth` requests are in flight (blk-mq tags).
+    /// Returns (the ns the caller waits: for a write, only for a free request; for a read,
+    /// until it completes; the completion time).
+    fn swap_io(&mut self, di: usize, write: bool, slot: u32, nr: u32) -> (u64, u64) {
+        let mut now = self.clock.now + self.clock.cost;
         let d = &mut self.swap.devs[di];
         let (lat, mbps) = if write {
             (d.io.write_latency_ns, d.io.write_mb_per_s)
@@ -34,14 +40,33 @@ impl Kernel {
         };
         let seek = if d.last_end == slot { 0 } else { d.io.random_penalty_ns };
         let xfer = (nr as u64 * PAGE_SIZE * 1000).checked_div(mbps).unwrap_or(0);
-        let service = lat + seek + xfer;
         d.last_end = slot + nr;
         if d.sync_io {
-            return service;
+            let service = lat + seek + xfer;
+            return (service, now + service);
+        }
+        let t0 = now;
+        while d.inflight.front().is_some_and(|&c| c <= now) {
+            d.inflight.pop_front();
+        }
+        if d.inflight.len() as u64 >= d.io.queue_depth.max(1) {
+            // get a request tag: wait for the oldest request in flight
+            now = d.inflight.pop_front().unwrap_or(now);
         }
         let start = now.max(d.busy_until);
-        d.busy_until = start + service;
-        d.busy_until - now
+        d.busy_until = start + seek + xfer;
+        let done = d.busy_until + lat;
+        d.inflight.push_back(done);
+        if write {
+            (now - t0, done)
+        } else {
+            (done - t0, done)
+        }
+    }
+
+    /// folio_test_writeback(): is the swap-cache folio at `head` still being written?
+    pub fn folio_under_writeback(&self, head: u64) -> bool {
+        self.swap.writeback.get(&(head as u32)).is_some_and(|&done| done > self.clock.now + self.clock.cost)
     }
 
     /// swap_writepage(): write the folio at `head` (`nr` pages) to its slots from `slot`.
@@ -104,8 +129,11 @@ impl Kernel {
                 let c = content(self.pm.frames[(head + i as u64) as usize]);
                 self.set_slot_data(slot + i, c);
             }
-            let w = self.swap_io(di, true, slot, nr);
+            // __swap_writepage → swap_writepage_bdev_async: the folio is under writeback
+            // until the request completes; the writer goes on
+            let (w, done) = self.swap_io(di, true, slot, nr);
             self.charge(w);
+            self.swap.writeback.insert(head as u32, done);
         }
         // count_swpout_vm_event()
         if nr > 1 {
@@ -128,8 +156,9 @@ impl Kernel {
     }
 
     /// swap_read_folio(): fill the `nr` pages from `pfn` with what slots `slot..` hold.
-    /// Returns true when I/O was done (a major fault), false for the zeromap.
-    pub fn swap_read_folio(&mut self, pfn: u64, nr: u32, slot: u32) -> bool {
+    /// `wait`: the caller waits for the read (the faulting page); readahead pages are
+    /// only submitted. Returns true when I/O was done (a major fault), false for the zeromap.
+    pub fn swap_read_folio(&mut self, pfn: u64, nr: u32, slot: u32, wait: bool) -> bool {
         let di = self.swap.dev_of(slot);
         let all_zero = (slot..slot + nr).all(|s| self.swap.map(s) & SWAP_ZEROMAP != 0);
         for i in 0..nr {
@@ -166,8 +195,10 @@ impl Kernel {
             }
             self.charge(ns);
         } else {
-            let w = self.swap_io(di, false, slot, nr);
-            self.charge(w);
+            let (w, _) = self.swap_io(di, false, slot, nr);
+            if wait || self.swap.devs[di].sync_io {
+                self.charge(w);
+            }
         }
         let n = nr as u64 - zeros;
         trace_event!(

@@ -47,8 +47,9 @@ impl Kernel {
         self.swap.cache_of.insert(head as u32, (slot, nr));
         let f = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_swapcache(f, true);
-        self.charge(self.costs.page_alloc_ns);
-        self.lock_acquire(crate::locking::LockId::SwapCache, self.costs.page_free_ns);
+        // __swap_cache_add_folio(): the swap table entries under the cluster lock; the
+        // work is part of the caller's costs (reclaim_scan_page_ns, swapin_ns)
+        self.swap_cluster_lock(slot, nr as u64);
     }
 
     /// delete_from_swap_cache() + put_swap_folio(): the folio leaves the cache; slots no
@@ -57,12 +58,14 @@ impl Kernel {
         let Some((slot, nr)) = self.swap.cache_of.remove(&(head as u32)) else { return };
         let f = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_swapcache(f, false);
+        self.swap.writeback.remove(&(head as u32));
+        // __swap_cache_del_folio() + put_swap_folio() under the cluster lock; the work is
+        // part of the caller's costs (remove_mapping_ns)
+        self.swap_cluster_lock(slot, nr as u64);
         for s in slot..slot + nr {
             self.swap.cache.remove(&s);
             self.swapcache_clear(s);
         }
-        self.charge(self.costs.page_free_ns);
-        self.lock_acquire(crate::locking::LockId::SwapCache, self.costs.page_free_ns);
     }
 
     /// The swap cache's slots of a folio.
@@ -77,6 +80,9 @@ impl Kernel {
                 self.swap.cache.insert(slot + i, (dst + i as u64) as u32);
             }
             self.swap.cache_of.insert(dst as u32, (slot, nr));
+            if let Some(done) = self.swap.writeback.remove(&(src as u32)) {
+                self.swap.writeback.insert(dst as u32, done);
+            }
         }
     }
 
@@ -167,9 +173,10 @@ impl Kernel {
                 continue;
             }
             self.pm.frames[pfn as usize] = make_anon(COMPOUND_BASE);
-            self.charge(self.costs.fault_4k_ns / 4);
+            // read_swap_cache_async(): a new folio into the swap cache, its read submitted
+            self.charge(self.costs.swapin_ns);
             self.add_to_swap_cache(pfn, s, 1);
-            self.swap_read_folio(pfn, 1, s);
+            self.swap_read_folio(pfn, 1, s, !readahead);
             // the read is clean: the copy on swap is valid
             self.lru_add(pfn, 1, false);
             if readahead {

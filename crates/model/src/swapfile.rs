@@ -120,9 +120,13 @@ pub struct SwapDev {
     /// si->global_cluster->next[order] for rotational devices (0 = none)
     global_next: [u32; NR_ORDERS],
     pub zram: Option<Zram>,
+    /// si->lock: the cluster lists (and, on a rotational device, global_cluster_lock)
+    pub lock: SimLock,
     pub io: DeviceCosts,
-    /// the device's request queue is busy until this time (ns)
+    /// the device transfers requests one after another: busy until this time (ns)
     pub busy_until: u64,
+    /// completion times of the requests in flight, oldest first (the block queue)
+    pub inflight: std::collections::VecDeque<u64>,
     /// slot after the last request, for sequential detection
     pub last_end: u32,
 }
@@ -236,9 +240,12 @@ pub struct SwapState {
     pub ra_prev: u32,
     /// requeue counter for devices of the same priority
     pub rr: u64,
-    /// the swap device (si->lock) and swap cache (address space) locks, simulated
-    pub lock: SimLock,
-    pub cache_lock: SimLock,
+    /// each swap cluster's ci->lock (swap_map and swap table of its slots), by global
+    /// cluster number; created at first use
+    pub cluster_locks: BTreeMap<u32, SimLock>,
+    /// PG_writeback: swap-cache folios (by head) whose asynchronous write completes at
+    /// the given time (ns)
+    pub writeback: BTreeMap<u32, u64>,
 }
 
 impl SwapState {
@@ -284,6 +291,7 @@ impl SwapState {
                     random_penalty_ns: 0,
                     read_mb_per_s: 0,
                     write_mb_per_s: 0,
+                    queue_depth: 1,
                 },
                 SwapKind::Pmem => costs.pmem.clone(),
                 SwapKind::Ssd => costs.ssd.clone(),
@@ -314,8 +322,10 @@ impl SwapState {
                 inuse: 0,
                 global_next: [0; NR_ORDERS],
                 zram,
+                lock: SimLock::default(),
                 io,
                 busy_until: 0,
+                inflight: Default::default(),
                 last_end: u32::MAX,
             };
             // setup_clusters(): the header page and the slots past maxpages are bad;
@@ -387,7 +397,8 @@ impl SwapState {
 impl Kernel {
     /// folio_alloc_swap() -> swap_alloc_fast / swap_alloc_slow: `1 << order` contiguous,
     /// naturally aligned slots marked SWAP_HAS_CACHE. Large allocations need
-    /// CONFIG_THP_SWAP, a block device (not a swap file) and a non-rotational device.
+    /// CONFIG_THP_SWAP and a block device (a swap file refuses them; a rotational device
+    /// takes them); only the first device of the avail list is tried for them.
     /// Returns the first global slot.
     pub fn get_swap_pages(&mut self, order: u32) -> Option<u32> {
         let slot = self.swap_alloc(order);
@@ -407,7 +418,6 @@ impl Kernel {
             return None;
         }
         let cpu = (self.clock.cpu as usize).min(self.swap.percpu_next.len().saturating_sub(1));
-        self.swap_lock();
         // fast path: this CPU's cluster for the order (nonrot devices)
         if !self.swap.percpu_next.is_empty() {
             let (di, off) = self.swap.percpu_next[cpu][order as usize];
@@ -432,19 +442,31 @@ impl Kernel {
         self.swap.rr += 1;
         for di in order_devs {
             let d = &self.swap.devs[di];
+            // a full device is off the avail list (del_from_avail_list)
             if d.inuse >= d.usable() {
                 continue;
             }
-            if order > 0 && (!d.blkdev || !d.nonrot || d.cl_nr < (1 << order)) {
-                continue;
+            // cluster_alloc_swap_entry(): a swap file (not SWP_BLKDEV) cannot take large
+            // entries; a rotational block device can (under global_cluster_lock)
+            let refused = order > 0 && (!d.blkdev || d.cl_nr < (1 << order));
+            if !refused {
+                // si->lock for the cluster lists (global_cluster_lock on a rotational device)
+                self.lock_acquire(LockId::SwapDev(di), 1);
+                if let Some(o) = self.cluster_alloc_swap_entry(di, order) {
+                    return Some(self.swap_alloc_done(di, o, order, cpu));
+                }
             }
-            if let Some(o) = self.cluster_alloc_swap_entry(di, order) {
-                return Some(self.swap_alloc_done(di, o, order, cpu));
+            // swap_alloc_slow(): a large allocation tries only the first device of the
+            // avail list ("if (order) return false"): the caller splits the folio
+            if order > 0 {
+                return None;
             }
         }
         None
     }
 
+    /// The allocation's end (alloc_swap_scan_cluster under the cluster lock): remember
+    /// the next slot for this CPU (or the device, when rotational).
     fn swap_alloc_done(&mut self, di: usize, off: u32, order: u32, cpu: usize) -> u32 {
         let d = &mut self.swap.devs[di];
         let nr = 1u32 << order;
@@ -454,9 +476,15 @@ impl Kernel {
         } else {
             d.global_next[order as usize] = next;
         }
-        let base = d.base;
-        self.charge(self.costs.page_alloc_ns);
-        base + off
+        let slot = d.base + off;
+        self.swap_cluster_lock(slot, nr as u64);
+        slot
+    }
+
+    /// Take the ci->lock of the cluster holding `slot` for `items` slots' work.
+    pub fn swap_cluster_lock(&mut self, slot: u32, items: u64) {
+        let cl_nr = self.swap.devs[self.swap.dev_of(slot)].cl_nr;
+        self.lock_acquire(LockId::SwapCluster(slot / cl_nr), items);
     }
 
     /// cluster_alloc_swap_entry() (v6.14+ order: next cluster, nonfull[order], a free
@@ -536,10 +564,17 @@ impl Kernel {
         let was = d.clusters[ci as usize].list;
         d.clusters[ci as usize].count -= 1;
         d.inuse -= 1;
+        let emptied = d.clusters[ci as usize].count == 0;
         d.relocate(ci, was);
+        if emptied {
+            // partial_free_cluster / free_cluster: onto the free list under si->lock
+            self.lock_acquire(LockId::SwapDev(di), 1);
+        }
+        let d = &mut self.swap.devs[di];
         // zram frees what it holds for the slot (nothing for a zeromap slot or a failed write)
         if let Some(z) = &mut d.zram {
-            z.free_slot(off, content);
+            let ns = z.free_slot(off, content);
+            self.charge(ns);
         }
         if self.swap.devs[di].zram.is_some() {
             self.zram_pool_fit(di);
@@ -557,6 +592,21 @@ impl Kernel {
     /// swap_free() / swap_put_entries_direct(): a swap PTE referencing `slot` is gone.
     /// With no cache and no references left, the slot is released.
     pub fn swap_free(&mut self, slot: u32) {
+        self.swap_cluster_lock(slot, 1);
+        self.swap_put_entry(slot);
+    }
+
+    /// swap_free_nr(): `nr` entries from `slot` of one cluster, under one ci->lock
+    /// (cluster_swap_free_nr).
+    pub fn swap_free_nr(&mut self, slot: u32, nr: u32) {
+        self.swap_cluster_lock(slot, nr as u64);
+        for s in slot..slot + nr {
+            self.swap_put_entry(s);
+        }
+    }
+
+    /// One reference to `slot` dropped, the cluster lock held.
+    fn swap_put_entry(&mut self, slot: u32) {
         let m = self.swap.map_mut(slot);
         debug_assert!(*m & SWAP_COUNT_MASK > 0, "swap_free of an unused slot {slot}");
         *m -= 1;
@@ -576,19 +626,25 @@ impl Kernel {
         }
     }
 
-    /// free_swap_and_cache(): a swap PTE is zapped. When only the swap cache still holds
-    /// the slot and the cached folio is not mapped, the folio is reclaimed at once
-    /// (__try_to_reclaim_swap).
+    /// free_swap_and_cache(): a swap PTE is zapped (swap_free_ns). When only the swap cache
+    /// still holds the slot and the cached folio is not mapped, the folio is reclaimed at
+    /// once (__try_to_reclaim_swap: remove_mapping_ns) — unless it is still under writeback
+    /// (folio_swapcache_freeable): then it stays in the swap cache for reclaim to find.
     pub fn free_swap_and_cache(&mut self, slot: u32) {
+        self.charge(self.costs.swap_free_ns);
         self.swap_free(slot);
         let m = self.swap.map(slot);
         if m & SWAP_HAS_CACHE != 0 && m & SWAP_COUNT_MASK == 0 {
             if let Some(&pfn) = self.swap.cache.get(&slot) {
                 let head = self.folio_head(pfn as u64);
-                if !self.folio_mapped(head) && !crate::mm_types::isolated(self.pm.frames[head as usize]) {
+                if !self.folio_mapped(head)
+                    && !crate::mm_types::isolated(self.pm.frames[head as usize])
+                    && !self.folio_under_writeback(head)
+                {
                     let (first, nr) = self.swap.cache_of[&(head as u32)];
                     let all_unused = (first..first + nr).all(|s| self.swap.map(s) & SWAP_COUNT_MASK == 0);
                     if all_unused {
+                        self.charge(self.costs.remove_mapping_ns);
                         self.delete_from_swap_cache(head);
                         self.free_folio(Pfn(head));
                     }
@@ -624,11 +680,5 @@ impl Kernel {
     /// NR_SWAPCACHE: pages in the swap cache
     pub fn nr_swapcache(&self) -> u64 {
         self.swap.cache.len() as u64
-    }
-
-    /// Simulated swap_info/cluster lock: a short critical section on a shared lock.
-    pub fn swap_lock(&mut self) {
-        let hold = self.costs.page_alloc_ns;
-        self.lock_acquire(LockId::Swap, hold);
     }
 }

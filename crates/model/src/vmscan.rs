@@ -21,22 +21,30 @@
 //! PMD-mapped THP whole), dirty ones become swap-backed again.
 //!
 //! Writeback: on synchronous devices (zram, pmem) the folio is freed right after its
-//! write, as the kernel does; on other devices an order-0 folio stays in the swap cache
-//! (writeback in flight), clean, at the tail of the inactive list, and a later pass
-//! frees it without I/O — a fault before that is a swap-cache hit. Documented
-//! simplifications: the caller waits for its own write; a THP written to a
-//! non-synchronous device is freed at once like on a synchronous one (it never lingers
-//! whole in the swap cache); a folio whose write fails (zram out of memory) is dropped
-//! from the swap cache and activated while still mapped; the shrinkers run once per
-//! shrink_node pass.
+//! write, as the kernel does ("a synchronous write - probably a ramdisk"); on other
+//! devices the write is asynchronous (page_io.rs): the folio, a THP too, stays in the
+//! swap cache under writeback (PAGE_SUCCESS with folio_test_writeback: keep), clean, at
+//! the tail of the inactive list (folio_rotate_reclaimable), and a pass after its write
+//! completed frees it without I/O; a pass before that activates it (the writeback
+//! "case 2"), a fault before that is a swap-cache hit (a whole THP is mapped back by
+//! PTEs when its 512 swap entries are still in place), and the zap of its last swap
+//! entry leaves it for reclaim (folio_swapcache_freeable). Documented simplifications:
+//! a folio whose write fails (zram out of memory) is dropped from the swap cache and
+//! activated while still mapped (the model writes before it unmaps); the shrinkers run
+//! once per shrink_node pass.
 //!
 //! Costs: each folio scanned costs reclaim_scan_page_ns (isolation and the rmap walk of
-//! folio_referenced), each PTE or PMD unmapped unmap_page_ns, each swap-cache and
-//! swap-slot operation a short critical section on a shared lock. Shared locks (the
-//! node's lru_lock, the swap device lock, the swap cache lock) are simulated: a CPU
-//! that finds a lock held in simulated time spins until it is free, and the spin time
-//! is counted (lock_wait_ns). TLB shootdowns: try_to_unmap_flush_dirty() before each
-//! dirty folio's writeback flushes the mm's TLB; when that mm runs on another CPU the
+//! folio_referenced), each PTE or PMD unmapped unmap_page_ns, each folio freed
+//! remove_mapping_ns. Shared locks are simulated (locking.rs): the node's lru_lock taken
+//! once per isolated batch and once for the putback (isolate_lru_folios,
+//! move_folios_to_lru; once per folio by MADV_PAGEOUT's folio_isolate_lru), the swap
+//! device's si->lock when the allocator takes a cluster from its lists, and each swap
+//! cluster's ci->lock for the slots' swap-map and swap-table work (allocation,
+//! swap-cache insertion and removal, swap_duplicate at unmap, swap_free): a THP's 512
+//! entries take it once, 512 base pages 512 times. A CPU that finds a lock held in
+//! simulated time spins until it is free, and the spin time is counted (lock_wait_ns).
+//! TLB shootdowns: try_to_unmap_flush_dirty() before each dirty folio's writeback
+//! flushes the mm's TLB; when that mm runs on another CPU the
 //! flush is an IPI (tlb_ipi_ns, counted in tlb_ipis).
 
 use crate::consts::*;
@@ -188,6 +196,12 @@ impl Kernel {
     /// Flushes the TLB of each mm touched (batched: once per PMD range).
     fn try_to_unmap(&mut self, head: u64, slot: Option<u32>) {
         let f = self.pm.frames[head as usize];
+        if let Some(s) = slot {
+            // swap_duplicate() of each entry, under the cluster lock (taken once for the
+            // folio's entries here)
+            let nr = if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            self.swap_cluster_lock(s, nr);
+        }
         // (mm, first, last) address of the PTEs cleared, per PMD range
         let mut flush: Vec<(MmId, u64, u64)> = vec![];
         if compound(f) == COMPOUND_HEAD {
@@ -325,6 +339,11 @@ impl Kernel {
         if lru(f) == LRU_UNEVICTABLE || mlocked(f) {
             return Fate::Keep;
         }
+        if swapcache(f) && self.folio_under_writeback(head) {
+            // still being written (before the references are looked at): folio_set_reclaim,
+            // activate_locked (shrink_folio_list's writeback "case 2")
+            return Fate::Activate;
+        }
         if !sc.ignore_references {
             match self.folio_check_references(head) {
                 Refs::Activate => return Fate::Activate,
@@ -359,16 +378,16 @@ impl Kernel {
             return Fate::Freed(nr);
         }
         if swapcache(f) {
-            // already has slots: write again only when dirtied since
+            // already has slots: unmapped if still mapped, written again only when
+            // dirtied since (pageout), freed when the write is done (__remove_mapping)
             let (slot, n) = self.swap_slots_of(head).expect("swap-cache folio has slots");
             if dirty(f) && self.swap_writepage(head, n, slot).is_err() {
                 return Fate::Activate;
             }
-            self.try_to_unmap(head, Some(slot));
-            self.lru_del(head, nr);
-            self.delete_from_swap_cache(head);
-            self.free_folio(Pfn(head));
-            return Fate::Freed(nr);
+            if self.folio_mapped(head) {
+                self.try_to_unmap(head, Some(slot));
+            }
+            return self.folio_written(head, nr);
         }
         if thp && self.folio_partially_mapped(head) {
             // split partially mapped folios right away: the unmapped pages go without I/O
@@ -400,14 +419,13 @@ impl Kernel {
             None => return Fate::Activate,
         };
         let sync = self.swap_is_sync(slot);
-        let keep_cached = !thp && !sync;
-        // add_to_swap_cache(): the slots are SWAP_HAS_CACHE from the allocation; the
-        // cache maps are only filled when the folio will outlive this call
-        if keep_cached {
-            self.add_to_swap_cache(head, slot, nr as u32);
+        // folio_alloc_swap() → add_to_swap_cache(). On a synchronous device the folio is
+        // freed before this call returns, so the model takes the lock without filling
+        // the cache maps
+        if sync {
+            self.swap_cluster_lock(slot, nr);
         } else {
-            self.charge(self.costs.page_alloc_ns);
-            self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
+            self.add_to_swap_cache(head, slot, nr as u32);
         }
         // try_to_unmap_flush_dirty() then pageout(): write the folio
         trace_event!(
@@ -419,34 +437,47 @@ impl Kernel {
             reclaim_flags = if sync { "RECLAIM_WB_ANON|RECLAIM_WB_SYNC" } else { "RECLAIM_WB_ANON|RECLAIM_WB_ASYNC" },
         );
         if self.swap_writepage(head, nr as u32, slot).is_err() {
-            if keep_cached {
-                self.delete_from_swap_cache(head);
-            } else {
+            if sync {
                 for s in slot..slot + nr as u32 {
                     self.swapcache_clear(s);
                 }
+            } else {
+                self.delete_from_swap_cache(head);
             }
             return Fate::Activate;
         }
         self.try_to_unmap(head, Some(slot));
-        if keep_cached {
-            // asynchronous writeback (PAGE_SUCCESS with the folio under writeback: keep);
-            // when it completes the clean folio is rotated to the inactive tail
-            // (folio_rotate_reclaimable) and a later pass frees it without I/O. A fault
-            // before that finds it in the swap cache.
+        if sync {
+            // __remove_mapping(): out of the swap cache (the PTEs keep the slots), freed
+            self.lru_del(head, nr);
+            self.swap_cluster_lock(slot, nr);
+            for s in slot..slot + nr as u32 {
+                self.swapcache_clear(s);
+            }
+            self.charge(self.costs.remove_mapping_ns);
+            self.free_folio(Pfn(head));
+            return Fate::Freed(nr);
+        }
+        self.folio_written(head, nr)
+    }
+
+    /// After pageout() of a swap-cache folio (its PTEs are swap entries now): under
+    /// asynchronous writeback it is kept (PAGE_SUCCESS with the folio under writeback:
+    /// keep), clean, at the inactive tail where folio_rotate_reclaimable puts it when the
+    /// write completes, and a later pass (or the zap of its last swap entry) frees it
+    /// without I/O; a fault before that finds it in the swap cache. Written already (or
+    /// clean): __remove_mapping frees it now.
+    fn folio_written(&mut self, head: u64, nr: u64) -> Fate {
+        if self.folio_under_writeback(head) {
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_dirty(f, false);
             self.lru_del(head, nr);
             self.lruvec_add_folio(head, nr, LRU_INACTIVE_ANON, true);
             return Fate::Written;
         }
-        // __remove_mapping(): out of the swap cache (the PTEs keep the slots), freed
         self.lru_del(head, nr);
-        for s in slot..slot + nr as u32 {
-            self.swapcache_clear(s);
-        }
-        self.charge(self.costs.page_free_ns);
-        self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
+        self.charge(self.costs.remove_mapping_ns);
+        self.delete_from_swap_cache(head);
         self.free_folio(Pfn(head));
         Fate::Freed(nr)
     }
@@ -457,7 +488,6 @@ impl Kernel {
     fn isolate_lru_folios(&mut self, node: usize, idx: usize, nr_to_scan: u64) -> (Vec<u64>, u64) {
         let mut out = vec![];
         let mut scanned = 0;
-        self.lock_acquire(LockId::Lru(node), self.costs.page_alloc_ns);
         while scanned < nr_to_scan {
             let t = self.pgdat[node].lruvec[idx].tail;
             if t == NIL {
@@ -469,6 +499,8 @@ impl Kernel {
             scanned += nr;
             out.push(head);
         }
+        // the batch is taken under one lru_lock
+        self.lock_acquire(LockId::Lru(node), out.len() as u64);
         trace_event!(
             self,
             mm_vmscan_lru_isolate,
@@ -489,6 +521,7 @@ impl Kernel {
         if list.is_empty() {
             return 0;
         }
+        let list_len = list.len() as u64;
         sc.nr_scanned += scanned;
         let anon = idx == LRU_INACTIVE_ANON as usize;
         match sc.who {
@@ -517,7 +550,9 @@ impl Kernel {
             priority = sc.priority,
             reclaim_flags = if anon { "RECLAIM_WB_ANON" } else { "RECLAIM_WB_FILE" },
         );
-        self.lock_acquire(LockId::Lru(node), self.costs.page_free_ns);
+        // move_folios_to_lru(): the survivors go back under one lru_lock
+        let back = list_len.saturating_sub(freed.min(list_len));
+        self.lock_acquire(LockId::Lru(node), back.max(1));
         freed
     }
 

@@ -72,16 +72,20 @@ impl Zram {
     /// zram_write_page() into slot `idx`: what the slot held before (`old`) is freed first
     /// (zram_slot_free). Returns the CPU time the store took.
     pub fn write_slot(&mut self, idx: u32, old: Content, c: Content) -> u64 {
-        self.free_slot(idx, old);
+        let freed = self.free_slot(idx, old);
         self.set_stored(idx, true);
-        self.write(c)
+        freed + self.write(c)
     }
 
     /// zram_slot_free_notify(): free what slot `idx` holds (`c`), if zram holds anything.
-    pub fn free_slot(&mut self, idx: u32, c: Content) {
+    /// Returns the CPU time the free took (zs_free of the object: the class's free_ns; a
+    /// same-filled page has no object).
+    pub fn free_slot(&mut self, idx: u32, c: Content) -> u64 {
         if self.is_stored(idx) {
             self.set_stored(idx, false);
-            self.free(c);
+            self.free(c)
+        } else {
+            0
         }
     }
 
@@ -148,17 +152,22 @@ impl Zram {
     }
 
     /// zram_free_page() (swap slot free notify).
-    fn free(&mut self, c: Content) {
+    fn free(&mut self, c: Content) -> u64 {
         self.pages_stored -= 1;
         if content::is_same_filled(c) {
             self.same_pages -= 1;
-            return;
+            return 0;
         }
         let (len, obj, huge) = self.object(c);
         self.compr_bytes -= len;
         self.pool_bytes -= obj;
         if huge {
             self.huge_pages -= 1;
+        }
+        match content::class(c) {
+            content::SPARSE => self.c.sparse_free_ns,
+            content::TEXT => self.c.text_free_ns,
+            _ => self.c.random_free_ns,
         }
     }
 

@@ -1,25 +1,47 @@
-//! The cost profile: what each kernel primitive costs in simulated time.
-//! Defaults are documented estimates for a ~2.5 GHz x86-64 server core; `thplab calibrate`
-//! measures the host and writes a profile of the same shape (TOML), which
-//! `thplab run --costs FILE` uses. Every field is optional in a file: missing
-//! fields keep their defaults. All times in nanoseconds.
+//! The cost profile: what each kernel primitive costs in simulated time. The model charges
+//! these per unit of work it does (per page cleared, per folio reclaimed, per PTE unmapped,
+//! per request to a device, ...), never per result. `thplab calibrate` measures the host and
+//! writes a profile of the same shape (TOML), which `thplab run --costs FILE` uses. Every
+//! field is optional in a file: missing fields keep their defaults. All times in nanoseconds.
+//!
+//! Where the defaults come from (each field says which): "calibrate: X" means the median of
+//! `thplab calibrate` measurement X on the reference host (a 2-vCPU x86-64 KVM guest, Linux
+//! 6.18, virtio-blk disk backed by the host; python/thplab/calibrate.py shows how each
+//! primitive is derived from the measurements, subtracting the other primitives the model
+//! charges on the same path), rounded to two significant digits; "estimate" means a figure
+//! the host cannot measure, with its reasoning.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Per-content-class figures for a zram compressor (ns per 4 KiB page, compressed bytes).
+/// Source of the defaults: calibrate (zram swap-out and swap-in of 4 KiB pages of each class,
+/// per compressor), except where a field says otherwise.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CompressorCosts {
-    /// Detecting a same-filled page (page_same_filled) and storing it: no compression.
+    /// Detecting a same-filled page (page_same_filled: every word compared with the first)
+    /// and storing or restoring its value: no compression. calibrate: same_filled_4k (the
+    /// same word loop on a cold page).
     pub same_ns: u64,
+    /// Compressing one page (zram_write_page beyond page_same_filled): calibrate: swap-out of
+    /// the class less swap-out of same-filled pages, plus same_ns.
     pub sparse_compress_ns: u64,
     pub text_compress_ns: u64,
     pub random_compress_ns: u64,
+    /// Decompressing one page: calibrate: swap-in of the class less swap-in of same-filled
+    /// pages, plus clear_4k_ns (a same-filled page is restored by filling it).
     pub sparse_decompress_ns: u64,
     pub text_decompress_ns: u64,
     /// Incompressible pages are stored raw (ZRAM_HUGE): a copy.
     pub random_decompress_ns: u64,
+    /// Freeing a stored object when its swap slot is freed (zram_slot_free_notify → zs_free),
+    /// beyond swap_free_ns: calibrate: munmap of swapped-out pages of the class less munmap
+    /// of same-filled ones, per page. Same-filled pages have no object.
+    pub sparse_free_ns: u64,
+    pub text_free_ns: u64,
+    pub random_free_ns: u64,
+    /// Compressed bytes: calibrate (compr_data_size / pages stored).
     pub sparse_bytes: u64,
     pub text_bytes: u64,
     /// Stored uncompressed when compression does not pay (>= huge_class_size).
@@ -27,23 +49,30 @@ pub struct CompressorCosts {
 }
 impl Default for CompressorCosts {
     fn default() -> Self {
-        // lzo-rle class figures: ~1.5 GB/s on sparse input, ~400 MB/s on text, ~250 MB/s on random.
+        // lzo-rle on the reference host
         CompressorCosts {
-            same_ns: 250,
-            sparse_compress_ns: 2_500,
-            text_compress_ns: 10_000,
-            random_compress_ns: 16_000,
-            sparse_decompress_ns: 1_200,
-            text_decompress_ns: 3_000,
-            random_decompress_ns: 400,
-            sparse_bytes: 48,
-            text_bytes: 1_400,
+            same_ns: 320,
+            sparse_compress_ns: 1_200,
+            text_compress_ns: 11_000,
+            random_compress_ns: 2_100,
+            sparse_decompress_ns: 1_000,
+            text_decompress_ns: 4_000,
+            random_decompress_ns: 1_000,
+            sparse_free_ns: 140,
+            text_free_ns: 430,
+            random_free_ns: 400,
+            sparse_bytes: 116,
+            text_bytes: 2_000,
             random_bytes: 4_096,
         }
     }
 }
 
-/// A block device's service model: latency per request plus size / bandwidth.
+/// A block device's service model: each request transfers at the device's bandwidth, one
+/// after another, and completes a latency later (latencies overlap: the device keeps
+/// `queue_depth` requests in flight). A writer does not wait for its write (writeback is
+/// asynchronous) unless `queue_depth` requests are already in flight; a reader waits for its
+/// read. Synchronous devices (pmem) are served by the CPU that asks.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DeviceCosts {
@@ -53,6 +82,8 @@ pub struct DeviceCosts {
     pub random_penalty_ns: u64,
     pub read_mb_per_s: u64,
     pub write_mb_per_s: u64,
+    /// Requests in flight before a submitter blocks (the block queue's nr_requests).
+    pub queue_depth: u64,
 }
 impl Default for DeviceCosts {
     fn default() -> Self {
@@ -62,6 +93,7 @@ impl Default for DeviceCosts {
             random_penalty_ns: 0,
             read_mb_per_s: 2_000,
             write_mb_per_s: 1_500,
+            queue_depth: 256,
         }
     }
 }
@@ -72,67 +104,149 @@ pub struct CostProfile {
     pub name: String,
     /// Where the numbers come from ("documented defaults", "calibrated on <host> <date>").
     pub source: String,
+    /// calibrate: cpu_ghz (a chain of dependent adds, one per cycle).
     pub cpu_ghz: f64,
 
     // ---- page faults (mm/memory.c, mm/huge_memory.c) ----
-    /// Exception entry/exit plus handle_mm_fault for a 4 KiB anonymous fault, without clearing.
+    /// Exception entry/exit plus handle_mm_fault for a 4 KiB anonymous fault, without
+    /// clearing: estimate for a server core. (The reference host calibrates fault_4k_total
+    /// less clear_4k at ~1.8 µs: a guest's fault pays EPT and exit costs.) A fault that finds
+    /// its page in the swap cache costs the same (calibrate: swapcache_hit, 1.8 µs).
     pub fault_4k_ns: u64,
-    /// The same for a PMD (THP) fault, without clearing (do_huge_pmd_anonymous_page).
+    /// The same for a PMD (THP) fault, without clearing (do_huge_pmd_anonymous_page): estimate.
     pub fault_2m_ns: u64,
-    /// A read fault that maps the shared zero page.
+    /// A read fault that maps the shared zero page: estimate (calibrate: fault_zero).
     pub fault_zero_ns: u64,
-    /// clear_page_erms of 4 KiB.
+    /// clear_page_erms of 4 KiB: estimate, ~25 GB/s (calibrate: clear_4k).
     pub clear_4k_ns: u64,
-    /// clear_huge_page of 2 MiB.
+    /// clear_huge_page of 2 MiB: estimate, ~25 GB/s (calibrate: clear_2m).
     pub clear_2m_ns: u64,
-    /// copy_user_highpage of 4 KiB.
+    /// copy_user_highpage of 4 KiB: estimate, ~16 GB/s (calibrate: copy_4k).
     pub copy_4k_ns: u64,
-    /// Copying 2 MiB (collapse, THP migration).
+    /// Copying 2 MiB (collapse, THP migration): estimate, ~15 GB/s (calibrate: copy_2m).
     pub copy_2m_ns: u64,
-    /// memchr_inv over a whole 4 KiB page (the zero check); cost scales with the offset reached.
+    /// memchr_inv (or pages_identical) over a whole 4 KiB page: the zero checks of the
+    /// zeromap, of the split's zero-subpage remap and of thp_underused(); the cost scales
+    /// with the offset reached. calibrate: the underused shrinker's cost per subpage read
+    /// (underused_256 less underused_0, per 256 pages: the kernel's own loop on cold pages).
     pub memchr_inv_4k_ns: u64,
-    /// Writing one byte to an already-mapped page (store + cache miss), per page touched by a write op.
+    /// Writing one byte to an already-mapped page (store + cache miss), per page touched by a
+    /// write op: calibrate: touch_page.
     pub touch_page_ns: u64,
 
     // ---- syscalls and page-table work ----
+    /// Syscall entry and exit: calibrate: syscall (getppid).
     pub syscall_ns: u64,
-    /// Per 4 KiB PTE visited by munmap/madvise/mprotect walks.
+    /// Per 4 KiB PTE visited by munmap/madvise/mprotect walks: estimate (a load and a test
+    /// per entry, ~30 cycles).
     pub pte_walk_ns: u64,
-    /// Per PMD entry visited.
+    /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
-    /// Allocating and freeing a page through the buddy allocator.
+    /// Allocating a page through the buddy allocator: estimate (the per-cpu list fast path,
+    /// ~200 cycles).
     pub page_alloc_ns: u64,
+    /// Releasing a folio: off its LRU list and its mappings' accounting, back to the buddy
+    /// allocator (free_pages_and_swap_cache / folio_put). calibrate: munmap_4k (munmap of
+    /// present 4 KiB pages, per page) less pte_walk_ns; the default is an estimate.
     pub page_free_ns: u64,
-    /// Local TLB flush of a range.
+    /// Local TLB flush of a range: estimate (invlpg of a few entries).
     pub tlb_flush_ns: u64,
-    /// A TLB-shootdown IPI to another CPU.
+    /// A TLB-shootdown IPI to another CPU: estimate (an IPI round trip, ~2-3 µs in a guest).
     pub tlb_ipi_ns: u64,
 
-    // ---- split / migration / reclaim (later issues) ----
+    // ---- split / migration / reclaim ----
+    /// __split_huge_pmd: a PMD mapping becomes 512 PTEs (the deposited table filled, the
+    /// folio's mapcounts, the deferred split queue). calibrate: split_pmd_munmap (munmap of
+    /// one 4 KiB page of a THP, per THP) less the syscall and the TLB flush.
     pub split_pmd_ns: u64,
+    /// __folio_split of an anonymous THP into 4 KiB folios: unmapping its PTEs to migration
+    /// entries, splitting the struct pages, remapping each subpage (remove_migration_pte), the
+    /// LRU and the deferred split queue; the zero checks of the subpages (memchr_inv_4k_ns)
+    /// and freeing zero subpages (page_free_ns) are charged apart. calibrate: split_partial
+    /// (the deferred split of partially mapped THPs whose subpages are all non-zero, per THP)
+    /// less drop_slab per THP.
     pub split_folio_ns: u64,
+    /// Migrating a 4 KiB folio (isolation, unmap, copy, remap, free): calibrate: the
+    /// compaction fit (vm.compact_memory at two fragmentation densities: time = scanned pfns ×
+    /// compact_scan_pfn_ns + migrated pages × migrate_4k_ns).
     pub migrate_4k_ns: u64,
+    /// Per pfn looked at by compaction's migrate and free scanners
+    /// (isolate_migratepages_block, isolate_freepages_block): calibrate: the compaction fit.
+    pub compact_scan_pfn_ns: u64,
+    /// Per folio through shrink_folio_list (and per folio deactivated by shrink_active_list):
+    /// isolation from the LRU, the rmap walk of folio_referenced, the folio lock, the swap
+    /// slot allocation and swap-cache insertion, the writeback set-up (bio submission).
+    /// calibrate: 4 KiB MADV_PAGEOUT to a swap file per page (the folio stays in the swap
+    /// cache) less unmap_page_ns, the TLB flush and the PTE walk.
     pub reclaim_scan_page_ns: u64,
+    /// Per PTE unmapped by try_to_unmap (its swap entry, the slot's count, the page's swap
+    /// cache entry) or try_to_migrate. calibrate: zram MADV_PAGEOUT of same-filled THPs (written
+    /// whole) per page, less same_ns and the folio's fixed costs / 512.
     pub unmap_page_ns: u64,
+    /// __remove_mapping and the free of a reclaimed folio: out of the swap cache, onto the
+    /// free lists. Also the zap of a swap PTE whose folio is only in the swap cache
+    /// (free_swap_and_cache → __try_to_reclaim_swap). calibrate: munmap of pages still in
+    /// the swap cache after a swap-file pageout (munmap_cached) less swap_free_ns.
+    pub remove_mapping_ns: u64,
+    /// The zap of one swap PTE (free_swap_and_cache: the slot's count, the slot freed, the
+    /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
+    /// walk.
+    pub swap_free_ns: u64,
+    /// do_swap_page for a page not in the swap cache, beyond the fault's entry (fault_4k_ns)
+    /// and the device read: the folio allocation, swap-cache insertion (or the skip for a
+    /// synchronous device), mapping, freeing the slot. calibrate: zram swap-in of same-filled
+    /// pages per page less fault_4k_ns and clear_4k_ns.
+    pub swapin_ns: u64,
+    /// collapse_huge_page's own work per collapse beyond copying the present pages
+    /// (copy_4k_ns each): isolating 512 PTEs and folios, the new PMD, freeing the old pages.
+    /// calibrate: MADV_COLLAPSE per 2 MiB of 512 present pages (collapse_2m) less 512 ×
+    /// copy_4k_ns.
+    pub collapse_ns: u64,
+    /// drop_caches=2's walk of every other shrinker of the host (dentries, inodes, ...),
+    /// which the model does not hold: calibrate: drop_slab (drop_caches=2 with nothing of
+    /// ours to do).
+    pub drop_slab_ns: u64,
+    /// The transfer of a contended lock's cache line to another CPU: the fixed part of every
+    /// acquisition of a shared lock (the swap device and cluster locks, the LRU lock, the
+    /// swap cache); the work done under the lock is added per item. Estimate: a cross-core
+    /// cache-line transfer on a two-socket server is 100-300 ns.
+    pub lock_handoff_ns: u64,
+    /// Per item worked on under a shared lock (a swap-map byte, a swap-table entry, a folio
+    /// moved on an LRU list): how long the lock stays held for it (part of the operation's
+    /// own cost; it only makes other CPUs wait). Estimate: a store and a cache-line access.
+    pub lock_item_ns: u64,
 
     // ---- memory access and TLB (the TLB model) ----
-    /// Cycles an access costs when its translation hits the L1 dTLB.
+    /// Cycles an access costs when its translation hits the L1 dTLB: estimate (one load).
     pub access_cycles: f64,
-    /// Extra cycles for an L1 dTLB miss that hits the STLB.
+    /// Extra cycles for an L1 dTLB miss that hits the STLB: estimate (Intel: ~7 cycles).
     pub stlb_hit_cycles: f64,
-    /// Extra cycles for a page walk (STLB miss), 4 KiB and 2 MiB translations.
+    /// Extra cycles for a page walk (STLB miss), 4 KiB and 2 MiB translations: estimate
+    /// (walks mostly hitting the caches; a 2 MiB walk is one level shorter).
     pub walk_4k_cycles: f64,
     pub walk_2m_cycles: f64,
 
     // ---- virtual machine ----
-    /// First touch of a 2 MiB block the guest reported free to the host (free page reporting).
+    /// First touch of a 2 MiB block the guest reported free to the host (free page
+    /// reporting): calibrate: refault_reported_2m (blocks left idle past the reporting delay,
+    /// less a warm THP fault).
     pub refault_reported_2m_ns: u64,
 
-    // ---- swap devices (issue: reclaim and swap) ----
+    // ---- swap devices ----
+    /// zram per compressor (see CompressorCosts).
     pub zram: BTreeMap<String, CompressorCosts>,
+    /// A block device on the host's disk (`disk`): the reference host's virtio disk through a
+    /// loop device: calibrate: disk.* (2 MiB requests from 4 threads for bandwidth, single 4
+    /// KiB requests for latency, the loop device's nr_requests for the queue depth).
     pub disk: DeviceCosts,
+    /// An NVMe SSD: estimate from a datacenter NVMe drive's data sheet (~80 µs read, ~30 µs
+    /// write latency; 2.5 / 1.8 GB/s); queue depth: the NVMe driver's nr_requests (1023).
     pub ssd: DeviceCosts,
+    /// Persistent memory (or a RAM-backed pmem device as in seed 003): estimate (~1 µs,
+    /// ~10 / 6 GB/s), served synchronously by the CPU.
     pub pmem: DeviceCosts,
+    /// A swap file on the host's disk: calibrate: file.* (O_DIRECT on a file on the same
+    /// filesystem; swap I/O goes straight to the file's blocks; the disk's nr_requests).
     pub file: DeviceCosts,
 
     /// Spread of each measured primitive over repetitions (calibrated profiles): name -> relative stddev.
@@ -143,22 +257,23 @@ impl Default for CostProfile {
     fn default() -> Self {
         let mut zram = BTreeMap::new();
         zram.insert("lzo-rle".to_string(), CompressorCosts::default());
-        zram.insert("lzo".to_string(), CompressorCosts { sparse_compress_ns: 2_800, ..CompressorCosts::default() });
+        zram.insert("lzo".to_string(), CompressorCosts { sparse_compress_ns: 1_400, ..CompressorCosts::default() });
         zram.insert(
             "lz4".to_string(),
             CompressorCosts {
-                sparse_compress_ns: 1_500,
-                text_compress_ns: 6_000,
-                random_compress_ns: 5_000,
-                sparse_decompress_ns: 600,
-                text_decompress_ns: 1_200,
-                text_bytes: 1_700,
+                sparse_compress_ns: 1_800,
+                text_compress_ns: 12_000,
+                random_compress_ns: 3_600,
+                sparse_decompress_ns: 1_500,
+                text_decompress_ns: 3_000,
+                text_bytes: 2_400,
+                sparse_bytes: 128,
                 ..CompressorCosts::default()
             },
         );
         CostProfile {
             name: "default".into(),
-            source: "documented defaults (estimates for a ~2.5 GHz x86-64 server core; run `thplab calibrate` for this host)".into(),
+            source: "documented defaults (each field's source is in crates/workload/src/costs.rs; run `thplab calibrate` for this host)".into(),
             cpu_ghz: 2.5,
             fault_4k_ns: 700,
             fault_2m_ns: 2_500,
@@ -179,18 +294,26 @@ impl Default for CostProfile {
             split_pmd_ns: 3_000,
             split_folio_ns: 12_000,
             migrate_4k_ns: 900,
+            compact_scan_pfn_ns: 12,
             reclaim_scan_page_ns: 60,
             unmap_page_ns: 150,
+            remove_mapping_ns: 700,
+            swap_free_ns: 50,
+            swapin_ns: 2_300,
+            collapse_ns: 400_000,
+            drop_slab_ns: 2_000_000,
+            lock_handoff_ns: 150,
+            lock_item_ns: 10,
             access_cycles: 1.0,
             stlb_hit_cycles: 7.0,
             walk_4k_cycles: 30.0,
             walk_2m_cycles: 22.0,
             refault_reported_2m_ns: 2_000_000,
             zram,
-            disk: DeviceCosts { read_latency_ns: 150_000, write_latency_ns: 150_000, random_penalty_ns: 6_000_000, read_mb_per_s: 180, write_mb_per_s: 160 },
-            ssd: DeviceCosts { read_latency_ns: 80_000, write_latency_ns: 30_000, random_penalty_ns: 0, read_mb_per_s: 2_500, write_mb_per_s: 1_800 },
-            pmem: DeviceCosts { read_latency_ns: 1_000, write_latency_ns: 1_500, random_penalty_ns: 0, read_mb_per_s: 10_000, write_mb_per_s: 6_000 },
-            file: DeviceCosts { read_latency_ns: 150_000, write_latency_ns: 150_000, random_penalty_ns: 6_000_000, read_mb_per_s: 180, write_mb_per_s: 160 },
+            disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300, queue_depth: 128 },
+            ssd: DeviceCosts { read_latency_ns: 80_000, write_latency_ns: 30_000, random_penalty_ns: 0, read_mb_per_s: 2_500, write_mb_per_s: 1_800, queue_depth: 1_023 },
+            pmem: DeviceCosts { read_latency_ns: 1_000, write_latency_ns: 1_500, random_penalty_ns: 0, read_mb_per_s: 10_000, write_mb_per_s: 6_000, queue_depth: 1 },
+            file: DeviceCosts { read_latency_ns: 28_000, write_latency_ns: 28_000, random_penalty_ns: 0, read_mb_per_s: 800, write_mb_per_s: 800, queue_depth: 256 },
             spread: BTreeMap::new(),
         }
     }
@@ -205,6 +328,11 @@ impl CostProfile {
         toml::to_string_pretty(self).expect("serialise costs")
     }
     pub fn validate(&self) -> Result<(), String> {
+        for (n, d) in [("disk", &self.disk), ("ssd", &self.ssd), ("pmem", &self.pmem), ("file", &self.file)] {
+            if d.queue_depth == 0 {
+                return Err(format!("cost profile: {n}.queue_depth must be at least 1"));
+            }
+        }
         if !(self.cpu_ghz > 0.1 && self.cpu_ghz < 20.0) {
             return Err("cost profile: cpu_ghz must be between 0.1 and 20".into());
         }

@@ -1,0 +1,80 @@
+"""How far the model's times are from the live kernel's: the geometric mean of model/kernel
+over every phase time of every validation scenario (examples/validate), and the phases
+furthest off. Prints ratios; no thresholds (`thplab validate` gates them). Phases shorter than
+1 ms live (validate.TIME_RATIO_FLOOR_NS: mostly the runner's phase-boundary cost) are left
+out of the mean.
+
+The kernel side comes from saved live runs (`thplab validate --save-kernel-results DIR`,
+each with its repetitions' times), replayed through the model with the same knobs and
+machine; with --live (root) the scenarios run on this machine's kernel first.
+
+    .venv/bin/python bench/validate_times.py [--kernel-results DIR] [--costs FILE] [--live] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+from thplab import validate as v
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DIR = ROOT / "out" / "validate-kernel"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernel-results", default=str(DEFAULT_DIR), metavar="DIR")
+    ap.add_argument("--costs", default=None, metavar="FILE", help="cost profile for the model (thplab calibrate)")
+    ap.add_argument("--live", action="store_true", help="run the scenarios on this kernel first (root, minutes)")
+    ap.add_argument("--quick", action="store_true", help="with --live: one run per scenario, no warm-up")
+    a = ap.parse_args()
+    costs = Path(a.costs).read_text() if a.costs else None
+    kdir = Path(a.kernel_results)
+    sc = v.load_scenarios(None)
+    if a.live:
+        if os.geteuid() != 0:
+            print("--live needs root", file=sys.stderr)
+            return 2
+        reps, warmup = (1, 0) if a.quick else (3, 1)
+        rep = v.validate(sc, save_dir=str(kdir), costs_text=costs, reps=reps, warmup=warmup)
+    elif kdir.is_dir() and any(kdir.glob("*.json")):
+        rep = v.validate(sc, kernel_dir=str(kdir), costs_text=costs)
+    else:
+        print(
+            f"no saved kernel results in {kdir}: run `sudo .venv/bin/thplab validate --save-kernel-results {kdir}` "
+            "(or this script with --live) first; nothing to compare"
+        )
+        return 0
+    rows = [
+        (name, t)
+        for name, s in rep["scenarios"].items()
+        for t in s["times"]
+        if t["status"] != "info" and t.get("ratio") and t["kernel_ns"] >= v.TIME_RATIO_FLOOR_NS
+    ]
+    if not rows:
+        print("no phase times to compare")
+        return 0
+    logs = [math.log(t["ratio"]) for _, t in rows]
+    gm = math.exp(sum(logs) / len(logs))
+    spread = math.exp((sum(x * x for x in logs) / len(logs)) ** 0.5)
+    within = sum(1 for _, t in rows if t["status"] == "ok")
+    print(f"{'scenario':40s} {'phase':36s} {'kernel ms':>11s} {'model ms':>11s} {'ratio':>7s}")
+    for name, t in sorted(rows, key=lambda r: abs(math.log(r[1]["ratio"])), reverse=True):
+        print(
+            f"{name:40s} {t['phase'][:36]:36s} {t['kernel_ns'] / 1e6:11.2f} {t['model_ns'] / 1e6:11.2f} "
+            f"{t['ratio']:6.2f}x{'' if t['status'] == 'ok' else '  ' + t['status']}"
+        )
+    print(
+        f"geometric mean model/kernel over {len(rows)} phase times of {len(rep['scenarios'])} scenarios: {gm:.3f}x "
+        f"(geometric spread {spread:.2f}x); within ±{v.TIME_TOLERANCE:.0%}: {within}/{len(rows)}"
+        + (f"; costs {a.costs}" if a.costs else "; default costs")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,525 @@
+//! Calibration of the reclaim, swap, split, collapse and compaction primitives: block I/O of
+//! the host's disk (a file with O_DIRECT, and a loop block device over a file), swap-out and
+//! swap-in on a swap file and on a loop block device (`disk`), the zap of swap entries and of
+//! swap-cache pages, the THP split paths (a PMD split by munmap, the deferred split of partially
+//! mapped THPs, the underused-THP shrinker at two max_ptes_none), MADV_COLLAPSE, and manual
+//! compaction at two fragmentation densities. Raw samples (ns per unit, one per repetition) and
+//! the counters each measurement saw; `thplab calibrate` (Python) fits the profile.
+//!
+//! Every knob written is journalled first and restored by `JGuard::undo`; swap files, loop
+//! devices and swapon are journalled like a run's.
+
+use crate::calibrate::*;
+use crate::safety::SavedKnob;
+use crate::util::*;
+use serde_json::{json, Map, Value};
+
+const PAGE: usize = 4096;
+const HPAGE: usize = 2 << 20;
+const MADV_COLLAPSE: i32 = 25;
+
+fn failed(m: String) -> CalError {
+    CalError::Failed(m, 1)
+}
+
+/// Write a knob for the calibration, journalling its value first (restored by `JGuard::undo`).
+fn set_knob(g: &mut JGuard, name: &str, path: &str, value: &str) -> Result<(), CalError> {
+    if !g.j.knobs.iter().any(|k| k.path == path) {
+        let cur = read_trim(path).ok_or_else(|| failed(format!("cannot read {path}")))?;
+        let cur = thplab_workload::knobs::parse_sysfs_choice(&cur).unwrap_or(cur);
+        g.j.knobs.push(SavedKnob { name: name.into(), path: path.into(), value: cur });
+        g.j.save().map_err(failed)?;
+    }
+    write_file(path, value).map_err(|e| failed(format!("{name} = {value}: {e}")))
+}
+
+const THP: &str = "/sys/kernel/mm/transparent_hugepage";
+
+fn drop_caches() {
+    let _ = write_file("/proc/sys/vm/drop_caches", "2");
+}
+
+fn madvise(m: &Map_, off: usize, len: usize, advice: i32) -> i32 {
+    unsafe { libc::madvise(m.p.add(off) as *mut _, len, advice) }
+}
+
+fn read_all(m: &Map_) {
+    for i in 0..m.len / PAGE {
+        unsafe { std::hint::black_box(std::ptr::read_volatile(m.page(i))) };
+    }
+}
+
+/// Does MADV_HUGEPAGE give THPs here (transparent_hugepage/enabled not `never`)?
+fn thp_usable() -> bool {
+    read_trim(&format!("{THP}/enabled")).is_some_and(|t| !t.contains("[never]"))
+}
+
+/// The block device's queue attribute for a path's filesystem (a partition's parent disk).
+fn fs_queue_attr(path: &str, attr: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let base = format!("/sys/dev/block/{maj}:{min}");
+    read_trim(&format!("{base}/queue/{attr}")).or_else(|| read_trim(&format!("{base}/../queue/{attr}")))
+}
+
+fn dev_queue_attr(dev: &str, attr: &str) -> Option<String> {
+    read_trim(&format!("/sys/block/{}/queue/{attr}", dev.trim_start_matches("/dev/")))
+}
+
+// ---------------------------------------------------------------- block I/O
+
+fn pio(fd: i32, buf: *mut u8, len: usize, off: usize, write: bool) -> Result<(), CalError> {
+    let n = unsafe {
+        if write {
+            libc::pwrite(fd, buf as *const _, len, off as i64)
+        } else {
+            libc::pread(fd, buf as *mut _, len, off as i64)
+        }
+    };
+    if n != len as isize {
+        return Err(failed(format!(
+            "O_DIRECT {} of {len} at {off}: {}",
+            if write { "write" } else { "read" },
+            errno_name(errno())
+        )));
+    }
+    Ok(())
+}
+
+/// O_DIRECT I/O on `path` (`size` bytes): sequential 2 MiB writes and reads (bandwidth), and
+/// 4 KiB writes and reads one at a time at random and at sequential offsets (latency).
+fn block_io(tag: &str, path: &str, size: usize, reps: usize, s: &mut Samples) -> Result<(), CalError> {
+    let c = std::ffi::CString::new(path).unwrap();
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_DIRECT) };
+    if fd < 0 {
+        return Err(failed(format!("open {path} O_DIRECT: {}", errno_name(errno()))));
+    }
+    let r = (|| -> Result<(), CalError> {
+        let buf = Map_::new(HPAGE, Some(false))?;
+        buf.touch(0x5a);
+        let chunks = size / HPAGE;
+        let mut rng = Rng::new(7);
+        for r in 0..=reps {
+            for write in [true, false] {
+                let mut res = Ok(());
+                let v = timed(chunks, || {
+                    for i in 0..chunks {
+                        if res.is_ok() {
+                            res = pio(fd, buf.p, HPAGE, i * HPAGE, write);
+                        }
+                    }
+                });
+                res?;
+                if r > 0 {
+                    s.add(&format!("{tag}.{}_2m", if write { "write" } else { "read" }), v);
+                }
+            }
+            // 2 MiB requests from 4 threads at once (requests in flight, as writeback keeps them)
+            for write in [true, false] {
+                let per = chunks / 4;
+                let v = timed(per * 4, || {
+                    std::thread::scope(|sc| {
+                        for t in 0..4 {
+                            let b = buf.p as usize;
+                            sc.spawn(move || {
+                                for i in t * per..(t + 1) * per {
+                                    let _ = pio(fd, b as *mut u8, HPAGE, i * HPAGE, write);
+                                }
+                            });
+                        }
+                    })
+                });
+                if r > 0 {
+                    s.add(&format!("{tag}.{}_2m_qd4", if write { "write" } else { "read" }), v);
+                }
+            }
+            let n = 256;
+            for (kind, seq) in [("rand", false), ("seq", true)] {
+                let offs: Vec<usize> = (0..n)
+                    .map(|i| if seq { (i + 1) * PAGE } else { rng.below((size / PAGE) as u64) as usize * PAGE })
+                    .collect();
+                for write in [true, false] {
+                    let mut res = Ok(());
+                    let v = timed(n, || {
+                        for &o in &offs {
+                            if res.is_ok() {
+                                res = pio(fd, buf.p, PAGE, o, write);
+                            }
+                        }
+                    });
+                    res?;
+                    if r > 0 {
+                        s.add(&format!("{tag}.{}_4k_{kind}", if write { "write" } else { "read" }), v);
+                    }
+                }
+            }
+            check_sig()?;
+        }
+        Ok(())
+    })();
+    unsafe { libc::close(fd) };
+    r
+}
+
+/// The host's disk as a swap file reaches it (bios straight to the file's sectors: O_DIRECT on
+/// a file in /var/tmp) and as a `disk` swap device is set up live (a loop device with direct
+/// I/O over a file).
+pub fn calibrate_block(
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+    g: &mut JGuard,
+) -> Result<(), CalError> {
+    let size = if quick { 64 << 20 } else { 256 << 20 };
+    let reps = reps.min(3);
+    let pid = std::process::id();
+    let path = format!("/var/tmp/thplab-calibrate-io-{pid}");
+    g.j.swapfiles.push(path.clone());
+    g.j.save().map_err(failed)?;
+    crate::swap::create_swapfile(&path, size as u64).map_err(failed)?;
+    block_io("file", &path, size, reps, s)?;
+    values.insert("file.rotational".into(), json!(fs_queue_attr(&path, "rotational")));
+    values.insert("file.nr_requests".into(), json!(fs_queue_attr(&path, "nr_requests")));
+    if is_root() && std::path::Path::new("/dev/loop-control").exists() {
+        let backing = format!("/var/tmp/thplab-calibrate-loop-{pid}");
+        g.j.swapfiles.push(backing.clone());
+        g.j.loops.push(backing.clone());
+        g.j.save().map_err(failed)?;
+        crate::swap::create_swapfile(&backing, size as u64).map_err(failed)?;
+        let dev = crate::swap::loop_attach(&backing).map_err(failed)?;
+        block_io("disk", &dev, size, reps, s)?;
+        values.insert("disk.rotational".into(), json!(dev_queue_attr(&dev, "rotational")));
+        values.insert("disk.nr_requests".into(), json!(dev_queue_attr(&dev, "nr_requests")));
+    }
+    g.undo()
+}
+
+// ---------------------------------------------------------------- swap on a file or a loop device
+
+/// Swap-out and swap-in on a swap file (`file`) or a loop block device (`disk`): per 4 KiB
+/// page, MADV_PAGEOUT (the caller does not wait for the asynchronous writeback), the drain of
+/// that writeback, a fault on a page still in the swap cache, MADV_PAGEOUT of clean swap-cache
+/// pages (freed without I/O), swap-in with readahead and of isolated pages, and the munmap of
+/// swap entries with and without a cached page; per THP, MADV_PAGEOUT of seed 000's best case
+/// and of random data, and their munmap.
+pub fn calibrate_swap_dev(
+    kind: &str,
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+    g: &mut JGuard,
+    notes: &mut Vec<String>,
+) -> Result<(), CalError> {
+    let n = if quick { 4096 } else { 16384 };
+    let nh = if quick { 16 } else { 64 };
+    let reps = reps.min(if quick { 2 } else { 3 });
+    let swap_size = (2 * n * PAGE + 2 * nh * HPAGE + (8 << 20)) as u64;
+    let pid = std::process::id();
+    let backing = format!("/var/tmp/thplab-calibrate-{kind}-{pid}");
+    g.j.swapfiles.push(backing.clone());
+    if kind == "disk" {
+        g.j.loops.push(backing.clone());
+    }
+    g.j.save().map_err(failed)?;
+    crate::swap::create_swapfile(&backing, swap_size).map_err(failed)?;
+    let dev = if kind == "disk" { crate::swap::loop_attach(&backing).map_err(failed)? } else { backing.clone() };
+    g.j.swapon.push(dev.clone());
+    g.j.save().map_err(failed)?;
+    run_swapon(&dev)?;
+    let corpus = crate::child::text_corpus();
+    let thp = thp_usable();
+    let k = |x: &str| format!("{kind}.{x}");
+    let mut thp_counts: Vec<(String, i64)> = vec![];
+    for r in 0..=reps {
+        let keep = r > 0;
+        let m = Map_::new(n * PAGE, Some(false))?;
+        fill_class(&m, "random", &corpus);
+        let o0 = vm("pswpout");
+        let v = timed(n, || {
+            madvise(&m, 0, m.len, libc::MADV_PAGEOUT);
+        });
+        let out = vm("pswpout") - o0;
+        if out < (n as i64) * 9 / 10 {
+            notes.push(format!("{kind}: only {out} of {n} pages were swapped out"));
+        }
+        let d = timed(n, wait_writeback);
+        let hit = timed(n, || read_all(&m));
+        let clean = timed(n, || {
+            madvise(&m, 0, m.len, libc::MADV_PAGEOUT);
+        });
+        let i0 = vm("pswpin");
+        let seq = timed(n, || read_all(&m));
+        let pin = vm("pswpin") - i0;
+        madvise(&m, 0, m.len, libc::MADV_PAGEOUT);
+        let mut single = vec![];
+        for j in 0..64 {
+            let p = m.page(j * (n / 64) + n / 128);
+            single.push(timed(1, || unsafe {
+                std::hint::black_box(std::ptr::read_volatile(p));
+            }));
+        }
+        // a second region: munmap while the written pages are still in the swap cache
+        let m2 = Map_::new(n * PAGE, Some(false))?;
+        fill_class(&m2, "random", &corpus);
+        madvise(&m2, 0, m2.len, libc::MADV_PAGEOUT);
+        wait_writeback();
+        let cached = timed(n, || drop(m2));
+        // the first region: swap entries whose pages were freed (but for the 64 read back)
+        let entries = timed(n, || drop(m));
+        if keep {
+            s.add(&k("pageout_4k"), v);
+            s.add(&k("writeback_drain_4k"), d);
+            s.add(&k("swapcache_hit"), hit);
+            s.add(&k("pageout_clean_4k"), clean);
+            s.add(&k("swapin_seq"), seq);
+            s.add(&k("swapin_seq_pswpin"), pin as f64 / n as f64);
+            for x in single {
+                s.add(&k("swapin_single"), x);
+            }
+            s.add(&k("munmap_cached"), cached);
+            s.add(&k("munmap_entry"), entries);
+        }
+        if thp {
+            for case in ["best", "random"] {
+                let t = Map_::new(nh * HPAGE, Some(true))?;
+                if case == "best" {
+                    for i in 0..nh {
+                        unsafe { *t.page(i * 512) = 0xff };
+                    }
+                } else {
+                    fill_class(&t, "random", &corpus);
+                }
+                let before = vmstat();
+                let v = timed(nh, || {
+                    madvise(&t, 0, t.len, libc::MADV_PAGEOUT);
+                });
+                let after = vmstat();
+                wait_writeback();
+                let u = timed(nh, || drop(t));
+                if keep {
+                    s.add(&k(&format!("thp_pageout_{case}")), v);
+                    s.add(&k(&format!("thp_munmap_{case}")), u);
+                    let dl = delta(&before, &after);
+                    for c in ["thp_swpout", "thp_swpout_fallback", "thp_split_page", "pswpout"] {
+                        thp_counts.push((k(&format!("thp_{case}.{c}")), dl.get(c).copied().unwrap_or(0)));
+                    }
+                }
+            }
+        }
+        check_sig()?;
+    }
+    for (name, c) in thp_counts {
+        let e = values.entry(name).or_insert(json!(0));
+        *e = json!(e.as_i64().unwrap_or(0).max(c) as f64 / nh as f64);
+    }
+    values.insert(k("thp_pages"), json!(nh));
+    values.insert(
+        k("rotational"),
+        json!(if kind == "disk" { dev_queue_attr(&dev, "rotational") } else { fs_queue_attr(&backing, "rotational") }),
+    );
+    g.undo()
+}
+
+// ---------------------------------------------------------------- zram: THPs and the zap of entries
+
+/// On a zram device already swapped on: MADV_PAGEOUT of THPs filled with `class` (per page),
+/// and the munmap of swap entries of that class (per entry).
+pub fn zram_thp_and_free(
+    alg: &str,
+    class: &str,
+    quick: bool,
+    keep: bool,
+    s: &mut Samples,
+    corpus: &[u8],
+) -> Result<(), CalError> {
+    let nh = if quick { 4 } else { 8 };
+    if thp_usable() {
+        let t = Map_::new(nh * HPAGE, Some(true))?;
+        fill_class(&t, class, corpus);
+        let o0 = vm("thp_swpout");
+        let v = timed(nh * 512, || {
+            madvise(&t, 0, t.len, libc::MADV_PAGEOUT);
+        });
+        let whole = vm("thp_swpout") - o0;
+        let u = timed(nh * 512, || drop(t));
+        if keep && whole >= nh as i64 / 2 {
+            s.add(&format!("zram.{alg}.{class}.thp_out"), v);
+            s.add(&format!("zram.{alg}.{class}.thp_free"), u);
+        }
+    }
+    let n = if quick { 1024 } else { 4096 };
+    let m = Map_::new(n * PAGE, Some(false))?;
+    fill_class(&m, class, corpus);
+    madvise(&m, 0, m.len, libc::MADV_PAGEOUT);
+    let u = timed(n, || drop(m));
+    if keep {
+        s.add(&format!("zram.{alg}.{class}.free"), u);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- splits
+
+/// drop_caches=2 alone (every shrinker of the host, nothing of ours to do); a PMD split by the
+/// munmap of one page of each THP; the deferred split of those partially mapped THPs (every
+/// subpage non-zero, so each is remapped); the underused shrinker at max_ptes_none 0 and 256
+/// on THPs with 4 non-zero subpages (per THP; the difference is 256 more subpages read).
+pub fn calibrate_split(
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+    g: &mut JGuard,
+    notes: &mut Vec<String>,
+) -> Result<(), CalError> {
+    if !thp_usable() {
+        notes.push("transparent_hugepage/enabled is `never`: split costs were not measured".into());
+        return Ok(());
+    }
+    let nh = if quick { 32 } else { 128 };
+    let reps = reps.min(if quick { 2 } else { 5 });
+    let mpn = format!("{THP}/khugepaged/max_ptes_none");
+    let underused = format!("{THP}/shrink_underused");
+    let have_underused = std::path::Path::new(&underused).exists();
+    set_knob(g, "transparent_hugepage/khugepaged/max_ptes_none", &mpn, "511")?;
+    let mut counts: Vec<(String, i64)> = vec![];
+    for r in 0..=reps {
+        let keep = r > 0;
+        let v = timed(1, drop_caches);
+        if keep {
+            s.add("drop_slab", v);
+        }
+        let t = Map_::new(nh * HPAGE, Some(true))?;
+        for i in 0..nh * 512 {
+            unsafe { *t.page(i) = 0xff };
+        }
+        let sp0 = vm("thp_split_pmd");
+        let v = timed(nh, || {
+            for i in 0..nh {
+                unsafe { libc::munmap(t.page(i * 512 + 511) as *mut _, PAGE) };
+            }
+        });
+        let pmd = vm("thp_split_pmd") - sp0;
+        let s0 = vm("thp_split_page");
+        let w = timed(nh, drop_caches);
+        let split = vm("thp_split_page") - s0;
+        drop(t);
+        if keep {
+            s.add("split_pmd_munmap", v);
+            s.add("split_partial", w);
+            counts.push(("split_partial.thp_split_pmd".into(), pmd));
+            counts.push(("split_partial.thp_split_page".into(), split));
+        }
+        if have_underused {
+            set_knob(g, "transparent_hugepage/shrink_underused", &underused, "1")?;
+            for m in [0, 256] {
+                set_knob(g, "transparent_hugepage/khugepaged/max_ptes_none", &mpn, &m.to_string())?;
+                let t = Map_::new(nh * HPAGE, Some(true))?;
+                for i in 0..nh {
+                    for j in 0..4 {
+                        unsafe { *t.page(i * 512 + j).add(9) = 0xff };
+                    }
+                }
+                let u0 = vm("thp_underused_split_page");
+                let v = timed(nh, drop_caches);
+                let uu = vm("thp_underused_split_page") - u0;
+                drop(t);
+                if keep {
+                    s.add(&format!("underused_{m}"), v);
+                    counts.push((format!("underused_{m}.thp_underused_split_page"), uu));
+                }
+            }
+            set_knob(g, "transparent_hugepage/khugepaged/max_ptes_none", &mpn, "511")?;
+        }
+        check_sig()?;
+    }
+    for (name, c) in counts {
+        let e = values.entry(name).or_insert(json!(0.0));
+        *e = json!(e.as_f64().unwrap_or(0.0).max(c as f64 / nh as f64));
+    }
+    values.insert("split.thp_pages".into(), json!(nh));
+    if !have_underused {
+        notes.push(
+            "no transparent_hugepage/shrink_underused (before v6.12): the underused shrinker was not measured".into(),
+        );
+    }
+    g.undo()
+}
+
+// ---------------------------------------------------------------- collapse
+
+/// MADV_COLLAPSE of 2 MiB ranges of present 4 KiB pages (the collapse path khugepaged uses).
+pub fn calibrate_collapse(
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<(), CalError> {
+    if !thp_usable() {
+        notes.push("transparent_hugepage/enabled is `never`: the collapse cost was not measured".into());
+        return Ok(());
+    }
+    let nh = if quick { 16 } else { 64 };
+    let corpus = crate::child::text_corpus();
+    let mut done = 0;
+    for r in 0..=reps.min(if quick { 2 } else { 5 }) {
+        let m = Map_::new(nh * HPAGE, Some(false))?;
+        fill_class(&m, "text", &corpus);
+        madvise(&m, 0, m.len, libc::MADV_HUGEPAGE);
+        let c0 = vm("thp_collapse_alloc");
+        let v = timed(nh, || {
+            madvise(&m, 0, m.len, MADV_COLLAPSE);
+        });
+        let c = vm("thp_collapse_alloc") - c0;
+        if r > 0 {
+            if c >= nh as i64 * 9 / 10 {
+                s.add("collapse_2m", v);
+            }
+            done = done.max(c);
+        }
+        drop(m);
+        check_sig()?;
+    }
+    values.insert("collapse_2m.thp_collapse_alloc".into(), json!(done as f64 / nh as f64));
+    if done == 0 {
+        notes.push("MADV_COLLAPSE collapsed nothing (kernel before v6.1?): the collapse cost was not measured".into());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- compaction
+
+/// vm.compact_memory=1 after fragmenting memory with 4 KiB pages at two densities (keep 1/4
+/// and 1/16 of every 2 MiB): time and the scanners' counters, for a fit of the per-pfn scan
+/// and per-page migration costs. Compacts every zone of the host (like `thplab validate`'s
+/// compaction-manual).
+pub fn calibrate_compaction(quick: bool, reps: usize, s: &mut Samples) -> Result<(), CalError> {
+    let size = if quick { 256 << 20 } else { 1 << 30 };
+    for (tag, keep) in [("quarter", 512 << 10), ("sixteenth", 128 << 10)] {
+        for r in 0..=reps.min(if quick { 1 } else { 3 }) {
+            let m = Map_::new(size, Some(false))?;
+            m.touch(1);
+            for i in 0..size / HPAGE {
+                unsafe { libc::munmap(m.p.add(i * HPAGE + keep) as *mut _, HPAGE - keep) };
+            }
+            let before = vmstat();
+            let v = timed(1, || {
+                let _ = write_file("/proc/sys/vm/compact_memory", "1");
+            });
+            let d = delta(&before, &vmstat());
+            drop(m);
+            if r > 0 {
+                s.add(&format!("compact.{tag}.ns"), v);
+                for c in ["compact_migrate_scanned", "compact_free_scanned", "compact_isolated", "pgmigrate_success"] {
+                    s.add(&format!("compact.{tag}.{c}"), d.get(c).copied().unwrap_or(0) as f64);
+                }
+            }
+            check_sig()?;
+        }
+    }
+    Ok(())
+}
