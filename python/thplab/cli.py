@@ -155,6 +155,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             wl = api.load_workload(api.workload_text_from_bytes(sys.stdin.buffer.read(), "<stdin>"))
         else:
             wl = api.load_workload(Path(w))
+        if args.trace is not None:
+            trace = [t.strip() for t in args.trace.split(",") if t.strip()]
+            try:
+                wl = api.load_workload({**wl, "record": {**(wl.get("record") or {}), "trace": trace}})
+            except InputError as e:
+                raise InputError(str(e).replace("workload.record.trace", "--trace")) from None
         workloads.append((w, wl))
     if args.from_census:
         from thplab import census
@@ -338,6 +344,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--costs", metavar="FILE", help="cost profile (TOML), e.g. from `thplab calibrate`")
     p.add_argument("--seed", type=int, metavar="N", help="override the workload's seed")
     p.add_argument("--check", action="store_true", help="run the model's invariant checker (slower)")
+    p.add_argument(
+        "--trace",
+        metavar="EV[,EV]",
+        help="export these tracepoints into the result's trace (model backend), instead of the "
+        "workload's record.trace: NAME (e.g. mm_compaction_end), SYSTEM:NAME, SYSTEM "
+        "(compaction, vmscan, huge_memory, kmem, migrate, oom, thplab) or all",
+    )
     p.add_argument(
         "--backend",
         choices=("model", "kernel"),

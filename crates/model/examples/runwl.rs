@@ -1,5 +1,7 @@
 //! Run a workload file through the model and print wall time, peak RSS and a summary.
-//! Usage: runwl WORKLOAD.json [MACHINE] [knob=value ...]
+//! Usage: runwl WORKLOAD.json [MACHINE|-] [knob=value ...]   (`-`: the workload's machine)
+//! Environment: CHECK=1 runs the invariant checker; JSON_OUT=FILE writes the result;
+//! TRACE=EV[,EV] selects tracepoints (as `thplab run --trace`).
 use std::time::Instant;
 use thplab_model::{run, RunOptions};
 use thplab_workload::{parse_workload, MachineSpec};
@@ -21,7 +23,7 @@ fn main() {
     let text = std::fs::read_to_string(&args[1]).expect("workload file");
     let w = parse_workload(&text).expect("workload");
     let mut o = RunOptions::default();
-    if let Some(m) = args.get(2) {
+    if let Some(m) = args.get(2).filter(|m| *m != "-") {
         o.machine = Some(MachineSpec::parse_shorthand(m).expect("machine"));
     }
     for kv in args.iter().skip(3) {
@@ -29,6 +31,7 @@ fn main() {
         o.knobs.push((k.into(), v.into()));
     }
     o.check = std::env::var("CHECK").is_ok();
+    o.trace = std::env::var("TRACE").ok().map(|t| t.split(',').map(str::to_string).collect());
     let t = Instant::now();
     let r = run(&w, &o).expect("run");
     let wall = t.elapsed().as_secs_f64();

@@ -2,11 +2,21 @@
 //! buddy counts agree with the frames; page tables, reverse maps and LRU lists agree;
 //! counters agree with the state. Returns a description of the first violation.
 
+use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::pgtable::*;
 
 pub fn check(k: &Kernel) -> Result<(), String> {
+    let free_total = check_buddy(k)?;
+    check_page_tables(k)?;
+    check_accounting(k, free_total)?;
+    check_lru_lists(k)?;
+    check_swap(k)
+}
+
+/// Buddy: frames vs counts, per zone. Returns the free pages.
+fn check_buddy(k: &Kernel) -> Result<u64, String> {
     let pm = &k.pm;
     // 1. buddy: frames vs counts, per zone
     let mut free_total = 0;
@@ -43,13 +53,19 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         }
         free_total += free;
     }
+    Ok(free_total)
+}
+
+/// Page tables and reverse maps agree; rss and nr_anon_pages count what is mapped.
+fn check_page_tables(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
     // 2. page tables and reverse maps
     let mut mapped = 0u64;
     for (mi, mm) in k.mms.iter().enumerate() {
         let mut rss = 0;
         for (&idx, &sid) in mm.pmds.iter() {
             let s = k.slots.get(sid);
-            if s.index != idx || s.mm as usize != mi {
+            if s.index != idx || s.mm.idx() != mi {
                 return Err(format!("slot {sid} does not belong to mm {mi} index {idx}"));
             }
             if tag(pm.frames[s.table_pfn as usize]) != TAG_PGTABLE {
@@ -63,7 +79,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                             return Err(format!("THP {head}+{i} mapped by slot {sid} has a wrong frame/rmap"));
                         }
                     }
-                    rss += 512;
+                    rss += HPAGE_PMD_NR;
                 }
                 Pmd::Table(t) => {
                     for (i, &pte) in t.iter().enumerate() {
@@ -85,9 +101,15 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         }
         mapped += rss;
     }
-    if mapped != k.nr_anon_pages {
-        return Err(format!("mapped anon pages {mapped} != nr_anon_pages {}", k.nr_anon_pages));
+    if mapped != k.nr_anon_pages() {
+        return Err(format!("mapped anon pages {mapped} != nr_anon_pages {}", k.nr_anon_pages()));
     }
+    Ok(())
+}
+
+/// Every page is accounted for exactly once; the counters agree with the frames.
+fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
+    let pm = &k.pm;
     // 3. every page is accounted for exactly once
     let (mut anon, mut kernel, mut pgt, mut zero, mut lru_pages) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for (p, &f) in pm.frames.iter().enumerate() {
@@ -107,7 +129,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                     }
                 }
                 if compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
-                    lru_pages += if compound(f) == COMPOUND_HEAD { 512 } else { 1 };
+                    lru_pages += if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
                 }
             }
             TAG_KERNEL => kernel += 1,
@@ -120,31 +142,37 @@ pub fn check(k: &Kernel) -> Result<(), String> {
     if free_total + anon + kernel + pgt + zero != managed {
         return Err(format!("pages: free {free_total} + anon {anon} + kernel {kernel} + pgtables {pgt} + zero {zero} != managed {managed}"));
     }
-    if pgt != k.nr_pgtable_pages || pgt != k.slots.live {
-        return Err(format!("page-table pages {pgt}, counter {}, slots {}", k.nr_pgtable_pages, k.slots.live));
+    if pgt != k.nr_pgtable_pages() || pgt != k.slots.live {
+        return Err(format!("page-table pages {pgt}, counter {}, slots {}", k.nr_pgtable_pages(), k.slots.live));
     }
-    if kernel != k.nr_kernel_pages {
-        return Err(format!("kernel pages {kernel} != counter {}", k.nr_kernel_pages));
+    if kernel != k.nr_kernel_pages() {
+        return Err(format!("kernel pages {kernel} != counter {}", k.nr_kernel_pages()));
     }
-    let listed: u64 = pm.lru.iter().map(|n| n.iter().map(|l| l.pages).sum::<u64>()).sum();
+    let listed: u64 = k.pgdat.iter().map(|n| n.lruvec.iter().map(|l| l.pages).sum::<u64>()).sum();
     if listed != lru_pages {
         return Err(format!("LRU lists hold {listed} pages, frames say {lru_pages}"));
     }
+    Ok(())
+}
+
+/// Per-list LRU membership (lazy-free folios on the file lists).
+fn check_lru_lists(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
     // 4. per-list LRU membership (lazy-free folios on the file lists)
-    let mut per_list = vec![[0u64; NR_LRU_LISTS]; pm.lru.len()];
+    let mut per_list = vec![[0u64; NR_LRU_LISTS]; k.pgdat.len()];
     for (p, &f) in pm.frames.iter().enumerate() {
         if tag(f) == TAG_ANON && compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
-            per_list[pm.node_of(p as u64)][lru_index(f)] += if compound(f) == COMPOUND_HEAD { 512 } else { 1 };
+            per_list[pm.node_of(p as u64)][lru_index(f)] += if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
         }
     }
-    for (n, lists) in pm.lru.iter().enumerate() {
+    for (n, lists) in k.pgdat.iter().map(|n| &n.lruvec).enumerate() {
         for (i, l) in lists.iter().enumerate() {
             if i != 0 && l.pages != per_list[n][i] {
                 return Err(format!("node {n} LRU list {i} holds {} pages, frames say {}", l.pages, per_list[n][i]));
             }
         }
     }
-    check_swap(k)
+    Ok(())
 }
 
 /// Swap: every slot's map count equals the swap PTEs (and PMD swap entries) referencing
@@ -170,8 +198,8 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
         for &sid in mm.pmds.values() {
             match &k.slots.get(sid).pmd {
                 Pmd::SwapPmd(first) => {
-                    bump(*first, 512)?;
-                    ents += 512;
+                    bump(*first, HPAGE_PMD_NR as u32)?;
+                    ents += HPAGE_PMD_NR;
                 }
                 Pmd::Table(t) => {
                     for &pte in t.iter() {
@@ -221,7 +249,7 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
                 }
                 if let Some(&pfn) = cached {
                     let f = k.pm.frames[pfn as usize];
-                    let head = if compound(f) == COMPOUND_TAIL { pfn & !511 } else { pfn };
+                    let head = if compound(f) == COMPOUND_TAIL { hpage_pfn_align(pfn as u64) as u32 } else { pfn };
                     if tag(f) != TAG_ANON || !swapcache(k.pm.frames[head as usize]) {
                         return Err(format!("swap slot {slot}: cached page {pfn} is not a swap-cache folio"));
                     }
@@ -246,7 +274,7 @@ fn check_swap(k: &Kernel) -> Result<(), String> {
             if z.pages_stored != stored {
                 return Err(format!("{}: zram stores {} pages, the swap map {stored}", d.name, z.pages_stored));
             }
-            if z.frames.len() as u64 != z.pool_bytes.div_ceil(4096) {
+            if z.frames.len() as u64 != z.pool_bytes.div_ceil(PAGE_SIZE) {
                 return Err(format!(
                     "{}: zsmalloc pool has {} frames for {} bytes",
                     d.name,

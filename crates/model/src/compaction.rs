@@ -45,12 +45,36 @@
 //! workload (the kernel's cond_resched points); between slices the isolated free pages
 //! go back to the buddy lists (the kernel keeps them in cc->freepages).
 
-use crate::kernel::{CompactPriority, CompactResult, Kernel, Kthread, KthreadNext};
+use crate::consts::*;
+use crate::gfp::*;
+use crate::kernel::Kernel;
+use crate::kthread::Kthread;
+use crate::kthread::KthreadNext;
 use crate::mm_types::*;
 use crate::mmzone::*;
-use crate::page_alloc::*;
+use crate::trace::trace_event;
 use crate::vmstat::{self, Ev};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactPriority {
+    SyncFull,
+    SyncLight,
+    Async,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactResult {
+    NotSuitableZone,
+    Skipped,
+    Deferred,
+    NoSuitablePage,
+    Continue,
+    Complete,
+    PartialSkipped,
+    Contended,
+    Success,
+}
 
 /// HPAGE_FRAG_CHECK_INTERVAL_MSEC
 pub const HPAGE_FRAG_CHECK_INTERVAL_NS: u64 = 500_000_000;
@@ -58,7 +82,7 @@ pub const COMPACT_MAX_DEFER_SHIFT: u32 = 6;
 /// COMPACT_CLUSTER_MAX = SWAP_CLUSTER_MAX
 pub const COMPACT_CLUSTER_MAX: usize = 32;
 /// COMPACTION_HPAGE_ORDER (HPAGE_PMD_ORDER)
-pub const COMPACTION_HPAGE_ORDER: u32 = 9;
+pub const COMPACTION_HPAGE_ORDER: u32 = HPAGE_PMD_ORDER;
 /// Simulated CPU time of one kcompactd engine step during a proactive round.
 pub const KCOMPACTD_SLICE_NS: u64 = 2_000_000;
 
@@ -214,6 +238,24 @@ impl Default for Kcompactd {
     }
 }
 
+/// A zone's deferral state, as the mm_compaction_defer_template tracepoints record it.
+macro_rules! trace_defer {
+    ($k:expr, $name:ident, $zi:expr, $order:expr) => {{
+        let z = &$k.pm.zones[$zi];
+        trace_event!(
+            $k,
+            $name,
+            nid = z.node,
+            zone = z.name,
+            order = $order,
+            considered = z.compact_considered,
+            defer_shift = z.compact_defer_shift,
+            order_failed = z.compact_order_failed,
+        );
+    }};
+}
+
+/// compaction_status_string[]
 fn result_name(r: CompactResult) -> &'static str {
     match r {
         CompactResult::NotSuitableZone => "not_suitable_zone",
@@ -244,7 +286,7 @@ impl Kernel {
         if order < z.compact_order_failed {
             z.compact_order_failed = order;
         }
-        self.trace_defer("mm_compaction_defer_compaction", zi, order);
+        trace_defer!(self, mm_compaction_defer_compaction, zi, order);
     }
 
     /// compaction_deferred(): true if compaction should be skipped this time.
@@ -259,7 +301,7 @@ impl Kernel {
             z.compact_considered = limit;
             return false;
         }
-        self.trace_defer("mm_compaction_deferred", zi, order);
+        trace_defer!(self, mm_compaction_deferred, zi, order);
         true
     }
 
@@ -273,7 +315,7 @@ impl Kernel {
         if order >= z.compact_order_failed {
             z.compact_order_failed = order + 1;
         }
-        self.trace_defer("mm_compaction_defer_reset", zi, order);
+        trace_defer!(self, mm_compaction_defer_reset, zi, order);
     }
 
     /// compaction_restarting()
@@ -283,20 +325,6 @@ impl Kernel {
             return false;
         }
         z.compact_defer_shift == COMPACT_MAX_DEFER_SHIFT && z.compact_considered >= 1 << z.compact_defer_shift
-    }
-
-    fn trace_defer(&mut self, ev: &str, zi: usize, order: i32) {
-        if self.trace_on(ev) {
-            let z = &self.pm.zones[zi];
-            let mut m = Map::new();
-            m.insert("node".into(), json!(z.node));
-            m.insert("zone".into(), json!(z.name));
-            m.insert("order".into(), json!(order));
-            m.insert("considered".into(), json!(z.compact_considered));
-            m.insert("defer_shift".into(), json!(z.compact_defer_shift));
-            m.insert("order_failed".into(), json!(z.compact_order_failed));
-            self.emit(ev, m);
-        }
     }
 
     // ---------------- skip hints and cached positions ----------------
@@ -381,13 +409,6 @@ impl Kernel {
     /// fragmentation_score_wmark() with the configured proactiveness and formula.
     pub fn fragmentation_score_wmark(&self, low: bool) -> u64 {
         fragmentation_score_wmark(self.cfg.compaction_proactiveness, self.cfg.proactive_leeway, low)
-    }
-
-    /// kswapd_is_running(): the reclaim model has no notion of kswapd being mid-run
-    /// between its steps yet, so this is false (hook for the reclaim issue).
-    /// pgdat_kswapd_lock / kswapd_is_running(): is the node's kswapd reclaiming now?
-    fn kswapd_is_running(&self, nid: usize) -> bool {
-        self.reclaim.kswapd.get(nid).is_some_and(|k| k.running)
     }
 
     /// should_proactive_compact_node()
@@ -531,16 +552,16 @@ impl Kernel {
                     }
                     // a PMD THP: skip_isolation_on_order(9, order) is always true
                     COMPOUND_HEAD => {
-                        nr_scanned += 511;
-                        Some(512)
+                        nr_scanned += HPAGE_PMD_NR - 1;
+                        Some(HPAGE_PMD_NR)
                     }
                     // a tail (entered mid-folio): compound_order() of a tail is 0
                     _ => Some(1),
                 },
                 TAG_ZERO => {
-                    if pfn.is_multiple_of(512) {
-                        nr_scanned += 511;
-                        Some(512)
+                    if pfn.is_multiple_of(HPAGE_PMD_NR) {
+                        nr_scanned += HPAGE_PMD_NR - 1;
+                        Some(HPAGE_PMD_NR)
                     } else {
                         Some(1)
                     }
@@ -579,9 +600,7 @@ impl Kernel {
                 }
             }
         }
-        if pfn > end {
-            pfn = end;
-        }
+        pfn = pfn.min(end);
         if pfn == end && (nr_isolated == 0 || cc.finish_pageblock) {
             if let (Some(v), false) = (valid_page, aborted) {
                 self.pm.set_pb_skip(v, true);
@@ -590,8 +609,16 @@ impl Kernel {
         }
         cc.total_migrate_scanned += nr_scanned;
         if nr_isolated > 0 {
-            self.vm.add(Ev::COMPACT_ISOLATED, nr_isolated);
+            self.rec.vm.add(Ev::COMPACT_ISOLATED, nr_isolated);
         }
+        trace_event!(
+            self,
+            mm_compaction_isolate_migratepages,
+            start_pfn = low,
+            end_pfn = pfn,
+            nr_scanned = nr_scanned,
+            nr_taken = nr_isolated,
+        );
         cc.migrate_pfn = pfn;
         self.charge(steps * self.costs.pte_walk_ns);
     }
@@ -626,10 +653,10 @@ impl Kernel {
             steps += 1;
             let f = self.pm.frames[pfn as usize];
             let t = tag(f);
-            if (t == TAG_ANON && compound(f) == COMPOUND_HEAD) || (t == TAG_ZERO && pfn.is_multiple_of(512)) {
-                if pfn + 512 <= end {
-                    pfn += 511;
-                    nr_scanned += 511;
+            if (t == TAG_ANON && compound(f) == COMPOUND_HEAD) || (t == TAG_ZERO && pfn.is_multiple_of(HPAGE_PMD_NR)) {
+                if pfn + HPAGE_PMD_NR <= end {
+                    pfn += HPAGE_PMD_NR - 1;
+                    nr_scanned += HPAGE_PMD_NR - 1;
                 }
             } else if t == TAG_FREE {
                 let Some(o) = self.pm.isolate_free_page(cc.zi, pfn) else { break };
@@ -650,10 +677,18 @@ impl Kernel {
         if pfn > end {
             pfn = end;
         }
+        trace_event!(
+            self,
+            mm_compaction_isolate_freepages,
+            start_pfn = *start,
+            end_pfn = pfn,
+            nr_scanned = nr_scanned,
+            nr_taken = total,
+        );
         *start = pfn;
         cc.total_free_scanned += nr_scanned;
         if total > 0 {
-            self.vm.add(Ev::COMPACT_ISOLATED, total);
+            self.rec.vm.add(Ev::COMPACT_ISOLATED, total);
         }
         self.charge(steps * self.costs.pte_walk_ns + blocks * self.costs.page_alloc_ns);
         total
@@ -738,17 +773,18 @@ impl Kernel {
         for &src in &pages {
             match self.compaction_alloc(cc) {
                 Some(dst) => {
-                    self.move_folio(src, dst);
+                    self.move_folio(Pfn(src), Pfn(dst));
                     moved += 1;
                 }
                 None => {
-                    self.vm.count(Ev::PGMIGRATE_FAIL);
+                    self.rec.vm.count(Ev::PGMIGRATE_FAIL);
                     enomem = true;
                     break;
                 }
             }
         }
-        self.vm.add(Ev::PGMIGRATE_SUCCESS, moved);
+        self.rec.vm.add(Ev::PGMIGRATE_SUCCESS, moved);
+        trace_event!(self, mm_compaction_migratepages, nr_migrated = moved, nr_failed = enomem as u64);
         cc.migratepages = pages;
         cc.migratepages.clear();
         cc.nr_migratepages = 0;
@@ -757,8 +793,24 @@ impl Kernel {
 
     // ---------------- compact_zone ----------------
 
-    /// __compact_finished() (+ compact_finished(): NO_SUITABLE_PAGE means continue).
+    /// compact_finished(): __compact_finished() and its tracepoint (the model never
+    /// returns NO_SUITABLE_PAGE, which the kernel turns into CONTINUE here).
     fn compact_finished(&mut self, cc: &CompactControl) -> CompactResult {
+        let ret = self.compact_finished_check(cc);
+        let z = &self.pm.zones[cc.zi];
+        trace_event!(
+            self,
+            mm_compaction_finished,
+            nid = z.node,
+            zone = z.name,
+            order = cc.order,
+            ret = result_name(ret)
+        );
+        ret
+    }
+
+    /// __compact_finished()
+    fn compact_finished_check(&mut self, cc: &CompactControl) -> CompactResult {
         let zi = cc.zi;
         if cc.scanners_met() {
             self.reset_cached_positions(zi);
@@ -807,11 +859,11 @@ impl Kernel {
         let f = cc.total_free_scanned - cc.counted_free;
         cc.counted_migrate = cc.total_migrate_scanned;
         cc.counted_free = cc.total_free_scanned;
-        self.vm.add(Ev::COMPACT_MIGRATE_SCANNED, m);
-        self.vm.add(Ev::COMPACT_FREE_SCANNED, f);
+        self.rec.vm.add(Ev::COMPACT_MIGRATE_SCANNED, m);
+        self.rec.vm.add(Ev::COMPACT_FREE_SCANNED, f);
         if cc.daemon {
-            self.vm.add(Ev::COMPACT_DAEMON_MIGRATE_SCANNED, m);
-            self.vm.add(Ev::COMPACT_DAEMON_FREE_SCANNED, f);
+            self.rec.vm.add(Ev::COMPACT_DAEMON_MIGRATE_SCANNED, m);
+            self.rec.vm.add(Ev::COMPACT_DAEMON_FREE_SCANNED, f);
         }
     }
 
@@ -823,7 +875,18 @@ impl Kernel {
             if self.pm.zone_watermark_ok(zi, cc.order as u32, mark, cc.highest_zoneidx, cc.alloc_flags) {
                 return Some(CompactResult::Success);
             }
-            if !self.compaction_suitable(zi, cc.order, cc.highest_zoneidx) {
+            let suitable = self.compaction_suitable(zi, cc.order, cc.highest_zoneidx);
+            let ret = if suitable { CompactResult::Continue } else { CompactResult::Skipped };
+            let z = &self.pm.zones[zi];
+            trace_event!(
+                self,
+                mm_compaction_suitable,
+                nid = z.node,
+                zone = z.name,
+                order = cc.order,
+                ret = result_name(ret)
+            );
+            if !suitable {
                 return Some(CompactResult::Skipped);
             }
         }
@@ -854,22 +917,22 @@ impl Kernel {
         cc.last_migrated_pfn = 0;
         let z = &self.pm.zones[zi];
         cc.update_cached = !sync && z.compact_cached_migrate_pfn[0] == z.compact_cached_migrate_pfn[1];
-        if self.trace_on("mm_compaction_begin") {
-            let mut m = Map::new();
-            m.insert("node".into(), json!(z.node));
-            m.insert("zone".into(), json!(z.name));
-            m.insert("order".into(), json!(cc.order));
-            m.insert("zone_start".into(), json!(s));
-            m.insert("migrate_pfn".into(), json!(cc.migrate_pfn));
-            m.insert("free_pfn".into(), json!(cc.free_pfn));
-            m.insert("zone_end".into(), json!(e));
-            m.insert("mode".into(), json!(if sync { "sync" } else { "async" }));
-            self.emit("mm_compaction_begin", m);
-        }
+        trace_event!(
+            self,
+            mm_compaction_begin,
+            nid = z.node,
+            zone = z.name,
+            order = cc.order,
+            zone_start = s,
+            migrate_pfn = cc.migrate_pfn,
+            free_pfn = cc.free_pfn,
+            zone_end = e,
+            sync = sync,
+        );
         None
     }
 
-    /// compact_zone()'s loop. With `budget` (an absolute `self.cost` value) the loop
+    /// compact_zone()'s loop. With `budget` (an absolute `self.clock.cost` value) the loop
     /// pauses when the budget is spent and returns None; call again to resume.
     fn compact_zone_run(&mut self, cc: &mut CompactControl, budget: Option<u64>) -> Option<CompactResult> {
         let zs = self.pm.zones[cc.zi].start_pfn;
@@ -878,7 +941,7 @@ impl Kernel {
             if ret != CompactResult::Continue {
                 return Some(self.compact_zone_end(cc, ret));
             }
-            if budget.is_some_and(|b| self.cost >= b) {
+            if budget.is_some_and(|b| self.clock.cost >= b) {
                 // pause: hand the isolated targets back; resume at the highest of them
                 if cc.nr_freepages > 0 {
                     let high = pageblock_start(self.release_freepages(cc));
@@ -932,19 +995,22 @@ impl Kernel {
             }
         }
         self.count_scanned(cc);
-        if self.trace_on("mm_compaction_end") {
-            let z = &self.pm.zones[cc.zi];
-            let mut m = Map::new();
-            m.insert("node".into(), json!(z.node));
-            m.insert("zone".into(), json!(z.name));
-            m.insert("order".into(), json!(cc.order));
-            m.insert("migrate_pfn".into(), json!(cc.migrate_pfn));
-            m.insert("free_pfn".into(), json!(cc.free_pfn));
-            m.insert("status".into(), json!(result_name(ret)));
-            m.insert("migrate_scanned".into(), json!(cc.total_migrate_scanned));
-            m.insert("free_scanned".into(), json!(cc.total_free_scanned));
-            self.emit("mm_compaction_end", m);
-        }
+        let z = &self.pm.zones[cc.zi];
+        trace_event!(
+            self,
+            mm_compaction_end,
+            nid = z.node,
+            zone = z.name,
+            order = cc.order,
+            zone_start = z.start_pfn,
+            migrate_pfn = cc.migrate_pfn,
+            free_pfn = cc.free_pfn,
+            zone_end = z.end_pfn(),
+            sync = cc.mode != MigrateMode::Async,
+            status = result_name(ret),
+            migrate_scanned = cc.total_migrate_scanned,
+            free_scanned = cc.total_free_scanned,
+        );
         ret
     }
 
@@ -992,12 +1058,7 @@ impl Kernel {
         if gfp & __GFP_IO == 0 {
             return CompactResult::Skipped;
         }
-        if self.trace_on("mm_compaction_try_to_compact_pages") {
-            let mut m = Map::new();
-            m.insert("order".into(), json!(order));
-            m.insert("prio".into(), json!(format!("{prio:?}")));
-            self.emit("mm_compaction_try_to_compact_pages", m);
-        }
+        trace_event!(self, mm_compaction_try_to_compact_pages, order = order, gfp_mask = gfp, prio = prio as u32);
         let o = order as i32;
         let mut rc = CompactResult::Skipped;
         for &zi in zonelist {
@@ -1054,10 +1115,10 @@ impl Kernel {
             return;
         }
         for nid in 0..self.pm.nodes.len() {
-            if self.kcompactd[nid].proactive_trigger {
+            if self.pgdat[nid].kcompactd.proactive_trigger {
                 continue;
             }
-            self.kcompactd[nid].proactive_trigger = true;
+            self.pgdat[nid].kcompactd.proactive_trigger = true;
             self.wake(Kthread::Kcompactd(nid));
         }
     }
@@ -1076,7 +1137,7 @@ impl Kernel {
 
     /// kcompactd_node_suitable()
     fn kcompactd_node_suitable(&self, nid: usize) -> bool {
-        let st = &self.kcompactd[nid];
+        let st = &self.pgdat[nid].kcompactd;
         let (order, highest) = (st.max_order, st.highest_zoneidx);
         for zi in self.node_zones(nid, highest) {
             let min = self.pm.zones[zi].wmark(WMARK_MIN);
@@ -1097,7 +1158,7 @@ impl Kernel {
         if order == 0 {
             return;
         }
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         if st.max_order < order {
             st.max_order = order;
         }
@@ -1111,27 +1172,16 @@ impl Kernel {
         if !self.kcompactd_node_suitable(nid) {
             return;
         }
-        if self.trace_on("mm_compaction_wakeup_kcompactd") {
-            let mut m = Map::new();
-            m.insert("nid".into(), json!(nid));
-            m.insert("order".into(), json!(order));
-            self.emit("mm_compaction_wakeup_kcompactd", m);
-        }
+        trace_event!(self, mm_compaction_wakeup_kcompactd, nid = nid, order = order, highest_zoneidx = ZONE_NORMAL);
         self.wake(Kthread::Kcompactd(nid));
     }
 
     /// kcompactd_do_work()
     fn kcompactd_do_work(&mut self, nid: usize) {
-        let (order, highest) = (self.kcompactd[nid].max_order, self.kcompactd[nid].highest_zoneidx);
-        self.kcompactd[nid].do_work_runs += 1;
-        if self.trace_on("mm_compaction_kcompactd_wake") {
-            let mut m = Map::new();
-            m.insert("nid".into(), json!(nid));
-            m.insert("order".into(), json!(order));
-            m.insert("highest_zoneidx".into(), json!(highest));
-            self.emit("mm_compaction_kcompactd_wake", m);
-        }
-        self.vm.count(Ev::COMPACT_DAEMON_WAKE);
+        let (order, highest) = (self.pgdat[nid].kcompactd.max_order, self.pgdat[nid].kcompactd.highest_zoneidx);
+        self.pgdat[nid].kcompactd.do_work_runs += 1;
+        trace_event!(self, mm_compaction_kcompactd_wake, nid = nid, order = order, highest_zoneidx = highest);
+        self.rec.vm.count(Ev::COMPACT_DAEMON_WAKE);
         let o = order as i32;
         for zi in self.node_zones(nid, highest) {
             let zidx = self.pm.zones[zi].idx;
@@ -1155,7 +1205,7 @@ impl Kernel {
                 _ => {}
             }
         }
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         if st.max_order <= order {
             st.max_order = 0;
         }
@@ -1175,7 +1225,7 @@ impl Kernel {
 
     /// Run (a slice of) the proactive round; true when the round is over.
     fn proactive_slice(&mut self, round: &mut ProactiveRound) -> bool {
-        let budget = self.cost + KCOMPACTD_SLICE_NS;
+        let budget = self.clock.cost + KCOMPACTD_SLICE_NS;
         while round.pos < round.zones.len() {
             if round.cc.is_none() {
                 let zi = round.zones[round.pos];
@@ -1204,32 +1254,34 @@ impl Kernel {
 
     /// The wait at the top of kcompactd()'s loop.
     fn kcompactd_wait(&mut self, nid: usize) -> KthreadNext {
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         if st.max_order > 0 || st.proactive_trigger {
             return KthreadNext::Again;
         }
+        trace_event!(self, mm_compaction_kcompactd_sleep, nid = nid);
         if self.cfg.compaction_proactiveness == 0 {
-            self.kcompactd[nid].deadline = None;
+            self.pgdat[nid].kcompactd.deadline = None;
             return KthreadNext::Wait;
         }
+        let st = &mut self.pgdat[nid].kcompactd;
         let t = st.timeout_ns;
-        st.deadline = Some(self.now + self.cost + t);
+        st.deadline = Some(self.clock.now + self.clock.cost + t);
         KthreadNext::Sleep(t)
     }
 
     /// One iteration of kcompactd()'s loop (or one slice of a proactive round).
     pub fn kcompactd_step(&mut self, nid: usize) -> KthreadNext {
-        if let Some(mut round) = self.kcompactd[nid].round.take() {
+        if let Some(mut round) = self.pgdat[nid].kcompactd.round.take() {
             if !self.proactive_slice(&mut round) {
-                self.kcompactd[nid].round = Some(round);
+                self.pgdat[nid].kcompactd.round = Some(round);
                 return KthreadNext::Again;
             }
             self.proactive_round_done(nid, round.prev_score);
             return self.kcompactd_wait(nid);
         }
-        let st = &self.kcompactd[nid];
+        let st = &self.pgdat[nid].kcompactd;
         let work = st.max_order > 0 || st.proactive_trigger;
-        let now = self.now + self.cost;
+        let now = self.clock.now + self.clock.cost;
         if !work {
             if let Some(d) = st.deadline {
                 if now < d {
@@ -1240,50 +1292,51 @@ impl Kernel {
         }
         if work && !st.proactive_trigger {
             self.kcompactd_do_work(nid);
-            self.kcompactd[nid].timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
+            self.pgdat[nid].kcompactd.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
             return self.kcompactd_wait(nid);
         }
         // the timer expired (or the proactiveness knob was written)
-        self.kcompactd[nid].timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
+        self.pgdat[nid].kcompactd.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
         if self.should_proactive_compact_node(nid) {
             let prev_score = self.fragmentation_score_node(nid);
             let mut round =
                 ProactiveRound { zones: self.node_zones(nid, MAX_NR_ZONES - 1), pos: 0, cc: None, prev_score };
             if !self.proactive_slice(&mut round) {
-                self.kcompactd[nid].round = Some(round);
+                self.pgdat[nid].kcompactd.round = Some(round);
                 return KthreadNext::Again;
             }
             self.proactive_round_done(nid, prev_score);
         }
-        self.kcompactd[nid].proactive_trigger = false;
+        self.pgdat[nid].kcompactd.proactive_trigger = false;
         self.kcompactd_wait(nid)
     }
 
     /// After proactive_compact_node(): back off for 32 s when the score did not drop.
     fn proactive_round_done(&mut self, nid: usize, prev_score: u64) {
         let score = self.fragmentation_score_node(nid);
-        let st = &mut self.kcompactd[nid];
+        let st = &mut self.pgdat[nid].kcompactd;
         st.proactive_rounds += 1;
         st.proactive_trigger = false;
         if score >= prev_score {
             st.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS << COMPACT_MAX_DEFER_SHIFT;
             st.proactive_backoffs += 1;
         }
-        if self.trace_on("thplab_proactive_round") {
-            let mut m = Map::new();
-            m.insert("nid".into(), json!(nid));
-            m.insert("prev_score".into(), json!(prev_score));
-            m.insert("score".into(), json!(score));
-            m.insert("next_timeout_ns".into(), json!(self.kcompactd[nid].timeout_ns));
-            self.emit("thplab_proactive_round", m);
-        }
+        trace_event!(
+            self,
+            thplab_proactive_round,
+            nid = nid,
+            prev_score = prev_score,
+            score = score,
+            next_timeout_ns = self.pgdat[nid].kcompactd.timeout_ns,
+        );
     }
 
     /// kcompactd state for results: per node rounds, back-offs, do_work runs.
     pub fn kcompactd_summary(&self) -> Value {
         Value::Array(
-            self.kcompactd
+            self.pgdat
                 .iter()
+                .map(|n| &n.kcompactd)
                 .enumerate()
                 .map(|(n, s)| json!({"node": n, "proactive_rounds": s.proactive_rounds, "proactive_backoffs": s.proactive_backoffs, "do_work_runs": s.do_work_runs}))
                 .collect(),

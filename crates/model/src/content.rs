@@ -13,6 +13,7 @@
 //! believe a page is all zero unless the write covers the whole page, so the model can
 //! only ever over-estimate what must be kept.
 
+use crate::consts::*;
 use thplab_workload::workload::{DataKind, WriteData};
 
 pub type Content = u16;
@@ -55,15 +56,15 @@ pub fn first_nonzero(c: Content) -> Option<u16> {
 #[inline]
 pub fn memchr_inv_bytes(c: Content) -> u64 {
     match first_nonzero(c) {
-        None => 4096,
+        None => PAGE_SIZE,
         Some(o) => (o as u64 / 8 + 1) * 8,
     }
 }
 
 /// The content after writing `bytes` bytes of `data` at `byte` within the page.
 pub fn apply_write(old: Content, byte: u32, bytes: u32, data: &WriteData) -> Content {
-    debug_assert!(bytes >= 1 && byte + bytes <= 4096);
-    let whole = byte == 0 && bytes == 4096;
+    debug_assert!(bytes >= 1 && byte as u64 + bytes as u64 <= PAGE_SIZE);
+    let whole = byte == 0 && bytes as u64 == PAGE_SIZE;
     let oc = class(old);
     let first = |o: Content| -> u16 {
         match first_nonzero(o) {

@@ -4,24 +4,34 @@
 //! page allocates a THP, splitting only on failure), __split_huge_pmd, and the
 //! deferred split queue (deferred_split_folio).
 
-use crate::kernel::{Defrag, Fault, Kernel, ThpMode};
+use crate::config::{Defrag, ThpMode};
+use crate::consts::*;
+use crate::kernel::Kernel;
+use crate::memory::Fault;
 use crate::mm_types::*;
 use crate::mmap::{Vma, VM_HUGEPAGE, VM_LOCKED, VM_NOHUGEPAGE};
 use crate::page_alloc::*;
 use crate::pgtable::*;
-use crate::vmstat::Ev;
+use crate::trace::trace_event;
+use crate::vmstat::{Ev, NodeStat};
 
-pub const HPAGE_PMD_SIZE: u64 = 2 << 20;
+/// The huge zero folio (huge_zero_folio, huge_zero_refcount): allocated on first use,
+/// one reference per mm that maps it (MMF_HUGE_ZERO_PAGE).
+#[derive(Default)]
+pub struct HugeZeroFolio {
+    pub pfn: Option<u64>,
+    pub users: u64,
+}
 
 impl Kernel {
     /// thp_vma_allowable_order(vma, vm_flags, TVA_PAGEFAULT, PMD_ORDER) plus
     /// thp_vma_suitable_order(): may this fault map a PMD THP at `haddr`?
-    pub fn thp_vma_allowable(&self, mm: usize, vma: &Vma, haddr: u64) -> bool {
+    pub fn thp_vma_allowable(&self, mm: MmId, vma: &Vma, haddr: u64) -> bool {
         self.thp_vma_allowable_flags(mm, vma.flags) && haddr >= vma.start && haddr + HPAGE_PMD_SIZE <= vma.end
     }
 
     /// The flag part of thp_vma_allowable_order (no range check).
-    pub fn thp_vma_allowable_flags(&self, mm: usize, vm_flags: u32) -> bool {
+    pub fn thp_vma_allowable_flags(&self, mm: MmId, vm_flags: u32) -> bool {
         if self.mms[mm].thp_disable || vm_flags & VM_NOHUGEPAGE != 0 {
             return false;
         }
@@ -48,34 +58,34 @@ impl Kernel {
 
     /// alloc_pages_mpol() for PMD order: the local node only (THISNODE|NORETRY) first;
     /// other nodes (and full reclaim/compaction) only when direct reclaim is allowed.
-    pub fn alloc_thp(&mut self, gfp: Gfp, nid: usize) -> Option<u64> {
-        if let Some(p) = self.alloc_pages(gfp | __GFP_THISNODE | __GFP_NORETRY, 9, nid) {
+    pub fn alloc_thp(&mut self, gfp: Gfp, nid: usize) -> Option<Pfn> {
+        if let Some(p) = self.alloc_pages(gfp | __GFP_THISNODE | __GFP_NORETRY, HPAGE_PMD_ORDER, nid) {
             return Some(p);
         }
         if gfp & __GFP_DIRECT_RECLAIM == 0 {
             return None;
         }
-        self.alloc_pages(gfp, 9, nid)
+        self.alloc_pages(gfp, HPAGE_PMD_ORDER, nid)
     }
 
     /// vma_alloc_anon_folio_pmd(): allocate and clear a THP for a fault, counting
     /// thp_fault_alloc / thp_fault_fallback and the per-size anon_fault_* stats.
-    fn vma_alloc_anon_folio_pmd(&mut self, mm: usize, vm_flags: u32) -> Option<u64> {
+    fn vma_alloc_anon_folio_pmd(&mut self, mm: MmId, vm_flags: u32) -> Option<u64> {
         let gfp = self.vma_thp_gfp_mask(vm_flags);
         let nid = self.mms[mm].node;
-        let t0 = self.cost;
+        let t0 = self.clock.cost;
         let page = self.alloc_thp(gfp, nid);
-        if self.record_latency && page.is_some() {
-            self.latency_thp_alloc.push(self.cost - t0);
+        if self.rec.record_latency && page.is_some() {
+            self.rec.latency_thp_alloc.push(self.clock.cost - t0);
         }
         match page {
             None => {
-                self.vm.count(Ev::THP_FAULT_FALLBACK);
+                self.rec.vm.count(Ev::THP_FAULT_FALLBACK);
                 self.count_mthp("anon_fault_fallback", 1);
                 None
             }
-            Some(pfn) => {
-                self.vm.count(Ev::THP_FAULT_ALLOC);
+            Some(Pfn(pfn)) => {
+                self.rec.vm.count(Ev::THP_FAULT_ALLOC);
                 self.count_mthp("anon_fault_alloc", 1);
                 self.charge(self.costs.fault_2m_ns + self.costs.clear_2m_ns);
                 Some(pfn)
@@ -84,26 +94,26 @@ impl Kernel {
     }
 
     /// map_anon_folio_pmd(): set up the THP's frames, map it by a huge PMD in slot `sid`.
-    pub(crate) fn map_anon_folio_pmd(&mut self, mm: usize, sid: u32, head: u64, vm_flags: u32, write: bool) {
-        for i in 0..512u64 {
+    pub(crate) fn map_anon_folio_pmd(&mut self, mm: MmId, sid: u32, head: u64, vm_flags: u32, write: bool) {
+        for i in 0..HPAGE_PMD_NR {
             let c = if i == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
             self.pm.frames[(head + i) as usize] = with_rmap(make_anon(c), Some((sid, i as u32)));
         }
         let h = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_dirty(set_young(h, true), write);
         self.slots.get_mut(sid).pmd = Pmd::Huge(head as u32);
-        self.mms[mm].rss_anon += 512;
-        self.nr_anon_pages += 512;
-        self.nr_anon_thp += 1;
-        self.lru_add(head, 512, vm_flags & VM_LOCKED != 0);
+        self.mms[mm].rss_anon += HPAGE_PMD_NR;
+        self.mod_node_page_state(head, NodeStat::NrAnonMapped, HPAGE_PMD_NR as i64);
+        self.mod_node_page_state(head, NodeStat::NrAnonThps, 1);
+        self.lru_add(head, HPAGE_PMD_NR, vm_flags & VM_LOCKED != 0);
         self.deferred_split_folio(head, false);
     }
 
     /// do_huge_pmd_anonymous_page(). Returns None for VM_FAULT_FALLBACK (the caller
     /// then takes the PTE path), Some(result) otherwise.
-    pub fn do_huge_pmd_anonymous_page(&mut self, mm: usize, vma: &Vma, haddr: u64, write: bool) -> Option<Fault> {
+    pub fn do_huge_pmd_anonymous_page(&mut self, mm: MmId, vma: &Vma, haddr: u64, write: bool) -> Option<Fault> {
         self.khugepaged_enter_vma(mm, vma.flags);
-        let idx = haddr >> 21;
+        let idx = haddr >> PMD_SHIFT;
         if !write && self.cfg.use_zero_page {
             let Some(pgtable) = self.alloc_pgtable(mm) else { return Some(Fault::Oom) };
             if !self.mm_get_huge_zero_folio(mm) {
@@ -116,11 +126,11 @@ impl Kernel {
         }
         let head = self.vma_alloc_anon_folio_pmd(mm, vma.flags)?;
         if !self.mms[mm].alive {
-            self.pm.free_pages(head, 9, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
             return Some(Fault::Oom);
         }
         let Some(pgtable) = self.alloc_pgtable(mm) else {
-            self.pm.free_pages(head, 9, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
             return Some(Fault::Oom);
         };
         let sid = self.new_slot(mm, idx, Pmd::HugeZero, pgtable);
@@ -131,60 +141,82 @@ impl Kernel {
     /// mm_get_huge_zero_folio(): take a reference on the huge zero page, allocating it
     /// on first use ((GFP_TRANSHUGE | __GFP_ZERO) & ~__GFP_MOVABLE), counting
     /// thp_zero_page_alloc / thp_zero_page_alloc_failed.
-    fn mm_get_huge_zero_folio(&mut self, mm: usize) -> bool {
+    fn mm_get_huge_zero_folio(&mut self, mm: MmId) -> bool {
         if self.mms[mm].huge_zero_ref {
             return true;
         }
-        if self.huge_zero_pfn.is_none() {
+        if self.huge_zero.pfn.is_none() {
             let nid = self.mms[mm].node;
-            match self.alloc_pages((GFP_TRANSHUGE | __GFP_ZERO) & !__GFP_MOVABLE, 9, nid) {
+            match self.alloc_pages((GFP_TRANSHUGE | __GFP_ZERO) & !__GFP_MOVABLE, HPAGE_PMD_ORDER, nid) {
                 None => {
-                    self.vm.count(Ev::THP_ZERO_PAGE_ALLOC_FAILED);
+                    self.rec.vm.count(Ev::THP_ZERO_PAGE_ALLOC_FAILED);
                     return false;
                 }
-                Some(pfn) => {
-                    for p in pfn..pfn + 512 {
+                Some(Pfn(pfn)) => {
+                    for p in pfn..pfn + HPAGE_PMD_NR {
                         self.pm.frames[p as usize] = make_zero_frame();
                     }
                     self.charge(self.costs.clear_2m_ns);
-                    self.vm.count(Ev::THP_ZERO_PAGE_ALLOC);
-                    self.huge_zero_pfn = Some(pfn);
+                    self.rec.vm.count(Ev::THP_ZERO_PAGE_ALLOC);
+                    self.huge_zero.pfn = Some(pfn);
                 }
             }
         }
         self.mms[mm].huge_zero_ref = true;
-        self.huge_zero_users += 1;
+        self.huge_zero.users += 1;
         true
+    }
+
+    /// mm_put_huge_zero_folio(): an exiting mm drops its reference.
+    pub fn mm_put_huge_zero_folio(&mut self, mm: MmId) {
+        if self.mms[mm].huge_zero_ref {
+            self.mms[mm].huge_zero_ref = false;
+            self.huge_zero.users -= 1;
+        }
+    }
+
+    /// Put a folio that was on the deferred split queue back on it (migration moved it:
+    /// the copy carries PG_partially_mapped).
+    pub(crate) fn deferred_split_requeue(&mut self, head: u64) {
+        let t = head as usize + 1;
+        self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
+        let node = self.pm.node_of(head);
+        self.pgdat[node].deferred_split.push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
+    }
+
+    /// Folios on node `nid`'s deferred split queue (the shrinker's count_objects).
+    pub fn deferred_split_count(&self, nid: usize) -> u64 {
+        self.pgdat[nid].deferred_split.len
     }
 
     /// shrink_huge_zero_folio_scan(): free the huge zero page when no mm uses it.
     pub fn shrink_huge_zero_page(&mut self) {
-        if self.huge_zero_users == 0 {
-            if let Some(pfn) = self.huge_zero_pfn.take() {
-                self.pm.free_pages(pfn, 9, &mut self.vm);
+        if self.huge_zero.users == 0 {
+            if let Some(pfn) = self.huge_zero.pfn.take() {
+                self.pm.free_pages(Pfn(pfn), HPAGE_PMD_ORDER, &mut self.rec.vm);
             }
         }
     }
 
     /// do_huge_zero_wp_pmd(): replace the huge zero PMD with a fresh THP. None = fallback.
-    pub fn do_huge_zero_wp_pmd(&mut self, mm: usize, vma: &Vma, sid: u32, _haddr: u64) -> Option<Fault> {
+    pub fn do_huge_zero_wp_pmd(&mut self, mm: MmId, vma: &Vma, sid: u32, _haddr: u64) -> Option<Fault> {
         let head = self.vma_alloc_anon_folio_pmd(mm, vma.flags)?;
         if !self.mms[mm].alive {
-            self.pm.free_pages(head, 9, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
             return Some(Fault::Oom);
         }
         self.map_anon_folio_pmd(mm, sid, head, vma.flags, true);
         let i = self.slots.get(sid).index;
-        self.mms[mm].tlb.flush_range(i << 21, (i + 1) << 21);
+        self.mms[mm].tlb.flush_range(i << PMD_SHIFT, (i + 1) << PMD_SHIFT);
         self.charge(self.costs.tlb_flush_ns);
         Some(Fault::Ok)
     }
 
     /// __split_huge_pmd_locked(): turn a huge PMD into a PTE table (the deposited one),
     /// counting thp_split_pmd. The folio stays whole; its subpages are now PTE-mapped.
-    pub fn split_huge_pmd(&mut self, mm: usize, sid: u32) {
-        let pmd = std::mem::replace(&mut self.slots.get_mut(sid).pmd, Pmd::Table(Box::new([PTE_NONE; 512])));
-        self.vm.count(Ev::THP_SPLIT_PMD);
+    pub fn split_huge_pmd(&mut self, mm: MmId, sid: u32) {
+        let pmd = std::mem::replace(&mut self.slots.get_mut(sid).pmd, Pmd::Table(Box::new([PTE_NONE; PTRS_PER_PTE])));
+        self.rec.vm.count(Ev::THP_SPLIT_PMD);
         self.charge(self.costs.split_pmd_ns);
         match pmd {
             Pmd::HugeZero => {
@@ -198,15 +230,15 @@ impl Kernel {
                         *e = mk_pte(K_PRESENT, head + i as u32);
                     }
                 }
-                self.nr_anon_thp -= 1;
-                self.thp_mapcount.insert(head, 512);
+                self.mod_node_page_state(head as u64, NodeStat::NrAnonThps, -1);
+                self.pm.mapcount.insert(head, HPAGE_PMD_NR as u16);
             }
             other => {
                 self.slots.get_mut(sid).pmd = other;
             }
         }
         let i = self.slots.get(sid).index;
-        self.mms[mm].tlb.flush_range(i << 21, (i + 1) << 21);
+        self.mms[mm].tlb.flush_range(i << PMD_SHIFT, (i + 1) << PMD_SHIFT);
     }
 
     // ---- the deferred split queue: links of head+1, flags in head+1's frame ----
@@ -226,13 +258,13 @@ impl Kernel {
         let t = head as usize + 1;
         if partially_mapped && !self.folio_partially_mapped(head) {
             self.pm.frames[t] = set_mlocked(self.pm.frames[t], true);
-            self.vm.count(Ev::THP_DEFERRED_SPLIT_PAGE);
+            self.rec.vm.count(Ev::THP_DEFERRED_SPLIT_PAGE);
             self.count_mthp("split_deferred", 1);
         }
         if !self.on_deferred(head) {
             self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
             let node = self.pm.node_of(head);
-            self.deferred[node].push_tail(&mut self.pm.links, t as u32, 512);
+            self.pgdat[node].deferred_split.push_tail(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
         }
     }
 
@@ -241,7 +273,7 @@ impl Kernel {
         if self.on_deferred(head) {
             let t = head as usize + 1;
             let node = self.pm.node_of(head);
-            self.deferred[node].remove(&mut self.pm.links, t as u32, 512);
+            self.pgdat[node].deferred_split.remove(&mut self.pm.links, t as u32, HPAGE_PMD_NR);
             self.pm.frames[t] = set_mlocked(with_lru(self.pm.frames[t], 0), false);
         }
     }
@@ -249,19 +281,19 @@ impl Kernel {
     /// shrink_slab(): the shrinkers thplab models — the THP deferred-split queue
     /// (deferred_split_scan; filled in by the split issue) and the huge zero page.
     pub fn shrink_slab(&mut self) {
-        for n in 0..self.deferred.len() {
-            let len = self.deferred[n].len;
+        for n in 0..self.pgdat.len() {
+            let len = self.pgdat[n].deferred_split.len;
             self.deferred_split_scan(n, len);
         }
         self.shrink_huge_zero_page();
     }
 
     pub fn deferred_split_len(&self) -> u64 {
-        self.deferred.iter().map(|l| l.len).sum()
+        self.pgdat.iter().map(|n| n.deferred_split.len).sum()
     }
 }
 
-use crate::kernel::SplitZero;
+use crate::config::SplitZero;
 use crate::migrate::{SplitFailed, SplitReason};
 
 impl Kernel {
@@ -278,17 +310,18 @@ impl Kernel {
     /// mlocked folios and VM_LOCKED VMAs keep their zero pages. The zero check costs
     /// what memchr_inv costs: up to the first non-zero byte.
     /// Returns the head pfns of the order-0 folios left (mapped or not, not freed).
-    pub fn split_folio(&mut self, head: u64, reason: SplitReason) -> Result<Vec<u64>, SplitFailed> {
+    pub fn split_folio(&mut self, head: Pfn, reason: SplitReason) -> Result<Vec<Pfn>, SplitFailed> {
+        let head = head.0;
         let f = self.pm.frames[head as usize];
         if tag(f) != TAG_ANON || compound(f) != COMPOUND_HEAD {
-            self.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
+            self.rec.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
             self.count_mthp("split_failed", 1);
             return Err(SplitFailed);
         }
         // unmap_folio(): a PMD mapping becomes PTEs first
         if let Some((sid, _)) = rmap(f) {
             if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
-                let mm = self.slots.get(sid).mm as usize;
+                let mm = self.slots.get(sid).mm;
                 self.split_huge_pmd(mm, sid);
             }
         }
@@ -300,15 +333,15 @@ impl Kernel {
         // an isolated folio is off its list: PG_mlocked tells
         let mlocked_ = lru_list == LRU_UNEVICTABLE || mlocked(f);
         if lru_list != LRU_NONE {
-            self.lru_del(head, 512);
+            self.lru_del(head, HPAGE_PMD_NR);
         }
         self.deferred_split_remove(head);
-        self.thp_mapcount.remove(&(head as u32));
+        self.pm.mapcount.remove(&(head as u32));
         self.charge(self.costs.split_folio_ns);
         let mut left = vec![];
         let mut freed = vec![];
-        let mut flushed: Option<(usize, u64)> = None;
-        for i in 0..512u64 {
+        let mut flushed: Option<(MmId, u64)> = None;
+        for i in 0..HPAGE_PMD_NR {
             let p = head + i;
             let pf = self.pm.frames[p as usize];
             // every subpage becomes an order-0 folio with the folio's flags
@@ -320,14 +353,14 @@ impl Kernel {
                 None => {
                     // already zapped (partially unmapped THP): the split's reference was the last
                     if policy == SplitZero::Seed && isolated {
-                        self.vm.count(Ev::THP_SPLIT_FREE);
+                        self.rec.vm.count(Ev::THP_SPLIT_FREE);
                     }
                     freed.push(p);
                 }
                 Some((sid, idx)) => {
-                    let mm = self.slots.get(sid).mm as usize;
+                    let mm = self.slots.get(sid).mm;
                     let vma_locked = {
-                        let addr = (self.slots.get(sid).index << 21) + ((idx as u64) << 12);
+                        let addr = (self.slots.get(sid).index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
                         self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0)
                     };
                     let check = match policy {
@@ -337,7 +370,9 @@ impl Kernel {
                     } && !mlocked_
                         && !vma_locked;
                     let zero = if check {
-                        self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(content(pf)) / 4096);
+                        self.charge(
+                            self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(content(pf)) / PAGE_SIZE,
+                        );
                         crate::content::is_zero(content(pf))
                     } else {
                         false
@@ -346,53 +381,60 @@ impl Kernel {
                     if zero {
                         let pte = if policy == SplitZero::Mainline { PTE_ZERO } else { PTE_NONE };
                         if policy == SplitZero::Seed {
-                            self.vm.count(Ev::THP_SPLIT_UNMAP);
+                            self.rec.vm.count(Ev::THP_SPLIT_UNMAP);
                         }
                         self.set_pte(sid, idx as usize, pte);
                         self.pm.frames[p as usize] = with_rmap(nf, None);
                         self.mms[mm].rss_anon -= 1;
-                        self.nr_anon_pages -= 1;
+                        self.mod_node_page_state(p, NodeStat::NrAnonMapped, -1);
                         freed.push(p);
                     } else {
                         self.charge(self.costs.pte_walk_ns);
-                        left.push(p);
+                        left.push(Pfn(p));
                     }
                 }
             }
         }
         for p in freed {
-            self.pm.free_pages(p, 0, &mut self.vm);
+            self.pm.free_pages(Pfn(p), 0, &mut self.rec.vm);
         }
         if !isolated {
             // lru_add_split_folio(): the pieces of a folio that was on the LRU go back on it;
             // an isolated folio's pieces stay on the caller's list (reclaim, migration)
-            for &p in &left {
-                let node = self.pm.node_of(p);
+            for &Pfn(p) in &left {
                 let l = if lru_list == LRU_NONE { crate::mm_types::LRU_INACTIVE_ANON } else { lru_list };
-                self.pm.frames[p as usize] = with_lru(self.pm.frames[p as usize], l);
                 // lazy-free pieces go back to the file list (lru_index)
-                self.pm.lru[node][lru_index(self.pm.frames[p as usize])].push_head(&mut self.pm.links, p as u32, 1);
+                self.lruvec_add_folio(p, 1, l, false);
             }
         }
         if let Some((mm, ix)) = flushed {
-            self.mms[mm].tlb.flush_range(ix << 21, (ix + 1) << 21);
+            self.mms[mm].tlb.flush_range(ix << PMD_SHIFT, (ix + 1) << PMD_SHIFT);
             self.charge(self.costs.tlb_flush_ns);
         }
-        self.vm.count(Ev::THP_SPLIT_PAGE);
+        self.rec.vm.count(Ev::THP_SPLIT_PAGE);
         self.count_mthp("split", 1);
+        trace_event!(
+            self,
+            thplab_split_huge_page,
+            pfn = head,
+            reason = format!("{reason:?}"),
+            zero_subpages = format!("{policy:?}"),
+            nr_freed = HPAGE_PMD_NR - left.len() as u64,
+            nr_left = left.len(),
+        );
         Ok(left)
     }
 
     /// thp_underused(): more than max_ptes_none zero subpages (never at the default 511).
     pub fn thp_underused(&mut self, head: u64) -> bool {
         let max_none = self.cfg.max_ptes_none as u64;
-        if max_none == 511 {
+        if max_none == MAX_PTES_NONE_ANY as u64 {
             return false;
         }
         let (mut zero, mut filled) = (0u64, 0u64);
-        for i in 0..512u64 {
+        for i in 0..HPAGE_PMD_NR {
             let c = content(self.pm.frames[(head + i) as usize]);
-            self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(c) / 4096);
+            self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(c) / PAGE_SIZE);
             if crate::content::is_zero(c) {
                 zero += 1;
                 if zero > max_none {
@@ -400,7 +442,7 @@ impl Kernel {
                 }
             } else {
                 filled += 1;
-                if filled >= 512 - max_none {
+                if filled >= HPAGE_PMD_NR - max_none {
                     return false;
                 }
             }
@@ -416,7 +458,7 @@ impl Kernel {
         let mut scanned = 0;
         let mut keep: Vec<u64> = vec![];
         while scanned < nr_to_scan {
-            let t = self.deferred[node].head;
+            let t = self.pgdat[node].deferred_split.head;
             if t == NIL {
                 break;
             }
@@ -425,7 +467,7 @@ impl Kernel {
             let partially = self.folio_partially_mapped(head);
             self.deferred_split_remove(head);
             if partially {
-                if self.split_folio(head, SplitReason::Deferred).is_ok() {
+                if self.split_folio(Pfn(head), SplitReason::Deferred).is_ok() {
                     split += 1;
                 }
                 continue;
@@ -435,8 +477,8 @@ impl Kernel {
                 keep.push(head);
                 continue;
             }
-            if self.thp_underused(head) && self.split_folio(head, SplitReason::Underused).is_ok() {
-                self.vm.count(Ev::THP_UNDERUSED_SPLIT_PAGE);
+            if self.thp_underused(head) && self.split_folio(Pfn(head), SplitReason::Underused).is_ok() {
+                self.rec.vm.count(Ev::THP_UNDERUSED_SPLIT_PAGE);
                 split += 1;
             }
             // otherwise "used": it stays off the queue

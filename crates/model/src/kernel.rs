@@ -5,282 +5,121 @@
 //! Later mechanisms hook in here: `wakeup_kswapd` and `try_to_free_pages` (vmscan.rs),
 //! `try_to_compact_pages` (compaction issue), `out_of_memory`.
 
+use crate::compaction::Kcompactd;
+pub use crate::config::{Config, Defrag, SplitZero, ThpMode};
+use crate::huge_memory::HugeZeroFolio;
+use crate::khugepaged::KhugepagedState;
+use crate::kthread::Kthread;
+use crate::locking::SimLock;
 use crate::mm_types::*;
-use crate::mmap::Mm;
+use crate::mmap::MmList;
 use crate::mmzone::*;
-use crate::page_alloc::*;
+use crate::oom_kill::OomControl;
+use crate::page_alloc::PhysMem;
 use crate::pgtable::SlotTable;
-use crate::vmstat::{Ev, VmStat, EV_NAMES, NON_MAINLINE};
-use serde_json::Value;
+use crate::recorder::Recorder;
+use crate::swapfile::SwapState;
+use crate::vmscan::KswapdState;
+use crate::vmstat::{Ev, NodeStats, EV_NAMES, NON_MAINLINE};
 use std::collections::BTreeMap;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs::{self, KnobSet};
 use thplab_workload::machine::MachineSpec;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThpMode {
-    Always,
-    Madvise,
-    Never,
-    Inherit,
+/// pglist_data (include/linux/mmzone.h): a node's reclaim and compaction state, its LRU
+/// lists and its counters, composed here from each mechanism's part. The node's static
+/// layout (zones, pfn span, CPUs) is PhysMem's `nodes`.
+pub struct PgData {
+    /// lruvec: the LRU lists [none, inactive_anon, active_anon, unevictable, inactive_file,
+    /// active_file], threaded through the frames' links (swap.c / vmscan.rs)
+    pub lruvec: [List; NR_LRU_LISTS],
+    /// lruvec->lru_lock, simulated (locking.rs)
+    pub lru_lock: SimLock,
+    /// the THP deferred split queue (huge_memory.rs), threaded through head+1's links
+    pub deferred_split: List,
+    /// kswapd's state (vmscan.rs)
+    pub kswapd: KswapdState,
+    /// kcompactd's state (compaction.rs)
+    pub kcompactd: Kcompactd,
+    /// node_stat_item counters (vmstat.rs)
+    pub stat: NodeStats,
 }
-impl ThpMode {
-    fn parse(s: &str) -> ThpMode {
-        match s {
-            "always" => ThpMode::Always,
-            "madvise" => ThpMode::Madvise,
-            "inherit" => ThpMode::Inherit,
-            _ => ThpMode::Never,
+
+impl PgData {
+    fn new() -> PgData {
+        PgData {
+            lruvec: [List::default(); NR_LRU_LISTS],
+            lru_lock: SimLock::default(),
+            deferred_split: List::default(),
+            kswapd: KswapdState::default(),
+            kcompactd: Kcompactd::default(),
+            stat: NodeStats::default(),
         }
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Defrag {
-    Always,
-    Defer,
-    DeferMadvise,
-    Madvise,
-    Never,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SplitZero {
-    /// before 2021: every subpage remapped
-    None,
-    /// Yu Zhao 2021 (seed 000/001): zero subpages unmapped and freed on isolated splits
-    Seed,
-    /// v6.12+: zero subpages remapped to the shared zero page on every anon split
-    Mainline,
-}
-
-/// The knobs, typed.
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub enabled: ThpMode,
-    pub enabled_2m: ThpMode,
-    pub defrag: Defrag,
-    pub use_zero_page: bool,
-    pub shrink_underused: bool,
-    pub swapin_enabled: ThpMode,
-    pub khugepaged_defrag: bool,
-    pub max_ptes_none: u32,
-    pub max_ptes_swap: u32,
-    pub max_ptes_shared: u32,
-    pub pages_to_scan: u64,
-    pub scan_sleep_ms: u64,
-    pub alloc_sleep_ms: u64,
-    pub min_free_kbytes: Option<u64>,
-    pub watermark_scale_factor: u64,
-    pub watermark_boost_factor: u64,
-    pub swappiness: u64,
-    pub compaction_proactiveness: u64,
-    pub extfrag_threshold: u64,
-    pub compact_unevictable_allowed: bool,
-    pub defrag_mode: bool,
-    pub split_zero: SplitZero,
-    pub thp_swap: bool,
-    pub swap_zeromap: bool,
-    pub pmd_swap_entries: bool,
-    pub khugepaged_skip_collapsed: bool,
-    pub khugepaged_cold_to_tail: bool,
-    pub khugepaged_disabled_next: bool,
-    pub khugepaged_cheap_progress: bool,
-    pub khugepaged_skip_lazyfree: bool,
-    pub proactive_leeway: bool,
-    pub free_page_reporting: bool,
-}
-
-impl Config {
-    pub fn from_knobs(k: &KnobSet) -> Config {
-        let g = |n: &str| k.get(n).map(|s| s.as_str()).unwrap_or_else(|| panic!("knob {n} missing"));
-        let n = |name: &str| g(name).parse::<u64>().unwrap_or(0);
-        Config {
-            enabled: ThpMode::parse(g("transparent_hugepage/enabled")),
-            enabled_2m: ThpMode::parse(g("transparent_hugepage/hugepages-2048kB/enabled")),
-            defrag: match g("transparent_hugepage/defrag") {
-                "always" => Defrag::Always,
-                "defer" => Defrag::Defer,
-                "defer+madvise" => Defrag::DeferMadvise,
-                "madvise" => Defrag::Madvise,
-                _ => Defrag::Never,
-            },
-            use_zero_page: n("transparent_hugepage/use_zero_page") == 1,
-            shrink_underused: n("transparent_hugepage/shrink_underused") == 1,
-            swapin_enabled: ThpMode::parse(g("transparent_hugepage/swapin_enabled")),
-            khugepaged_defrag: n("transparent_hugepage/khugepaged/defrag") == 1,
-            max_ptes_none: n("transparent_hugepage/khugepaged/max_ptes_none") as u32,
-            max_ptes_swap: n("transparent_hugepage/khugepaged/max_ptes_swap") as u32,
-            max_ptes_shared: n("transparent_hugepage/khugepaged/max_ptes_shared") as u32,
-            pages_to_scan: n("transparent_hugepage/khugepaged/pages_to_scan"),
-            scan_sleep_ms: n("transparent_hugepage/khugepaged/scan_sleep_millisecs"),
-            alloc_sleep_ms: n("transparent_hugepage/khugepaged/alloc_sleep_millisecs"),
-            min_free_kbytes: g("vm.min_free_kbytes").parse().ok(),
-            watermark_scale_factor: n("vm.watermark_scale_factor"),
-            watermark_boost_factor: n("vm.watermark_boost_factor"),
-            swappiness: n("vm.swappiness"),
-            compaction_proactiveness: n("vm.compaction_proactiveness"),
-            extfrag_threshold: n("vm.extfrag_threshold"),
-            compact_unevictable_allowed: n("vm.compact_unevictable_allowed") == 1,
-            defrag_mode: n("vm.defrag_mode") == 1,
-            split_zero: match g("thplab.split_zero_subpages") {
-                "none" => SplitZero::None,
-                "seed" => SplitZero::Seed,
-                _ => SplitZero::Mainline,
-            },
-            thp_swap: g("thplab.config_thp_swap") == "y",
-            swap_zeromap: g("thplab.swap_zeromap") == "y",
-            pmd_swap_entries: n("thplab.pmd_swap_entries") == 1,
-            khugepaged_skip_collapsed: n("thplab.khugepaged_skip_collapsed") == 1,
-            khugepaged_cold_to_tail: n("thplab.khugepaged_cold_to_tail") == 1,
-            khugepaged_disabled_next: n("thplab.khugepaged_disabled_next") == 1,
-            khugepaged_cheap_progress: n("thplab.khugepaged_cheap_progress") == 1,
-            khugepaged_skip_lazyfree: n("thplab.khugepaged_skip_lazyfree") == 1,
-            proactive_leeway: g("thplab.proactive_wmark") == "leeway",
-            free_page_reporting: n("thplab.free_page_reporting") == 1,
-        }
-    }
-
-    /// hugepage_global_enabled() for PMD order, resolving the per-size knob.
-    pub fn pmd_mode(&self) -> ThpMode {
-        match self.enabled_2m {
-            ThpMode::Inherit => self.enabled,
-            m => m,
-        }
-    }
-    /// hugepage_pmd_enabled(): khugepaged runs and the min_free_kbytes floor applies.
-    pub fn hugepage_pmd_enabled(&self) -> bool {
-        self.pmd_mode() != ThpMode::Never
-    }
-}
-
-/// Result of a fault, as the fault handler's VM_FAULT_* bits would tell it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
-    Ok,
-    /// VM_FAULT_SIGSEGV: no VMA or a protection violation
-    Segv,
-    /// VM_FAULT_OOM: the allocation failed even after the OOM killer
-    Oom,
-}
-
-/// Kernel threads: one kswapd and one kcompactd per node, one khugepaged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kthread {
-    Kswapd(usize),
-    Kcompactd(usize),
-    Khugepaged,
-}
-
-/// What a kernel thread does after a step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KthreadNext {
-    /// sleep for this many ns (a timed wait; an explicit wake-up may come earlier)
-    Sleep(u64),
-    /// wait until woken (wait_event without timeout)
-    Wait,
-    /// more work: run again as soon as the CPU allows
-    Again,
-}
-
-#[derive(Clone, Debug)]
-pub struct OomKill {
-    pub t_ns: u64,
-    pub victim: String,
-    pub rss_kb: u64,
-    pub trigger: String,
-}
-
-pub struct Kernel {
-    pub pm: PhysMem,
-    pub vm: VmStat,
-    pub knobs: KnobSet,
-    pub cfg: Config,
-    pub costs: CostProfile,
-    pub slots: SlotTable,
-    pub mms: Vec<Mm>,
-    pub huge_zero_pfn: Option<u64>,
-    pub huge_zero_users: u64,
-    /// the time the current operation started, and what it has cost so far (ns)
+/// The current engine step as the kernel sees it: when it started, what it has cost so
+/// far, the CPU it runs on; and the kernel threads it asked to wake.
+#[derive(Default)]
+pub struct Clock {
+    /// the time the current step started (ns)
     pub now: u64,
+    /// the work charged to the step so far (ns)
     pub cost: u64,
-    /// PTE-mapped THPs: head pfn -> subpages still mapped
-    pub thp_mapcount: BTreeMap<u32, u16>,
-    /// THP folios on the deferred split queue, by node (a List threaded through head+1's links)
-    pub deferred: Vec<List>,
-    /// the khugepaged mm_slot list (mm ids), in scan order
-    pub khugepaged_list: std::collections::VecDeque<u32>,
-    /// khugepaged's cursor, counters and records (khugepaged.rs)
-    pub khugepaged: crate::khugepaged::KhugepagedState,
-    pub nr_anon_thp: u64,
-    pub nr_anon_pages: u64,
-    pub nr_pgtable_pages: u64,
-    pub nr_kernel_pages: u64,
-    pub oom_kills: Vec<OomKill>,
-    /// per-size mTHP stats for hugepages-2048kB (stats/*)
-    pub mthp: BTreeMap<&'static str, u64>,
-    pub latency_thp_fault: Vec<u64>,
-    /// the page-allocation part of each successful THP fault (alloc_thp), ns
-    pub latency_thp_alloc: Vec<u64>,
-    pub record_latency: bool,
-    pub trace_enabled: Vec<String>,
-    pub trace: Vec<Value>,
-    pub seed: u64,
-    /// mms the OOM killer chose; the engine stops their processes
-    pub killed: Vec<u32>,
+    /// the CPU the step runs on (set by the engine)
+    pub cpu: u32,
     /// wake-up requests for kernel threads, (thread, at ns), drained by the engine
     pub wakeups: Vec<(Kthread, u64)>,
-    /// per-node kcompactd state (compaction.rs)
-    pub kcompactd: Vec<crate::compaction::Kcompactd>,
-    // ---- reclaim and swap (vmscan.rs, swapfile.rs) ----
-    /// swap devices, slots, swap cache
-    pub swap: crate::swapfile::SwapState,
-    /// kswapd state, simulated locks, TLB shootdown counts
-    pub reclaim: crate::vmscan::ReclaimState,
-    /// the CPU the current step runs on (set by the engine)
-    pub cur_cpu: u32,
+}
+
+/// The simulated kernel. Each part of its state is owned by the mechanism named beside
+/// it; mechanisms reach each other through functions, not each other's fields.
+pub struct Kernel {
+    /// the frame array (mem_map), pageblocks, zones and free areas, folio mapcounts (page_alloc.rs)
+    pub(crate) pm: PhysMem,
+    /// per node: LRU lists, deferred split queue, kswapd, kcompactd, node stats
+    pub(crate) pgdat: Vec<PgData>,
+    /// the address spaces (mmap.rs)
+    pub(crate) mms: MmList,
+    /// page tables (pgtable.rs)
+    pub(crate) slots: SlotTable,
+    /// the mm_slot list, its cursor and khugepaged's counters (khugepaged.rs)
+    pub(crate) khugepaged: KhugepagedState,
+    /// swap devices, slots, swap cache (swapfile.rs, swap_state.rs)
+    pub(crate) swap: SwapState,
+    /// the huge zero folio (huge_memory.rs)
+    pub(crate) huge_zero: HugeZeroFolio,
+    /// the OOM killer's victims (oom_kill.rs)
+    pub(crate) oom: OomControl,
+    /// event counters, mTHP stats, latency samples, the trace, OOM reports (recorder.rs)
+    pub(crate) rec: Recorder,
+    /// the knobs, raw and typed
+    pub(crate) cfg: Config,
+    /// what each unit of work costs (simulated time)
+    pub(crate) costs: CostProfile,
+    /// the current step
+    pub(crate) clock: Clock,
 }
 
 impl Kernel {
-    pub fn new(m: &MachineSpec, knobs: KnobSet, costs: CostProfile, seed: u64) -> Result<Kernel, String> {
+    pub fn new(m: &MachineSpec, knobs: KnobSet, costs: CostProfile, _seed: u64) -> Result<Kernel, String> {
         let pm = PhysMem::new(m)?;
         let nodes = pm.nodes.len();
-        let cfg = Config::from_knobs(&knobs);
-        let swap = crate::swapfile::SwapState::new(&m.swap, &costs, cfg.thp_swap, pm.nr_cpus)?;
+        let cfg = Config::from_knobs(knobs);
+        let swap = SwapState::new(&m.swap, &costs, cfg.thp_swap, pm.nr_cpus)?;
         let mut k = Kernel {
             pm,
-            vm: VmStat::default(),
-            knobs,
+            pgdat: (0..nodes).map(|_| PgData::new()).collect(),
+            mms: MmList::default(),
+            slots: SlotTable::default(),
+            khugepaged: KhugepagedState::default(),
+            swap,
+            huge_zero: HugeZeroFolio::default(),
+            oom: OomControl::default(),
+            rec: Recorder::default(),
             cfg,
             costs,
-            slots: SlotTable::default(),
-            mms: vec![],
-            huge_zero_pfn: None,
-            huge_zero_users: 0,
-            now: 0,
-            cost: 0,
-            thp_mapcount: BTreeMap::new(),
-            deferred: vec![List::default(); nodes],
-            khugepaged_list: Default::default(),
-            khugepaged: Default::default(),
-            nr_anon_thp: 0,
-            nr_anon_pages: 0,
-            nr_pgtable_pages: 0,
-            nr_kernel_pages: 0,
-            oom_kills: vec![],
-            mthp: BTreeMap::new(),
-            latency_thp_fault: vec![],
-            latency_thp_alloc: vec![],
-            record_latency: false,
-            trace_enabled: vec![],
-            trace: vec![],
-            seed,
-            killed: vec![],
-            wakeups: vec![],
-            kcompactd: (0..nodes).map(|_| crate::compaction::Kcompactd::default()).collect(),
-            swap,
-            reclaim: crate::vmscan::ReclaimState { kswapd: vec![Default::default(); nodes], ..Default::default() },
-            cur_cpu: 0,
+            clock: Clock::default(),
         };
         k.setup_min_free();
         Ok(k)
@@ -307,235 +146,11 @@ impl Kernel {
 
     #[inline]
     pub fn charge(&mut self, ns: u64) {
-        self.cost += ns;
+        self.clock.cost += ns;
     }
 
     pub fn count_mthp(&mut self, stat: &'static str, n: u64) {
-        *self.mthp.entry(stat).or_insert(0) += n;
-    }
-
-    pub fn trace_on(&self, ev: &str) -> bool {
-        self.trace_enabled.iter().any(|t| t == ev || t.ends_with(&format!(":{ev}")) || t == "all")
-    }
-    pub fn emit(&mut self, ev: &str, mut fields: serde_json::Map<String, Value>) {
-        if self.trace_on(ev) && self.trace.len() < 1_000_000 {
-            fields.insert("t_ns".into(), Value::from(self.now + self.cost));
-            fields.insert("event".into(), Value::from(ev));
-            self.trace.push(Value::Object(fields));
-        }
-    }
-
-    // ---------------- page allocation: __alloc_pages and its slow path ----------------
-
-    /// __alloc_pages(gfp, order, preferred nid): fast path, then the slow path. Returns the pfn.
-    pub fn alloc_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> Option<u64> {
-        let highest = ZONE_NORMAL;
-        let zonelist = self.pm.zonelist(nid, highest, gfp & __GFP_THISNODE != 0);
-        if zonelist.is_empty() {
-            return None;
-        }
-        let boost = self.cfg.watermark_boost_factor;
-        let defrag_mode = self.cfg.defrag_mode;
-        self.charge(self.costs.page_alloc_ns);
-        // fast path: low watermark, avoid fragmenting (alloc_flags_nofragment)
-        let flags = ALLOC_WMARK_LOW | self.pm.alloc_flags_nofragment(zonelist[0], gfp, defrag_mode);
-        let page = match self.pm.get_page_from_freelist(
-            gfp,
-            order,
-            flags,
-            &zonelist,
-            highest,
-            boost,
-            defrag_mode,
-            &mut self.vm,
-        ) {
-            Some((pfn, zi)) => {
-                self.after_alloc(zi);
-                Some(pfn)
-            }
-            None => self.alloc_pages_slowpath(gfp, order, nid, &zonelist),
-        };
-        if let Some(pfn) = page {
-            // free page reporting: the first touch of a block the host took back refaults it
-            let reported = self.pm.take_reported(pfn, order);
-            if self.cfg.free_page_reporting && reported > 0 {
-                self.charge(reported * self.costs.refault_reported_2m_ns);
-            }
-        }
-        page
-    }
-
-    fn after_alloc(&mut self, zi: usize) {
-        // a fallback claim boosted the watermark: kswapd is woken to reclaim the boost
-        if self.pm.zones[zi].boosted {
-            self.pm.zones[zi].boosted = false;
-            self.wakeup_kswapd(self.pm.zones[zi].node, 0);
-        }
-    }
-
-    /// __alloc_pages_slowpath()
-    fn alloc_pages_slowpath(&mut self, gfp: Gfp, order: u32, nid: usize, zonelist: &[usize]) -> Option<u64> {
-        let boost = self.cfg.watermark_boost_factor;
-        let defrag_mode = self.cfg.defrag_mode;
-        let costly = order > PAGE_ALLOC_COSTLY_ORDER;
-        let can_direct_reclaim = gfp & __GFP_DIRECT_RECLAIM != 0;
-        let mut alloc_flags = ALLOC_WMARK_MIN;
-        if gfp & __GFP_HIGH != 0 {
-            alloc_flags |= ALLOC_MIN_RESERVE;
-        }
-        if gfp & __GFP_KSWAPD_RECLAIM != 0 {
-            alloc_flags |= ALLOC_KSWAPD;
-            self.wakeup_kswapd(nid, order);
-        }
-        if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
-            gfp,
-            order,
-            alloc_flags,
-            zonelist,
-            ZONE_NORMAL,
-            boost,
-            defrag_mode,
-            &mut self.vm,
-        ) {
-            self.after_alloc(zi);
-            return Some(pfn);
-        }
-        if !can_direct_reclaim {
-            return None;
-        }
-        let mt = gfp_migratetype(gfp);
-        let mut compact_prio = CompactPriority::Async;
-        if costly || (order > 0 && mt != MIGRATE_MOVABLE) {
-            let (page, result) =
-                self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, CompactPriority::Async);
-            if page.is_some() {
-                return page;
-            }
-            if costly && gfp & __GFP_NORETRY != 0 {
-                // THP faults may try the local node only first: compact, don't reclaim
-                if matches!(result, CompactResult::Skipped | CompactResult::Deferred) {
-                    return None;
-                }
-                compact_prio = CompactPriority::Async;
-            } else {
-                compact_prio = CompactPriority::SyncLight;
-            }
-        }
-        let mut oom_tries = 0;
-        // reclaim that frees pages which others (zram's pool) take again could go on for
-        // ever; after this many rounds with progress and no page, treat it as no progress
-        let mut progress_loops = 0;
-        loop {
-            if alloc_flags & ALLOC_KSWAPD != 0 {
-                self.wakeup_kswapd(nid, order);
-            }
-            if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
-                gfp,
-                order,
-                alloc_flags,
-                zonelist,
-                ZONE_NORMAL,
-                boost,
-                defrag_mode,
-                &mut self.vm,
-            ) {
-                self.after_alloc(zi);
-                return Some(pfn);
-            }
-            // direct reclaim, then direct compaction
-            let reclaimed = self.try_to_free_pages(gfp, order, nid);
-            if reclaimed > 0 {
-                if let Some((pfn, zi)) = self.pm.get_page_from_freelist(
-                    gfp,
-                    order,
-                    alloc_flags,
-                    zonelist,
-                    ZONE_NORMAL,
-                    boost,
-                    defrag_mode,
-                    &mut self.vm,
-                ) {
-                    self.after_alloc(zi);
-                    return Some(pfn);
-                }
-            }
-            if order > 0 {
-                let (page, _) = self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, compact_prio);
-                if page.is_some() {
-                    return page;
-                }
-            }
-            if gfp & __GFP_NORETRY != 0 {
-                return None;
-            }
-            if costly && gfp & __GFP_RETRY_MAYFAIL == 0 {
-                return None;
-            }
-            if reclaimed > 0 && progress_loops < 64 {
-                progress_loops += 1;
-                continue;
-            }
-            // __alloc_pages_may_oom(): nothing could be reclaimed; kill and retry. The OOM
-            // killer cannot free memory on a given node, so __GFP_THISNODE (and
-            // __GFP_RETRY_MAYFAIL) allocations fail instead.
-            if gfp & (__GFP_THISNODE | __GFP_RETRY_MAYFAIL) != 0 {
-                return None;
-            }
-            if oom_tries >= 3 || !self.out_of_memory(order, nid) {
-                return None;
-            }
-            oom_tries += 1;
-        }
-    }
-
-    /// __alloc_pages_direct_compact(): counts compact_stall/success/fail around try_to_compact_pages.
-    fn alloc_pages_direct_compact(
-        &mut self,
-        gfp: Gfp,
-        order: u32,
-        alloc_flags: AllocFlags,
-        zonelist: &[usize],
-        prio: CompactPriority,
-    ) -> (Option<u64>, CompactResult) {
-        let result = self.try_to_compact_pages(gfp, order, alloc_flags, zonelist, prio);
-        if result == CompactResult::Skipped {
-            return (None, result);
-        }
-        self.vm.count(Ev::COMPACT_STALL);
-        let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
-        let page =
-            self.pm.get_page_from_freelist(gfp, order, alloc_flags, zonelist, ZONE_NORMAL, boost, dm, &mut self.vm);
-        if let Some((pfn, zi)) = page {
-            self.compaction_defer_reset(zi, order as i32, true);
-            self.vm.count(Ev::COMPACT_SUCCESS);
-            self.after_alloc(zi);
-            return (Some(pfn), result);
-        }
-        self.vm.count(Ev::COMPACT_FAIL);
-        (None, result)
-    }
-
-    /// out_of_memory(): pick the process with the largest badness (RSS + swap + page
-    /// tables, oom_badness) and kill it; its memory is freed at once (the OOM reaper).
-    pub fn out_of_memory(&mut self, _order: u32, _nid: usize) -> bool {
-        let victim = self
-            .mms
-            .iter()
-            .filter(|m| m.alive && !self.killed.contains(&m.id))
-            .max_by_key(|m| (m.rss_anon + m.swap_ents + m.pmds.len() as u64, std::cmp::Reverse(m.id)))
-            .map(|m| m.id);
-        let Some(v) = victim else { return false };
-        let rss_kb = self.mms[v as usize].rss_anon * 4;
-        self.vm.count(Ev::OOM_KILL);
-        self.oom_kills.push(OomKill {
-            t_ns: self.now + self.cost,
-            victim: self.mms[v as usize].name.clone(),
-            rss_kb,
-            trigger: "page allocation".into(),
-        });
-        self.killed.push(v);
-        self.exit_mm(v as usize);
-        true
+        *self.rec.mthp.entry(stat).or_insert(0) += n;
     }
 
     // ---------------- knobs ----------------
@@ -555,8 +170,9 @@ impl Kernel {
             _ => {}
         }
         let old_pmd = self.cfg.hugepage_pmd_enabled();
-        self.knobs.insert(canon.clone(), v);
-        self.cfg = Config::from_knobs(&self.knobs);
+        let mut knobs = std::mem::take(&mut self.cfg.knobs);
+        knobs.insert(canon.clone(), v);
+        self.cfg = Config::from_knobs(knobs);
         if matches!(canon.as_str(), "vm.min_free_kbytes" | "vm.watermark_scale_factor")
             || old_pmd != self.cfg.hugepage_pmd_enabled()
         {
@@ -573,10 +189,10 @@ impl Kernel {
     /// deferred-split shrinker among them.
     pub fn drop_caches(&mut self, v: u64) {
         if v & 1 != 0 {
-            self.vm.count(Ev::DROP_PAGECACHE);
+            self.rec.vm.count(Ev::DROP_PAGECACHE);
         }
         if v & 2 != 0 {
-            self.vm.count(Ev::DROP_SLAB);
+            self.rec.vm.count(Ev::DROP_SLAB);
             self.shrink_slab();
         }
     }
@@ -596,17 +212,17 @@ impl Kernel {
             if is_nm && !non_mainline_on {
                 continue;
             }
-            m.insert(n.to_string(), self.vm.ev[i] as i64);
+            m.insert(n.to_string(), self.rec.vm.ev[i] as i64);
         }
-        let lru = |l: u64| -> i64 { self.pm.lru.iter().map(|n| n[l as usize].pages).sum::<u64>() as i64 };
+        let lru = |l: u64| -> i64 { self.pgdat.iter().map(|n| n.lruvec[l as usize].pages).sum::<u64>() as i64 };
         m.insert("nr_free_pages".into(), self.nr_free_pages() as i64);
         m.insert(
             "nr_free_pages_blocks".into(),
             self.pm.zones.iter().map(|z| z.free_pages_blocks()).sum::<u64>() as i64,
         );
-        m.insert("nr_anon_pages".into(), self.nr_anon_pages as i64);
-        m.insert("nr_anon_transparent_hugepages".into(), self.nr_anon_thp as i64);
-        m.insert("nr_page_table_pages".into(), self.nr_pgtable_pages as i64);
+        m.insert("nr_anon_pages".into(), self.nr_anon_pages() as i64);
+        m.insert("nr_anon_transparent_hugepages".into(), self.nr_anon_thp() as i64);
+        m.insert("nr_page_table_pages".into(), self.nr_pgtable_pages() as i64);
         m.insert("nr_inactive_anon".into(), lru(LRU_INACTIVE_ANON));
         m.insert("nr_active_anon".into(), lru(LRU_ACTIVE_ANON));
         m.insert("nr_unevictable".into(), lru(LRU_UNEVICTABLE));
@@ -615,7 +231,7 @@ impl Kernel {
         // lazy-free folios are on the file lists
         m.insert("nr_inactive_file".into(), lru(LRU_INACTIVE_FILE));
         m.insert("nr_active_file".into(), lru(LRU_ACTIVE_FILE));
-        m.insert("nr_swapcached".into(), self.swap.cache.len() as i64);
+        m.insert("nr_swapcached".into(), self.nr_swapcache() as i64);
         m
     }
 
@@ -624,7 +240,7 @@ impl Kernel {
         let mut m = BTreeMap::new();
         let total = self.pm.total_managed();
         let free = self.nr_free_pages();
-        let lru = |l: u64| -> u64 { self.pm.lru.iter().map(|n| n[l as usize].pages).sum::<u64>() };
+        let lru = |l: u64| -> u64 { self.pgdat.iter().map(|n| n.lruvec[l as usize].pages).sum::<u64>() };
         // si_mem_available(): free pages above the zones' high watermarks (totalreserve_pages)
         let reserve: u64 = self
             .pm
@@ -638,73 +254,19 @@ impl Kernel {
         m.insert("Active(anon)".into(), lru(LRU_ACTIVE_ANON) * 4);
         m.insert("Inactive(anon)".into(), lru(LRU_INACTIVE_ANON) * 4);
         m.insert("Unevictable".into(), lru(LRU_UNEVICTABLE) * 4);
-        m.insert("AnonPages".into(), self.nr_anon_pages * 4);
-        m.insert("AnonHugePages".into(), self.nr_anon_thp * 2048);
-        m.insert("PageTables".into(), self.nr_pgtable_pages * 4);
-        m.insert("KernelOther".into(), self.nr_kernel_pages * 4);
+        m.insert("AnonPages".into(), self.nr_anon_pages() * 4);
+        m.insert("AnonHugePages".into(), self.nr_anon_thp() * 2048);
+        m.insert("PageTables".into(), self.nr_pgtable_pages() * 4);
+        m.insert("KernelOther".into(), self.nr_kernel_pages() * 4);
         m.insert("Active(file)".into(), lru(LRU_ACTIVE_FILE) * 4);
         m.insert("Inactive(file)".into(), lru(LRU_INACTIVE_FILE) * 4);
-        m.insert("SwapTotal".into(), self.swap.total_pages() * 4);
-        m.insert("SwapFree".into(), self.swap.nr_free() * 4);
-        m.insert("SwapCached".into(), self.swap.cache.len() as u64 * 4);
+        m.insert("SwapTotal".into(), self.total_swap_pages() * 4);
+        m.insert("SwapFree".into(), self.nr_swap_pages() * 4);
+        m.insert("SwapCached".into(), self.nr_swapcache() * 4);
         m
-    }
-
-    /// Ask the engine to run kernel thread `kt` now (wake_up_interruptible).
-    pub fn wake(&mut self, kt: Kthread) {
-        let at = self.now + self.cost;
-        self.wakeups.push((kt, at));
-    }
-
-    /// The kernel threads this machine has.
-    pub fn kthreads(&self) -> Vec<Kthread> {
-        let mut v = vec![];
-        for n in 0..self.pm.nodes.len() {
-            v.push(Kthread::Kswapd(n));
-            v.push(Kthread::Kcompactd(n));
-        }
-        v.push(Kthread::Khugepaged);
-        v
-    }
-
-    /// The state a kernel thread starts in at boot.
-    pub fn kthread_initial(&self, kt: Kthread) -> KthreadNext {
-        match kt {
-            Kthread::Kcompactd(n) => self.kcompactd_initial(n),
-            _ => KthreadNext::Wait,
-        }
-    }
-
-    /// Run one step of a kernel thread (its main loop body).
-    pub fn kthread_step(&mut self, kt: Kthread) -> KthreadNext {
-        match kt {
-            Kthread::Kswapd(n) => self.kswapd_step(n),
-            Kthread::Kcompactd(n) => self.kcompactd_step(n),
-            Kthread::Khugepaged => self.khugepaged_step(),
-        }
     }
 
     pub fn heap_bytes(&self) -> usize {
         self.pm.heap_bytes() + self.slots.heap_bytes() + self.swap.heap_bytes()
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CompactPriority {
-    SyncFull,
-    SyncLight,
-    Async,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CompactResult {
-    NotSuitableZone,
-    Skipped,
-    Deferred,
-    NoSuitablePage,
-    Continue,
-    Complete,
-    PartialSkipped,
-    Contended,
-    Success,
 }

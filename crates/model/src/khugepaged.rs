@@ -20,18 +20,18 @@
 //! scan does not clear either; reclaim and MADV_COLD do). A VMA "has an anon_vma" when
 //! some PMD range of it has a page table (the model does not track anon_vma itself).
 
-use crate::kernel::{Kernel, Kthread, KthreadNext};
-use crate::memory::PMD_SHIFT;
+use crate::consts::*;
+use crate::kernel::Kernel;
+use crate::kthread::Kthread;
+use crate::kthread::KthreadNext;
 use crate::mm_types::*;
 use crate::mmap::{Vma, VM_NOHUGEPAGE, VM_WRITE};
 use crate::page_alloc::{GFP_TRANSHUGE, GFP_TRANSHUGE_LIGHT};
 use crate::pgtable::*;
+use crate::trace::trace_event;
 use crate::vmstat::Ev;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
-
-const HPAGE_PMD_NR: u64 = 512;
-const HPAGE_PMD_SIZE: u64 = 1 << PMD_SHIFT;
 
 /// enum scan_result (mm/khugepaged.c, v6.12 order) plus SCAN_PAGE_LAZYFREE (seed 002 v4+).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -213,8 +213,10 @@ pub struct MmHistory {
 /// struct khugepaged_scan plus the sysfs counters and what thplab records.
 #[derive(Clone, Debug, Default)]
 pub struct KhugepagedState {
+    /// the mm_slot list (khugepaged_scan.mm_head), in scan order
+    pub mm_slots: std::collections::VecDeque<MmId>,
     /// khugepaged_scan.mm_slot (an mm id) and khugepaged_scan.address
-    pub cursor: Option<u32>,
+    pub cursor: Option<MmId>,
     pub address: u64,
     /// sysfs pages_collapsed, full_scans
     pub pages_collapsed: u64,
@@ -229,7 +231,7 @@ pub struct KhugepagedState {
     pub full_scan_log: Vec<FullScan>,
     pub collapse_lock_ns: Vec<u64>,
     pub madv_collapse_ns: Vec<u64>,
-    pub mm_hist: BTreeMap<u32, MmHistory>,
+    pub mm_hist: BTreeMap<MmId, MmHistory>,
     pub scan_progress_total: u64,
 }
 
@@ -257,18 +259,18 @@ impl Kernel {
     /// khugepaged_enter_vma(): add the mm to the scan list (list_add_tail, behind the
     /// cursor) if the VMA could hold a PMD THP and PMD THP is enabled; wake khugepaged
     /// when the list was empty (__khugepaged_enter).
-    pub fn khugepaged_enter_vma(&mut self, mm: usize, vm_flags: u32) {
+    pub fn khugepaged_enter_vma(&mut self, mm: MmId, vm_flags: u32) {
         if self.mms[mm].on_khugepaged || !self.cfg.hugepage_pmd_enabled() || !self.mms[mm].alive {
             return;
         }
         if !self.thp_vma_allowable_flags(mm, vm_flags) {
             return;
         }
-        let wakeup = self.khugepaged_list.is_empty();
+        let wakeup = self.khugepaged.mm_slots.is_empty();
         self.mms[mm].on_khugepaged = true;
-        self.khugepaged_list.push_back(mm as u32);
-        let t = self.now + self.cost;
-        self.khugepaged.mm_hist.entry(mm as u32).or_default().entered_ns.get_or_insert(t);
+        self.khugepaged.mm_slots.push_back(mm);
+        let t = self.clock.now + self.clock.cost;
+        self.khugepaged.mm_hist.entry(mm).or_default().entered_ns.get_or_insert(t);
         if wakeup {
             self.wake(Kthread::Khugepaged);
         }
@@ -276,27 +278,26 @@ impl Kernel {
 
     /// __khugepaged_exit(): the slot goes at once unless it is the cursor, which
     /// khugepaged's next visit collects (collect_mm_slot).
-    pub fn khugepaged_exit(&mut self, mm: usize) {
-        if self.mms[mm].on_khugepaged && self.khugepaged.cursor != Some(mm as u32) {
+    pub fn khugepaged_exit(&mut self, mm: MmId) {
+        if self.mms[mm].on_khugepaged && self.khugepaged.cursor != Some(mm) {
             self.mms[mm].on_khugepaged = false;
-            self.khugepaged_list.retain(|&m| m != mm as u32);
+            self.khugepaged.mm_slots.retain(|&m| m != mm);
         }
     }
 
     /// Seed 002 v1, "move mm to list tail when MADV_COLD/MADV_FREE" (switch
     /// thplab.khugepaged_cold_to_tail): called from madvise's COLD/FREE branch. The
     /// cursor's own slot stays where it is (the scan is inside it).
-    pub fn khugepaged_cold_to_tail(&mut self, mm: usize) {
-        if !self.cfg.khugepaged_cold_to_tail || !self.mms[mm].on_khugepaged || self.khugepaged.cursor == Some(mm as u32)
-        {
+    pub fn khugepaged_cold_to_tail(&mut self, mm: MmId) {
+        if !self.cfg.khugepaged_cold_to_tail || !self.mms[mm].on_khugepaged || self.khugepaged.cursor == Some(mm) {
             return;
         }
-        if let Some(pos) = self.khugepaged_list.iter().position(|&m| m == mm as u32) {
-            if pos + 1 != self.khugepaged_list.len() {
-                self.khugepaged_list.remove(pos);
-                self.khugepaged_list.push_back(mm as u32);
+        if let Some(pos) = self.khugepaged.mm_slots.iter().position(|&m| m == mm) {
+            if pos + 1 != self.khugepaged.mm_slots.len() {
+                self.khugepaged.mm_slots.remove(pos);
+                self.khugepaged.mm_slots.push_back(mm);
             }
-            self.khugepaged.mm_hist.entry(mm as u32).or_default().moved_to_tail += 1;
+            self.khugepaged.mm_hist.entry(mm).or_default().moved_to_tail += 1;
         }
     }
 
@@ -323,15 +324,15 @@ impl Kernel {
     }
 
     fn khugepaged_has_work(&self) -> bool {
-        !self.khugepaged_list.is_empty() && self.cfg.hugepage_pmd_enabled()
+        !self.khugepaged.mm_slots.is_empty() && self.cfg.hugepage_pmd_enabled()
     }
 
     /// hpage_collapse_test_exit()
-    fn collapse_test_exit(&self, mm: usize) -> bool {
+    fn collapse_test_exit(&self, mm: MmId) -> bool {
         !self.mms[mm].alive
     }
     /// hpage_collapse_test_exit_or_disable(): exiting or prctl(PR_SET_THP_DISABLE)
-    fn collapse_test_exit_or_disable(&self, mm: usize) -> bool {
+    fn collapse_test_exit_or_disable(&self, mm: MmId) -> bool {
         !self.mms[mm].alive || self.mms[mm].thp_disable
     }
 
@@ -342,20 +343,20 @@ impl Kernel {
     /// One step of khugepaged(): a khugepaged_scan_mm_slot() call of the running
     /// khugepaged_do_scan(), then khugepaged_wait_work() when the pass is over.
     pub fn khugepaged_step(&mut self) -> KthreadNext {
-        let now = self.now;
+        let now = self.clock.now;
         if !self.cfg.hugepage_pmd_enabled() {
             // kthread_stop(): the thread exits; its cursor slot is collected
             self.khugepaged.pass = None;
             self.khugepaged.wait = KhugepagedWait::None;
             if let Some(c) = self.khugepaged.cursor.take() {
-                self.collect_mm_slot(c as usize);
+                self.collect_mm_slot(c);
             }
             return KthreadNext::Wait;
         }
         match self.khugepaged.wait {
             // a wake_up while the wait condition is false: back to sleep
             KhugepagedWait::Scan { expire } if now < expire => return KthreadNext::Sleep(expire - now),
-            KhugepagedWait::Idle if self.khugepaged_list.is_empty() => return KthreadNext::Wait,
+            KhugepagedWait::Idle if self.khugepaged.mm_slots.is_empty() => return KthreadNext::Wait,
             _ => {}
         }
         self.khugepaged.wait = KhugepagedWait::None;
@@ -402,7 +403,7 @@ impl Kernel {
                 return KthreadNext::Again;
             }
             let d = ms * 1_000_000;
-            self.khugepaged.wait = KhugepagedWait::Scan { expire: self.now + self.cost + d };
+            self.khugepaged.wait = KhugepagedWait::Scan { expire: self.clock.now + self.clock.cost + d };
             return KthreadNext::Sleep(d);
         }
         self.khugepaged.wait = KhugepagedWait::Idle;
@@ -410,16 +411,16 @@ impl Kernel {
     }
 
     /// collect_mm_slot(): free the slot of an exiting mm.
-    fn collect_mm_slot(&mut self, mm: usize) {
+    fn collect_mm_slot(&mut self, mm: MmId) {
         if self.collapse_test_exit(mm) {
             self.mms[mm].on_khugepaged = false;
-            self.khugepaged_list.retain(|&m| m != mm as u32);
+            self.khugepaged.mm_slots.retain(|&m| m != mm);
         }
     }
 
     /// Does the VMA have an anon_vma (was anything ever faulted into it)? Approximated by
     /// a page table (slot) somewhere in its PMD ranges.
-    fn vma_has_anon_vma(&self, mm: usize, v: &Vma) -> bool {
+    fn vma_has_anon_vma(&self, mm: MmId, v: &Vma) -> bool {
         self.mms[mm].pmds.range(v.start >> PMD_SHIFT..=(v.end - 1) >> PMD_SHIFT).next().is_some()
     }
 
@@ -429,16 +430,16 @@ impl Kernel {
     pub fn khugepaged_scan_mm_slot(&mut self, pages: u64) -> (u64, ScanResult) {
         let mut result = ScanResult::Fail;
         let mm = match self.khugepaged.cursor {
-            Some(m) => m as usize,
+            Some(m) => m,
             None => {
-                let Some(&first) = self.khugepaged_list.front() else { return (0, result) };
+                let Some(&first) = self.khugepaged.mm_slots.front() else { return (0, result) };
                 self.khugepaged.cursor = Some(first);
                 self.khugepaged.address = 0;
                 self.khugepaged.cursor_all_collapsed = true;
                 if self.khugepaged.cur_full.start_ns == 0 && self.khugepaged.cur_full.mm_visits == 0 {
-                    self.khugepaged.cur_full.start_ns = self.now + self.cost;
+                    self.khugepaged.cur_full.start_ns = self.clock.now + self.clock.cost;
                 }
-                first as usize
+                first
             }
         };
         self.khugepaged.cur_full.mm_visits += 1;
@@ -510,8 +511,8 @@ impl Kernel {
         let disabled_next = self.cfg.khugepaged_disabled_next && self.collapse_test_exit_or_disable(mm);
         if exit || !vma_left || disabled_next {
             let all_collapsed = self.khugepaged.cursor_all_collapsed && !vma_left;
-            let pos = self.khugepaged_list.iter().position(|&m| m == mm as u32);
-            let next = pos.and_then(|p| self.khugepaged_list.get(p + 1)).copied();
+            let pos = self.khugepaged.mm_slots.iter().position(|&m| m == mm);
+            let next = pos.and_then(|p| self.khugepaged.mm_slots.get(p + 1)).copied();
             match next {
                 Some(n) => {
                     self.khugepaged.cursor = Some(n);
@@ -527,22 +528,16 @@ impl Kernel {
             // seed 002 v1, "remove mm when all memory has been collapsed"
             if self.cfg.khugepaged_skip_collapsed && !exit && all_collapsed && self.mms[mm].on_khugepaged {
                 self.mms[mm].on_khugepaged = false;
-                self.khugepaged_list.retain(|&m| m != mm as u32);
-                self.khugepaged.mm_hist.entry(mm as u32).or_default().removed_collapsed += 1;
+                self.khugepaged.mm_slots.retain(|&m| m != mm);
+                self.khugepaged.mm_hist.entry(mm).or_default().removed_collapsed += 1;
             }
         }
         self.khugepaged.cur_full.progress += progress;
         self.khugepaged.scan_progress_total += progress;
         let finished = self.khugepaged.cursor.is_none();
-        if self.trace_on("mm_khugepaged_scan") {
-            let mut f = Map::new();
-            f.insert("mm".into(), json!(mm));
-            f.insert("progress".into(), json!(progress));
-            f.insert("full_scan_finished".into(), json!(finished as u32));
-            self.emit("mm_khugepaged_scan", f);
-        }
+        trace_event!(self, mm_khugepaged_scan, mm = mm.0, progress = progress, full_scan_finished = finished as u32);
         if finished {
-            let t = self.now + self.cost;
+            let t = self.clock.now + self.clock.cost;
             let mut fs = std::mem::take(&mut self.khugepaged.cur_full);
             fs.end_ns = t;
             if self.khugepaged.full_scan_log.len() < 10_000 {
@@ -560,7 +555,7 @@ impl Kernel {
     // ------------------------------------------------------------------
 
     /// find_pmd_or_thp_or_none()
-    fn find_pmd_or_thp_or_none(&self, mm: usize, addr: u64) -> (ScanResult, Option<u32>) {
+    fn find_pmd_or_thp_or_none(&self, mm: MmId, addr: u64) -> (ScanResult, Option<u32>) {
         match self.mms[mm].pmds.lookup(addr >> PMD_SHIFT).as_ref() {
             None => (ScanResult::PmdNone, None),
             Some(&sid) => match self.slots.get(sid).pmd {
@@ -579,19 +574,13 @@ impl Kernel {
 
     /// The per-PTE checks shared by hpage_collapse_scan_pmd and
     /// __collapse_huge_page_isolate. Returns the verdict and what it counted.
-    fn collapse_check_ptes(
-        &mut self,
-        _mm: usize,
-        v: &Vma,
-        sid: u32,
-        cc: &mut CollapseControl,
-    ) -> (ScanResult, ScanPmd) {
+    fn collapse_check_ptes(&mut self, _mm: MmId, v: &Vma, sid: u32, cc: &mut CollapseControl) -> (ScanResult, ScanPmd) {
         let mut s = ScanPmd::default();
         let mut shared = 0u32;
         let khugepaged = cc.is_khugepaged;
         let (max_none, max_swap, max_shared) =
             (self.cfg.max_ptes_none, self.cfg.max_ptes_swap, self.cfg.max_ptes_shared);
-        let table: [u32; 512] = match &self.slots.get(sid).pmd {
+        let table: [u32; PTRS_PER_PTE] = match &self.slots.get(sid).pmd {
             Pmd::Table(t) => **t,
             _ => return (ScanResult::PmdNull, s),
         };
@@ -606,7 +595,7 @@ impl Kernel {
                 if !khugepaged || s.unmapped <= max_swap {
                     continue;
                 }
-                self.vm.count(Ev::THP_SCAN_EXCEED_SWAP_PTE);
+                self.rec.vm.count(Ev::THP_SCAN_EXCEED_SWAP_PTE);
                 return (ScanResult::ExceedSwapPte, s);
             }
             if kind == pte_kind(PTE_NONE) || kind == K_ZERO {
@@ -614,7 +603,7 @@ impl Kernel {
                 if !khugepaged || s.none_or_zero <= max_none {
                     continue;
                 }
-                self.vm.count(Ev::THP_SCAN_EXCEED_NONE_PTE);
+                self.rec.vm.count(Ev::THP_SCAN_EXCEED_NONE_PTE);
                 return (ScanResult::ExceedNonePte, s);
             }
             if kind != K_PRESENT {
@@ -638,7 +627,7 @@ impl Kernel {
             if self.folio_maybe_mapped_shared(head) {
                 shared += 1;
                 if khugepaged && shared > max_shared {
-                    self.vm.count(Ev::THP_SCAN_EXCEED_SHARE_PTE);
+                    self.rec.vm.count(Ev::THP_SCAN_EXCEED_SHARE_PTE);
                     return (ScanResult::ExceedSharedPte, s);
                 }
             }
@@ -666,7 +655,7 @@ impl Kernel {
     /// held (false once collapse_huge_page ran).
     pub fn hpage_collapse_scan_pmd(
         &mut self,
-        mm: usize,
+        mm: MmId,
         v: &Vma,
         addr: u64,
         cc: &mut CollapseControl,
@@ -686,18 +675,17 @@ impl Kernel {
                 locked = false;
             }
         }
-        if self.trace_on("mm_khugepaged_scan_pmd") {
-            let mut f = Map::new();
-            f.insert("mm".into(), json!(mm));
-            f.insert("addr".into(), json!(format!("{addr:#x}")));
-            f.insert("pfn".into(), s.pfn.map_or(Value::from(-1), Value::from));
-            f.insert("writable".into(), json!(s.writable as u32));
-            f.insert("referenced".into(), json!(s.referenced));
-            f.insert("none_or_zero".into(), json!(s.none_or_zero));
-            f.insert("status".into(), json!(result.status()));
-            f.insert("unmapped".into(), json!(s.unmapped));
-            self.emit("mm_khugepaged_scan_pmd", f);
-        }
+        trace_event!(
+            self,
+            mm_khugepaged_scan_pmd,
+            mm = mm.0,
+            addr = format!("{addr:#x}"),
+            pfn = s.pfn.map_or(-1, |p| p as i64),
+            referenced = s.referenced,
+            none_or_zero = s.none_or_zero,
+            status = result.status(),
+            unmapped = s.unmapped,
+        );
         (result, locked)
     }
 
@@ -707,7 +695,7 @@ impl Kernel {
 
     /// hugepage_vma_revalidate(): the VMA at `addr` still exists, may hold a PMD THP
     /// (sysfs enforced for khugepaged only) and covers the whole range.
-    fn hugepage_vma_revalidate(&self, mm: usize, addr: u64, khugepaged: bool) -> Result<Vma, ScanResult> {
+    fn hugepage_vma_revalidate(&self, mm: MmId, addr: u64, khugepaged: bool) -> Result<Vma, ScanResult> {
         if self.collapse_test_exit_or_disable(mm) {
             return Err(ScanResult::AnyProcess);
         }
@@ -728,33 +716,33 @@ impl Kernel {
 
     /// thp_vma_allowable_order() without TVA_ENFORCE_SYSFS (MADV_COLLAPSE): only
     /// VM_NOHUGEPAGE and prctl(PR_SET_THP_DISABLE) forbid.
-    pub fn collapse_allowed_nosysfs(&self, mm: usize, vm_flags: u32) -> bool {
+    pub fn collapse_allowed_nosysfs(&self, mm: MmId, vm_flags: u32) -> bool {
         !self.mms[mm].thp_disable && vm_flags & VM_NOHUGEPAGE == 0
     }
 
     /// collapse_huge_page(mm, address, referenced, unmapped, cc)
     fn collapse_huge_page(
         &mut self,
-        mm: usize,
+        mm: MmId,
         haddr: u64,
         _referenced: u32,
         unmapped: u32,
         cc: &mut CollapseControl,
     ) -> ScanResult {
         let r = self.collapse_huge_page_inner(mm, haddr, unmapped, cc);
-        if self.trace_on("mm_collapse_huge_page") {
-            let mut f = Map::new();
-            f.insert("mm".into(), json!(mm));
-            f.insert("isolated".into(), json!((r == ScanResult::Succeed) as u32));
-            f.insert("status".into(), json!(r.status()));
-            self.emit("mm_collapse_huge_page", f);
-        }
+        trace_event!(
+            self,
+            mm_collapse_huge_page,
+            mm = mm.0,
+            isolated = (r == ScanResult::Succeed) as u32,
+            status = r.status()
+        );
         r
     }
 
     fn collapse_huge_page_inner(
         &mut self,
-        mm: usize,
+        mm: MmId,
         haddr: u64,
         unmapped: u32,
         cc: &mut CollapseControl,
@@ -768,47 +756,51 @@ impl Kernel {
             .map(|(i, _)| i)
             .unwrap_or(self.mms[mm].node);
         let gfp = if !cc.is_khugepaged || self.cfg.khugepaged_defrag { GFP_TRANSHUGE } else { GFP_TRANSHUGE_LIGHT };
-        let Some(head) = self.alloc_pages(gfp, 9, nid) else {
-            self.vm.count(Ev::THP_COLLAPSE_ALLOC_FAILED);
+        let Some(Pfn(head)) = self.alloc_pages(gfp, HPAGE_PMD_ORDER, nid) else {
+            self.rec.vm.count(Ev::THP_COLLAPSE_ALLOC_FAILED);
             return ScanResult::AllocHugePageFail;
         };
-        self.vm.count(Ev::THP_COLLAPSE_ALLOC);
+        self.rec.vm.count(Ev::THP_COLLAPSE_ALLOC);
         // the allocation may have OOM-killed this very process
         let v = match self.hugepage_vma_revalidate(mm, haddr, cc.is_khugepaged) {
             Ok(v) => v,
             Err(e) => {
-                self.pm.free_pages(head, 9, &mut self.vm);
+                self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
                 return e;
             }
         };
         let sid = match self.find_pmd_or_thp_or_none(mm, haddr) {
             (ScanResult::Succeed, Some(sid)) => sid,
             (r, _) => {
-                self.pm.free_pages(head, 9, &mut self.vm);
+                self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
                 return r;
             }
         };
         // __collapse_huge_page_swapin(): fault in every swap PTE (read fault)
         if unmapped > 0 {
-            for i in 0..512u64 {
+            let mut swapped_in = 0u32;
+            for i in 0..HPAGE_PMD_NR {
                 let pte = match &self.slots.get(sid).pmd {
                     Pmd::Table(t) => t[i as usize],
                     _ => PTE_NONE,
                 };
                 if pte_kind(pte) == K_SWAP {
-                    let r = self.do_swap_page(mm, haddr + i * 4096, false);
-                    if r != crate::kernel::Fault::Ok
+                    let r = self.do_swap_page(mm, haddr + i * PAGE_SIZE, false);
+                    if r != crate::memory::Fault::Ok
                         || !self.mms[mm].alive
                         || !self.mms[mm].pmds.contains_key(&(haddr >> PMD_SHIFT))
                     {
-                        self.pm.free_pages(head, 9, &mut self.vm);
+                        trace_event!(self, mm_collapse_huge_page_swapin, mm = mm.0, swapped_in = swapped_in, ret = 0);
+                        self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
                         return ScanResult::Fail;
                     }
+                    swapped_in += 1;
                 }
             }
+            trace_event!(self, mm_collapse_huge_page_swapin, mm = mm.0, swapped_in = swapped_in, ret = 1);
         }
         // mmap_write_lock from here to the end
-        let lock_t0 = self.cost;
+        let lock_t0 = self.clock.cost;
         // pmdp_collapse_flush(): clear the PMD, flush the range (an IPI when the mm runs
         // on another CPU than khugepaged's)
         self.mms[mm].tlb.flush_range(haddr, haddr + HPAGE_PMD_SIZE);
@@ -818,18 +810,29 @@ impl Kernel {
         }
         // __collapse_huge_page_isolate(): the checks again, under the locks
         let mut cc2 = CollapseControl { is_khugepaged: cc.is_khugepaged, node_load: vec![0; self.pm.nodes.len()] };
-        let (r, _) = self.collapse_check_ptes(mm, &v, sid, &mut cc2);
+        let (r, s) = self.collapse_check_ptes(mm, &v, sid, &mut cc2);
+        // __collapse_huge_page_isolate() takes no swap entries: a page the swap-in above read
+        // may have been reclaimed again by a later swap-in's allocation (SCAN_PTE_NON_PRESENT)
+        let r = if r == ScanResult::Succeed && s.unmapped > 0 { ScanResult::PteNonPresent } else { r };
+        trace_event!(
+            self,
+            mm_collapse_huge_page_isolate,
+            pfn = s.pfn.map_or(-1, |p| p as i64),
+            none_or_zero = s.none_or_zero,
+            referenced = s.referenced,
+            status = r.status(),
+        );
         if r != ScanResult::Succeed {
-            self.pm.free_pages(head, 9, &mut self.vm);
+            self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
             self.record_lock(lock_t0, cc.is_khugepaged);
             return r;
         }
         // __collapse_huge_page_copy(): copy the present pages, zero-fill the rest
-        let table: [u32; 512] = match &self.slots.get(sid).pmd {
+        let table: [u32; PTRS_PER_PTE] = match &self.slots.get(sid).pmd {
             Pmd::Table(t) => **t,
             _ => unreachable!("checked above"),
         };
-        let mut contents = [0u16; 512];
+        let mut contents = [0u16; PTRS_PER_PTE];
         for (i, &pte) in table.iter().enumerate() {
             if pte_kind(pte) == K_PRESENT {
                 contents[i] = content(self.pm.frames[pte_payload(pte) as usize]);
@@ -852,8 +855,8 @@ impl Kernel {
             self.pm.frames[p] = with_content(self.pm.frames[p], c);
         }
         self.record_lock(lock_t0, cc.is_khugepaged);
-        let t = self.now + self.cost;
-        let h = self.khugepaged.mm_hist.entry(mm as u32).or_default();
+        let t = self.clock.now + self.clock.cost;
+        let h = self.khugepaged.mm_hist.entry(mm).or_default();
         if cc.is_khugepaged {
             h.collapses += 1;
             h.first_collapse_ns.get_or_insert(t);
@@ -864,7 +867,7 @@ impl Kernel {
 
     fn record_lock(&mut self, t0: u64, khugepaged: bool) {
         if khugepaged && self.khugepaged.collapse_lock_ns.len() < 1_000_000 {
-            self.khugepaged.collapse_lock_ns.push(self.cost - t0);
+            self.khugepaged.collapse_lock_ns.push(self.clock.cost - t0);
         }
     }
 
@@ -875,11 +878,11 @@ impl Kernel {
     /// madvise_collapse() over one VMA piece [start, end): synchronous, limits and the
     /// young rule ignored, GFP_TRANSHUGE; SCAN_PMD_MAPPED counts as success. Returns
     /// the errno of the last failure (madvise_collapse_errno) or Ok.
-    pub fn madvise_collapse_vma(&mut self, mm: usize, start: u64, end: u64, vm_flags: u32) -> Result<(), &'static str> {
+    pub fn madvise_collapse_vma(&mut self, mm: MmId, start: u64, end: u64, vm_flags: u32) -> Result<(), &'static str> {
         if !self.collapse_allowed_nosysfs(mm, vm_flags) {
             return Err("EINVAL");
         }
-        let t0 = self.cost;
+        let t0 = self.clock.cost;
         let hstart = (start + HPAGE_PMD_SIZE - 1) & !(HPAGE_PMD_SIZE - 1);
         let hend = end & !(HPAGE_PMD_SIZE - 1);
         let want = if hend > hstart { (hend - hstart) >> PMD_SHIFT } else { 0 };
@@ -909,7 +912,7 @@ impl Kernel {
             addr += HPAGE_PMD_SIZE;
         }
         if self.khugepaged.madv_collapse_ns.len() < 1_000_000 {
-            self.khugepaged.madv_collapse_ns.push(self.cost - t0);
+            self.khugepaged.madv_collapse_ns.push(self.clock.cost - t0);
         }
         if thps == want {
             Ok(())
@@ -939,7 +942,7 @@ impl Kernel {
             .iter()
             .map(|(m, h)| {
                 (
-                    self.mms.get(*m as usize).map_or_else(|| m.to_string(), |x| x.name.clone()),
+                    self.mms.get(*m).map_or_else(|| m.to_string(), |x| x.name.clone()),
                     json!({"entered_ns": h.entered_ns, "collapses": h.collapses, "first_collapse_ns": h.first_collapse_ns,
                         "last_collapse_ns": h.last_collapse_ns, "removed_collapsed": h.removed_collapsed, "moved_to_tail": h.moved_to_tail}),
                 )
@@ -949,7 +952,7 @@ impl Kernel {
         json!({
             "pages_collapsed": st.pages_collapsed,
             "full_scans": st.full_scans,
-            "mm_slots": self.khugepaged_list.len(),
+            "mm_slots": self.khugepaged.mm_slots.len(),
             "scan_progress": st.scan_progress_total,
             "scan_results": st.results,
             "full_scan_log": full,
@@ -964,7 +967,7 @@ impl Kernel {
 impl Kernel {
     /// The candidacy verdict of the 2 MiB range at `addr` without collapsing it
     /// (find_pmd_or_thp_or_none + the per-PTE checks), for tests and tools.
-    pub fn khugepaged_candidacy(&mut self, mm: usize, addr: u64, is_khugepaged: bool) -> ScanResult {
+    pub fn khugepaged_candidacy(&mut self, mm: MmId, addr: u64, is_khugepaged: bool) -> ScanResult {
         let Some(v) = self.mms[mm].find_vma(addr).cloned() else { return ScanResult::VmaNull };
         match self.find_pmd_or_thp_or_none(mm, addr) {
             (ScanResult::Succeed, Some(sid)) => {

@@ -1,28 +1,41 @@
 //! thplab's executable model of Linux memory management and transparent huge pages.
 //! Modules are named after the kernel files whose mechanisms they model.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod bitmap;
 pub mod check;
 pub mod compaction;
+pub mod config;
+pub mod consts;
 pub mod content;
+pub mod gfp;
 pub mod huge_memory;
 pub mod kernel;
 pub mod khugepaged;
+pub mod kthread;
+pub mod locking;
 pub mod madvise;
 pub mod memory;
 pub mod migrate;
 pub mod mm_types;
 pub mod mmap;
 pub mod mmzone;
+pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
 pub mod pgtable;
+pub mod recorder;
 pub mod run;
 pub mod swap_state;
 pub mod swapfile;
 pub mod tlb;
+pub mod trace;
 pub mod vmscan;
 pub mod vmstat;
 pub mod zram;
 
 pub use run::{run, run_keep, RunOptions};
+
+#[cfg(test)]
+mod tests;

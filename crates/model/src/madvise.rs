@@ -3,6 +3,7 @@
 //! (swap-in ahead into the swap cache), MADV_COLD / MADV_PAGEOUT / MADV_FREE (reclaim issue,
 //! below) and MADV_COLLAPSE (khugepaged issue). Errors are the kernel's errno names.
 
+use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::migrate::SplitReason;
 use crate::mm_types::*;
@@ -13,8 +14,8 @@ use thplab_workload::workload::Advice;
 
 impl Kernel {
     /// do_madvise() over [start, end). Returns the errno name on failure.
-    pub fn madvise(&mut self, mm: usize, start: u64, end: u64, advice: Advice) -> Result<(), &'static str> {
-        if start & 4095 != 0 {
+    pub fn madvise(&mut self, mm: MmId, start: u64, end: u64, advice: Advice) -> Result<(), &'static str> {
+        if start & !PAGE_MASK != 0 {
             return Err("EINVAL");
         }
         self.charge(self.costs.syscall_ns);
@@ -78,18 +79,19 @@ impl Kernel {
     ///    (folio_mark_lazyfree: pglazyfree, onto the inactive file list); swap entries in
     ///    the range are freed (the contents are discarded);
     ///  - a PMD swap entry (seed 003) only partly in the range is split into PTE entries.
-    pub fn madvise_cold_or_pageout(&mut self, mm: usize, s: u64, e: u64, advice: Advice) {
+    pub fn madvise_cold_or_pageout(&mut self, mm: MmId, s: u64, e: u64, advice: Advice) {
         if s >= e {
             return;
         }
-        let idxs: Vec<(u64, u32)> = self.mms[mm].pmds.range(s >> 21..=(e - 1) >> 21).map(|(k, v)| (*k, *v)).collect();
+        let idxs: Vec<(u64, u32)> =
+            self.mms[mm].pmds.range(s >> PMD_SHIFT..=(e - 1) >> PMD_SHIFT).map(|(k, v)| (*k, *v)).collect();
         for (idx, sid) in idxs {
             if !self.mms[mm].alive || self.mms[mm].pmds.get(&idx) != Some(&sid) {
                 continue;
             }
-            let ps = (idx << 21).max(s);
-            let pe = ((idx + 1) << 21).min(e);
-            let whole = pe - ps == 1 << 21;
+            let ps = (idx << PMD_SHIFT).max(s);
+            let pe = ((idx + 1) << PMD_SHIFT).min(e);
+            let whole = pe - ps == PMD_SIZE;
             self.charge(self.costs.pmd_walk_ns);
             let mut list = vec![];
             match self.slots.get(sid).pmd {
@@ -100,8 +102,8 @@ impl Kernel {
                     } else {
                         if advice == Advice::Free {
                             // the seed's madvise_free_huge_pmd(): the whole entry's slots go
-                            self.slots.get_mut(sid).pmd = Pmd::Table(Box::new([PTE_NONE; 512]));
-                            for k in 0..512 {
+                            self.slots.get_mut(sid).pmd = Pmd::Table(Box::new([PTE_NONE; PTRS_PER_PTE]));
+                            for k in 0..HPAGE_PMD_NR as u32 {
                                 self.free_swap_entry(mm, first + k);
                             }
                         }
@@ -111,22 +113,22 @@ impl Kernel {
                 Pmd::Huge(head) => {
                     let head = head as u64;
                     if whole {
-                        self.madvise_folio(head, 512, advice, &mut list);
-                        self.mms[mm].tlb.flush_range(idx << 21, (idx + 1) << 21);
+                        self.madvise_folio(head, HPAGE_PMD_NR, advice, &mut list);
+                        self.mms[mm].tlb.flush_range(idx << PMD_SHIFT, (idx + 1) << PMD_SHIFT);
                         self.charge(self.costs.tlb_flush_ns);
                         if advice == Advice::Pageout {
                             self.reclaim_pages(list);
                         }
                         continue;
                     }
-                    if self.split_folio(head, SplitReason::Other).is_err() {
+                    if self.split_folio(Pfn(head), SplitReason::Other).is_err() {
                         continue;
                     }
                 }
                 Pmd::Table(_) => {}
             }
             // the PTE walk
-            let (i0, i1) = (((ps >> 12) & 511) as usize, (((pe - 1) >> 12) & 511) as usize);
+            let (i0, i1) = (pte_index(ps), pte_index(pe - 1));
             let mut i = i0;
             while i <= i1 {
                 let pte = match &self.slots.get(sid).pmd {
@@ -143,18 +145,18 @@ impl Kernel {
                         let pfn = pte_payload(pte) as u64;
                         let f = self.pm.frames[pfn as usize];
                         if compound(f) != COMPOUND_BASE {
-                            let head = pfn & !511;
+                            let head = hpage_pfn_align(pfn);
                             // madvise_folio_pte_batch(): is the whole folio mapped here, in order?
                             let covered = i == 0
-                                && i1 == 511
+                                && i1 == PTRS_PER_PTE - 1
                                 && head == pfn
-                                && self.thp_mapcount.get(&(head as u32)) == Some(&512);
+                                && self.pm.mapcount.get(&(head as u32)) == Some(&(HPAGE_PMD_NR as u16));
                             if covered {
-                                self.madvise_folio(head, 512, advice, &mut list);
-                                i = 512;
+                                self.madvise_folio(head, HPAGE_PMD_NR, advice, &mut list);
+                                i = PTRS_PER_PTE;
                                 continue;
                             }
-                            if self.split_folio(head, SplitReason::Other).is_err() {
+                            if self.split_folio(Pfn(head), SplitReason::Other).is_err() {
                                 i += 1;
                             }
                             // re-read this PTE: the page is order 0 now (or the zero page)
@@ -178,20 +180,22 @@ impl Kernel {
     /// every PTE swap entry in the range is read into the swap cache (unmapped, clean, on
     /// the inactive list); the faults that follow are swap-cache hits. PMD swap entries
     /// (seed 003) are left for the fault.
-    fn madvise_willneed(&mut self, mm: usize, s: u64, e: u64) {
-        let mut a = s & !4095;
+    fn madvise_willneed(&mut self, mm: MmId, s: u64, e: u64) {
+        let mut a = s & PAGE_MASK;
         while a < e {
             self.charge(self.costs.pte_walk_ns);
             if let crate::memory::Mapping::Swap(slot) = self.follow(mm, a) {
                 let is_pte = self.mms[mm]
                     .pmds
-                    .get(&(a >> 21))
+                    .get(&(a >> PMD_SHIFT))
                     .is_some_and(|&sid| matches!(self.slots.get(sid).pmd, Pmd::Table(_)));
-                if is_pte && self.swap.map(slot) & crate::swapfile::SWAP_HAS_CACHE == 0 {
+                if is_pte && !self.swap_has_cache(slot) {
                     let nid = self.mms[mm].node;
-                    let Some(pfn) = self.alloc_pages(crate::page_alloc::GFP_HIGHUSER_MOVABLE, 0, nid) else { return };
+                    let Some(Pfn(pfn)) = self.alloc_pages(crate::page_alloc::GFP_HIGHUSER_MOVABLE, 0, nid) else {
+                        return;
+                    };
                     if !self.mms[mm].alive || self.follow(mm, a) != crate::memory::Mapping::Swap(slot) {
-                        self.pm.free_pages(pfn, 0, &mut self.vm);
+                        self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
                         return;
                     }
                     self.pm.frames[pfn as usize] = make_anon(COMPOUND_BASE);
@@ -200,7 +204,7 @@ impl Kernel {
                     self.lru_add(pfn, 1, false);
                 }
             }
-            a += 4096;
+            a += PAGE_SIZE;
         }
     }
 
@@ -239,12 +243,8 @@ impl Kernel {
                     let pf = self.pm.frames[(head + k) as usize];
                     self.pm.frames[(head + k) as usize] = set_referenced(set_lazyfree(pf, true), false);
                 }
-                let f = self.pm.frames[head as usize];
-                self.pm.frames[head as usize] = with_lru(f, LRU_INACTIVE_ANON);
-                let node = self.pm.node_of(head);
-                let li = lru_index(self.pm.frames[head as usize]);
-                self.pm.lru[node][li].push_head(&mut self.pm.links, head as u32, nr);
-                self.vm.add(Ev::PGLAZYFREE, nr);
+                self.lruvec_add_folio(head, nr, LRU_INACTIVE_ANON, false);
+                self.rec.vm.add(Ev::PGLAZYFREE, nr);
             }
             _ => {}
         }
@@ -253,7 +253,7 @@ impl Kernel {
     /// MADV_COLLAPSE (madvise_collapse(), v6.1+): each VMA piece in turn, the first
     /// failing piece's errno; a hole in the range gives ENOMEM at the end (as
     /// madvise_walk_vmas does). The mm does not join the khugepaged list.
-    pub fn madvise_collapse(&mut self, mm: usize, s: u64, e: u64) -> Result<(), &'static str> {
+    pub fn madvise_collapse(&mut self, mm: MmId, s: u64, e: u64) -> Result<(), &'static str> {
         if e <= s {
             return if e == s { Ok(()) } else { Err("EINVAL") };
         }

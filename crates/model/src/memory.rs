@@ -3,22 +3,31 @@
 //! zap_pte_range/zap_huge_pmd, free_pgtables, exit_mmap; plus the LRU add/remove of
 //! new folios (mm/swap.c: folio_add_lru_vma) and folio freeing.
 
+use crate::consts::*;
 use crate::content;
-use crate::kernel::{Fault, Kernel};
+use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::mmap::{VM_LOCKED, VM_WRITE};
 use crate::page_alloc::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
 use crate::pgtable::*;
-use crate::vmstat::Ev;
+use crate::vmstat::{Ev, NodeStat};
 
-pub const PMD_SHIFT: u32 = 21;
+/// Result of a fault, as the fault handler's VM_FAULT_* bits would tell it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    Ok,
+    /// VM_FAULT_SIGSEGV: no VMA or a protection violation
+    Segv,
+    /// VM_FAULT_OOM: the allocation failed even after the OOM killer
+    Oom,
+}
 
 /// What a virtual address maps to right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mapping {
     None,
     /// (pfn, mapped by a huge PMD)
-    Page(u64, bool),
+    Page(Pfn, bool),
     Zero,
     HugeZero,
     Swap(u32),
@@ -27,17 +36,17 @@ pub enum Mapping {
 
 impl Kernel {
     /// follow_page(): the current translation of `addr` in `mm`.
-    pub fn follow(&self, mm: usize, addr: u64) -> Mapping {
+    pub fn follow(&self, mm: MmId, addr: u64) -> Mapping {
         let Some(sid) = self.mms[mm].pmds.lookup(addr >> PMD_SHIFT) else { return Mapping::None };
-        let idx = ((addr >> 12) & 511) as u32;
+        let idx = pte_index(addr) as u32;
         match &self.slots.get(sid).pmd {
-            Pmd::Huge(head) => Mapping::Page(*head as u64 + idx as u64, true),
+            Pmd::Huge(head) => Mapping::Page(Pfn(*head as u64 + idx as u64), true),
             Pmd::HugeZero => Mapping::HugeZero,
             Pmd::SwapPmd(s) => Mapping::Swap(*s + idx),
             Pmd::Table(t) => {
                 let p = t[idx as usize];
                 match pte_kind(p) {
-                    K_PRESENT => Mapping::Page(pte_payload(p) as u64, false),
+                    K_PRESENT => Mapping::Page(Pfn(pte_payload(p) as u64), false),
                     K_ZERO => Mapping::Zero,
                     K_SWAP => Mapping::Swap(pte_payload(p)),
                     K_MIGRATION => Mapping::Migration(pte_payload(p) as u64),
@@ -48,37 +57,43 @@ impl Kernel {
     }
 
     /// pte_alloc_one(): a page-table page (GFP_PGTABLE_USER), unmovable.
-    pub fn alloc_pgtable(&mut self, mm: usize) -> Option<u32> {
+    pub fn alloc_pgtable(&mut self, mm: MmId) -> Option<u32> {
         let nid = self.mms[mm].node;
-        let pfn = self.alloc_pages(GFP_KERNEL, 0, nid)?;
+        let Pfn(pfn) = self.alloc_pages(GFP_KERNEL, 0, nid)?;
+        if !self.mms[mm].alive {
+            // the allocation's OOM kill chose this very mm (exit_mm ran already): a table
+            // installed now would never be freed
+            self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+            return None;
+        }
         self.pm.frames[pfn as usize] = make_pgtable();
-        self.nr_pgtable_pages += 1;
+        self.mod_node_page_state(pfn, NodeStat::NrPagetable, 1);
         self.charge(self.costs.clear_4k_ns);
         Some(pfn as u32)
     }
     pub fn free_pgtable(&mut self, pfn: u32) {
-        self.nr_pgtable_pages -= 1;
-        self.pm.free_pages(pfn as u64, 0, &mut self.vm);
+        self.mod_node_page_state(pfn as u64, NodeStat::NrPagetable, -1);
+        self.pm.free_pages(Pfn(pfn as u64), 0, &mut self.rec.vm);
     }
 
     /// Install a slot (PMD entry + owned table page) for pmd index `idx`.
-    pub fn new_slot(&mut self, mm: usize, idx: u64, pmd: Pmd, table_pfn: u32) -> u32 {
-        let sid = self.slots.insert(Slot { mm: mm as u32, index: idx, pmd, table_pfn });
+    pub fn new_slot(&mut self, mm: MmId, idx: u64, pmd: Pmd, table_pfn: u32) -> u32 {
+        let sid = self.slots.insert(Slot { mm, index: idx, pmd, table_pfn });
         self.mms[mm].pmds.insert(idx, sid);
         sid
     }
 
     /// __pte_alloc(): make sure the PMD points to a PTE table; returns the slot.
-    fn pte_table(&mut self, mm: usize, idx: u64) -> Option<u32> {
+    fn pte_table(&mut self, mm: MmId, idx: u64) -> Option<u32> {
         if let Some(sid) = self.mms[mm].pmds.lookup(idx) {
             return Some(sid);
         }
         let t = self.alloc_pgtable(mm)?;
-        Some(self.new_slot(mm, idx, Pmd::Table(Box::new([PTE_NONE; 512])), t))
+        Some(self.new_slot(mm, idx, Pmd::Table(Box::new([PTE_NONE; PTRS_PER_PTE])), t))
     }
 
     /// handle_mm_fault() for an anonymous private mapping.
-    pub fn handle_mm_fault(&mut self, mm: usize, addr: u64, write: bool) -> Fault {
+    pub fn handle_mm_fault(&mut self, mm: MmId, addr: u64, write: bool) -> Fault {
         if !self.mms[mm].alive {
             return Fault::Segv;
         }
@@ -86,7 +101,7 @@ impl Kernel {
         if write && vma.flags & VM_WRITE == 0 {
             return Fault::Segv;
         }
-        self.vm.count(Ev::PGFAULT);
+        self.rec.vm.count(Ev::PGFAULT);
         let idx = addr >> PMD_SHIFT;
         let haddr = idx << PMD_SHIFT;
         if let Some(sid) = self.mms[mm].pmds.lookup(idx) {
@@ -98,10 +113,10 @@ impl Kernel {
         match self.mms[mm].pmds.lookup(idx).map(|s| (s, matches!(self.slots.get(s).pmd, Pmd::HugeZero))) {
             None => {
                 if self.thp_vma_allowable(mm, &vma, haddr) {
-                    let t0 = self.cost;
+                    let t0 = self.clock.cost;
                     let r = self.do_huge_pmd_anonymous_page(mm, &vma, haddr, write);
-                    if self.record_latency && r.is_some() {
-                        self.latency_thp_fault.push(self.cost - t0);
+                    if self.rec.record_latency && r.is_some() {
+                        self.rec.latency_thp_fault.push(self.clock.cost - t0);
                     }
                     if let Some(f) = r {
                         return f;
@@ -123,9 +138,9 @@ impl Kernel {
     }
 
     /// do_anonymous_page() / do_wp_page() from the zero page / touching a present page.
-    fn do_pte_fault(&mut self, mm: usize, vm_flags: u32, addr: u64, write: bool) -> Fault {
+    fn do_pte_fault(&mut self, mm: MmId, vm_flags: u32, addr: u64, write: bool) -> Fault {
         let idx = addr >> PMD_SHIFT;
-        let i = ((addr >> 12) & 511) as usize;
+        let i = pte_index(addr);
         let Some(sid) = self.pte_table(mm, idx) else { return self.fault_oom(mm) };
         let pte = match &self.slots.get(sid).pmd {
             Pmd::Table(t) => t[i],
@@ -150,23 +165,23 @@ impl Kernel {
                 }
                 // write to none or to the zero page (wp_page_copy): a new page
                 let nid = self.mms[mm].node;
-                let Some(pfn) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
+                let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
                 if !self.mms[mm].alive {
                     // the OOM killer chose this very process while we allocated
-                    self.pm.free_pages(pfn, 0, &mut self.vm);
+                    self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
                     return Fault::Oom;
                 }
                 self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
                 self.map_new_page(mm, sid, i, pfn, vm_flags, true);
                 if k == K_ZERO {
-                    self.mms[mm].tlb.flush_range(addr & !4095, (addr & !4095) + 4096);
+                    self.mms[mm].tlb.flush_range(addr & PAGE_MASK, (addr & PAGE_MASK) + PAGE_SIZE);
                 }
                 Fault::Ok
             }
         }
     }
 
-    fn fault_oom(&mut self, mm: usize) -> Fault {
+    fn fault_oom(&mut self, mm: MmId) -> Fault {
         // VM_FAULT_OOM -> pagefault_out_of_memory(): the OOM killer already ran in the
         // allocator; if this process survived, it retries, else it is dead.
         let alive = self.mms[mm].alive;
@@ -185,9 +200,9 @@ impl Kernel {
     /// excluded, so the folio is order 0); otherwise through swap readahead into the
     /// swap cache. The slot is freed with its last reference; a write fault (or a swap
     /// more than half full, vm_swap_full) also drops the swap-cache copy.
-    pub fn do_swap_page(&mut self, mm: usize, addr: u64, write: bool) -> Fault {
+    pub fn do_swap_page(&mut self, mm: MmId, addr: u64, write: bool) -> Fault {
         let idx = addr >> PMD_SHIFT;
-        let i = ((addr >> 12) & 511) as usize;
+        let i = pte_index(addr);
         let Some(&sid) = self.mms[mm].pmds.get(&idx) else { return Fault::Ok };
         let pte = match &self.slots.get(sid).pmd {
             Pmd::Table(t) => t[i],
@@ -199,24 +214,23 @@ impl Kernel {
         let slot = pte_payload(pte);
         let vm_flags = self.mms[mm].find_vma(addr).map_or(0, |v| v.flags);
         self.charge(self.costs.fault_4k_ns);
-        let di = self.swap.dev_of(slot);
         let (pfn, cached) = if let Some(p) = self.swap_cache_lookup(slot) {
             (p, true)
-        } else if self.swap.devs[di].sync_io && self.swap.map(slot) & crate::swapfile::SWAP_COUNT_MASK == 1 {
+        } else if self.swap_is_sync(slot) && self.swap_count(slot) == 1 {
             let nid = self.mms[mm].node;
-            let Some(p) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
+            let Some(Pfn(p)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
             if !self.swap_pte_same(mm, idx, sid, i, pte) {
-                self.pm.free_pages(p, 0, &mut self.vm);
+                self.pm.free_pages(Pfn(p), 0, &mut self.rec.vm);
                 return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
             }
             self.pm.frames[p as usize] = make_anon(COMPOUND_BASE);
             if self.swap_read_folio(p, 1, slot) {
-                self.vm.count(Ev::PGMAJFAULT);
+                self.rec.vm.count(Ev::PGMAJFAULT);
             }
             (p, false)
         } else {
             let Some(p) = self.swap_vma_readahead(mm, addr, slot) else { return self.fault_oom(mm) };
-            self.vm.count(Ev::PGMAJFAULT);
+            self.rec.vm.count(Ev::PGMAJFAULT);
             if !self.swap_pte_same(mm, idx, sid, i, pte) {
                 if lru(self.pm.frames[p as usize]) == LRU_NONE && tag(self.pm.frames[p as usize]) == TAG_ANON {
                     self.lru_add(p, 1, false);
@@ -231,9 +245,9 @@ impl Kernel {
         self.set_pte(sid, i, mk_pte(K_PRESENT, pfn as u32));
         self.mms[mm].rss_anon += 1;
         self.mms[mm].swap_ents -= 1;
-        self.nr_anon_pages += 1;
+        self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, 1);
         self.swap_free(slot);
-        if cached && (write || self.swap.vm_swap_full()) {
+        if cached && (write || self.vm_swap_full()) {
             self.folio_free_swap(pfn);
         }
         if lru(self.pm.frames[pfn as usize]) == LRU_NONE {
@@ -244,7 +258,7 @@ impl Kernel {
 
     /// pte_same() after an allocation that may have reclaimed or killed: is the swap
     /// PTE still there?
-    fn swap_pte_same(&self, mm: usize, idx: u64, sid: u32, i: usize, pte: u32) -> bool {
+    fn swap_pte_same(&self, mm: MmId, idx: u64, sid: u32, i: usize, pte: u32) -> bool {
         self.mms[mm].alive
             && self.mms[mm].pmds.get(&idx) == Some(&sid)
             && matches!(&self.slots.get(sid).pmd, Pmd::Table(t) if t[i] == pte)
@@ -258,14 +272,14 @@ impl Kernel {
     /// The model frees the slots at once (the THP does not stay in the swap cache).
     pub fn do_huge_pmd_swap_page(
         &mut self,
-        mm: usize,
+        mm: MmId,
         vma: &crate::mmap::Vma,
         sid: u32,
         first: u32,
         addr: u64,
         write: bool,
     ) -> Fault {
-        use crate::kernel::ThpMode;
+        use crate::config::ThpMode;
         let allowed = !self.mms[mm].thp_disable
             && vma.flags & crate::mmap::VM_NOHUGEPAGE == 0
             && match self.cfg.swapin_enabled {
@@ -278,43 +292,43 @@ impl Kernel {
             let gfp = self.vma_thp_gfp_mask(vma.flags);
             let nid = self.mms[mm].node;
             match self.alloc_thp(gfp, nid) {
-                Some(head) => {
+                Some(Pfn(head)) => {
                     if !(self.mms[mm].alive
                         && self.mms[mm].pmds.get(&idx) == Some(&sid)
                         && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(s) if s == first))
                     {
-                        self.pm.free_pages(head, 9, &mut self.vm);
+                        self.pm.free_pages(Pfn(head), HPAGE_PMD_ORDER, &mut self.rec.vm);
                         return if self.mms[mm].alive { Fault::Ok } else { Fault::Oom };
                     }
                     self.charge(self.costs.fault_2m_ns);
-                    for k in 0..512u64 {
+                    for k in 0..HPAGE_PMD_NR {
                         let c = if k == 0 { COMPOUND_HEAD } else { COMPOUND_TAIL };
                         self.pm.frames[(head + k) as usize] = with_rmap(make_anon(c), Some((sid, k as u32)));
                     }
-                    if self.swap_read_folio(head, 512, first) {
-                        self.vm.count(Ev::PGMAJFAULT);
+                    if self.swap_read_folio(head, HPAGE_PMD_NR as u32, first) {
+                        self.rec.vm.count(Ev::PGMAJFAULT);
                     }
                     let h = self.pm.frames[head as usize];
                     // not in the swap cache any more: the folio is the only copy (dirty)
                     self.pm.frames[head as usize] = set_dirty(set_young(h, true), true);
                     self.slots.get_mut(sid).pmd = Pmd::Huge(head as u32);
-                    self.mms[mm].rss_anon += 512;
-                    self.mms[mm].swap_ents -= 512;
-                    self.nr_anon_pages += 512;
-                    self.nr_anon_thp += 1;
-                    for k in 0..512 {
+                    self.mms[mm].rss_anon += HPAGE_PMD_NR;
+                    self.mms[mm].swap_ents -= HPAGE_PMD_NR;
+                    self.mod_node_page_state(head, NodeStat::NrAnonMapped, HPAGE_PMD_NR as i64);
+                    self.mod_node_page_state(head, NodeStat::NrAnonThps, 1);
+                    for k in 0..HPAGE_PMD_NR as u32 {
                         self.swap_free(first + k);
                     }
-                    self.lru_add(head, 512, vma.flags & VM_LOCKED != 0);
+                    self.lru_add(head, HPAGE_PMD_NR, vma.flags & VM_LOCKED != 0);
                     self.deferred_split_folio(head, false);
-                    self.vm.count(Ev::THP_SWPIN);
+                    self.rec.vm.count(Ev::THP_SWPIN);
                     return Fault::Ok;
                 }
                 None => {
                     if !self.mms[mm].alive {
                         return Fault::Oom;
                     }
-                    self.vm.count(Ev::THP_SWPIN_FALLBACK);
+                    self.rec.vm.count(Ev::THP_SWPIN_FALLBACK);
                 }
             }
         }
@@ -332,13 +346,27 @@ impl Kernel {
     }
 
     /// Map a freshly allocated order-0 anonymous page (folio_add_new_anon_rmap + lru add).
-    fn map_new_page(&mut self, mm: usize, sid: u32, i: usize, pfn: u64, vm_flags: u32, write: bool) {
+    fn map_new_page(&mut self, mm: MmId, sid: u32, i: usize, pfn: u64, vm_flags: u32, write: bool) {
         let f = with_rmap(make_anon(COMPOUND_BASE), Some((sid, i as u32)));
         self.pm.frames[pfn as usize] = set_dirty(set_young(f, true), write);
         self.set_pte(sid, i, mk_pte(K_PRESENT, pfn as u32));
         self.mms[mm].rss_anon += 1;
-        self.nr_anon_pages += 1;
+        self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, 1);
         self.lru_add(pfn, 1, vm_flags & VM_LOCKED != 0);
+    }
+
+    /// lruvec_add_folio() / lruvec_add_folio_tail(): put the folio on list `l` of its
+    /// node's lruvec (a lazy-free folio on the matching file list, see lru_index).
+    pub(crate) fn lruvec_add_folio(&mut self, head: u64, nr: u64, l: u64, tail: bool) {
+        let f = with_lru(self.pm.frames[head as usize], l);
+        self.pm.frames[head as usize] = f;
+        let node = self.pm.node_of(head);
+        let list = &mut self.pgdat[node].lruvec[lru_index(f)];
+        if tail {
+            list.push_tail(&mut self.pm.links, head as u32, nr);
+        } else {
+            list.push_head(&mut self.pm.links, head as u32, nr);
+        }
     }
 
     /// folio_add_lru_vma(): new anonymous folios go to the inactive anon list
@@ -349,7 +377,7 @@ impl Kernel {
         let f = self.pm.frames[pfn as usize];
         self.pm.frames[pfn as usize] = set_mlocked(with_lru(f, l), locked);
         let li = lru_index(self.pm.frames[pfn as usize]);
-        self.pm.lru[node][li].push_head(&mut self.pm.links, pfn as u32, nr);
+        self.pgdat[node].lruvec[li].push_head(&mut self.pm.links, pfn as u32, nr);
     }
     pub fn lru_del(&mut self, pfn: u64, nr: u64) {
         let f = self.pm.frames[pfn as usize];
@@ -358,47 +386,48 @@ impl Kernel {
             return;
         }
         let node = self.pm.node_of(pfn);
-        self.pm.lru[node][lru_index(f)].remove(&mut self.pm.links, pfn as u32, nr);
+        self.pgdat[node].lruvec[lru_index(f)].remove(&mut self.pm.links, pfn as u32, nr);
         self.pm.frames[pfn as usize] = with_lru(f, LRU_NONE);
     }
 
     /// Free a whole folio (folio_put on the last reference): off the LRU and the deferred
     /// split queue, back to the buddy allocator.
-    pub fn free_folio(&mut self, head: u64) {
+    pub fn free_folio(&mut self, head: Pfn) {
+        let head = head.0;
         let f = self.pm.frames[head as usize];
         debug_assert_eq!(tag(f), TAG_ANON);
-        let order = if compound(f) == COMPOUND_HEAD { 9 } else { 0 };
+        let order = if compound(f) == COMPOUND_HEAD { HPAGE_PMD_ORDER } else { 0 };
         if swapcache(f) {
             self.delete_from_swap_cache(head);
         }
         self.lru_del(head, 1 << order);
-        if order == 9 {
+        if order == HPAGE_PMD_ORDER {
             self.deferred_split_remove(head);
-            self.thp_mapcount.remove(&(head as u32));
+            self.pm.mapcount.remove(&(head as u32));
         }
         self.charge(self.costs.page_free_ns);
-        self.pm.free_pages(head, order, &mut self.vm);
+        self.pm.free_pages(Pfn(head), order, &mut self.rec.vm);
     }
 
     /// Unmap one PTE-mapped page: base pages are freed, THP subpages lose their mapping
     /// (the folio is freed with its last mapping, else queued for deferred split).
-    pub(crate) fn zap_present_pte(&mut self, mm: usize, pfn: u64) {
+    pub(crate) fn zap_present_pte(&mut self, mm: MmId, pfn: u64) {
         let f = self.pm.frames[pfn as usize];
         self.mms[mm].rss_anon -= 1;
-        self.nr_anon_pages -= 1;
+        self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -1);
         self.pm.frames[pfn as usize] = with_rmap(f, None);
         if compound(f) == COMPOUND_BASE {
-            self.free_folio(pfn);
+            self.free_folio(Pfn(pfn));
             return;
         }
-        let head = pfn & !511;
+        let head = hpage_pfn_align(pfn);
         let left = {
-            let c = self.thp_mapcount.get_mut(&(head as u32)).expect("PTE-mapped THP has a mapcount");
+            let c = self.pm.mapcount.get_mut(&(head as u32)).expect("PTE-mapped THP has a mapcount");
             *c -= 1;
             *c
         };
         if left == 0 {
-            self.free_folio(head);
+            self.free_folio(Pfn(head));
         } else {
             self.deferred_split_folio(head, true);
         }
@@ -407,7 +436,7 @@ impl Kernel {
     /// zap_page_range_single / unmap_page_range over [start, end) of one mm.
     /// With `free_tables`, page tables of PMD ranges no VMA covers any more are freed
     /// (free_pgtables after munmap).
-    pub fn zap_range(&mut self, mm: usize, start: u64, end: u64, free_tables: bool) {
+    pub fn zap_range(&mut self, mm: MmId, start: u64, end: u64, free_tables: bool) {
         if start >= end {
             return;
         }
@@ -430,7 +459,7 @@ impl Kernel {
                 if matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_)) {
                     self.split_swap_pmd(mm, sid);
                 }
-                let (i0, i1) = (((s >> 12) & 511) as usize, (((e - 1) >> 12) & 511) as usize);
+                let (i0, i1) = (pte_index(s), pte_index(e - 1));
                 for i in i0..=i1 {
                     let pte = match &self.slots.get(sid).pmd {
                         Pmd::Table(t) => t[i],
@@ -456,22 +485,22 @@ impl Kernel {
     }
 
     /// zap_huge_pmd(): drop a whole huge mapping, free the folio and the deposited table.
-    fn zap_huge_pmd(&mut self, mm: usize, sid: u32) {
+    fn zap_huge_pmd(&mut self, mm: MmId, sid: u32) {
         let slot = self.slots.remove(sid);
         self.mms[mm].pmds.remove(&slot.index);
         match slot.pmd {
             Pmd::Huge(head) => {
-                self.mms[mm].rss_anon -= 512;
-                self.nr_anon_pages -= 512;
-                self.nr_anon_thp -= 1;
-                for p in head as u64..head as u64 + 512 {
+                self.mms[mm].rss_anon -= HPAGE_PMD_NR;
+                self.mod_node_page_state(head as u64, NodeStat::NrAnonMapped, -(HPAGE_PMD_NR as i64));
+                self.mod_node_page_state(head as u64, NodeStat::NrAnonThps, -1);
+                for p in head as u64..head as u64 + HPAGE_PMD_NR {
                     let f = self.pm.frames[p as usize];
                     self.pm.frames[p as usize] = with_rmap(f, None);
                 }
-                self.free_folio(head as u64);
+                self.free_folio(Pfn(head as u64));
             }
             Pmd::SwapPmd(s) => {
-                for k in 0..512 {
+                for k in 0..HPAGE_PMD_NR as u32 {
                     self.free_swap_entry(mm, s + k);
                 }
             }
@@ -481,7 +510,7 @@ impl Kernel {
     }
 
     /// free_swap_and_cache() for a swap PTE (or one of a PMD swap entry's 512) being zapped.
-    pub fn free_swap_entry(&mut self, mm: usize, entry: u32) {
+    pub fn free_swap_entry(&mut self, mm: MmId, entry: u32) {
         self.mms[mm].swap_ents -= 1;
         self.free_swap_and_cache(entry);
     }
@@ -489,9 +518,9 @@ impl Kernel {
     /// Seed 003: __split_huge_swap_pmd(): a PMD swap entry becomes 512 PTE swap entries in
     /// the slot's deposited table (partial munmap/mprotect/madvise, a fault that swaps
     /// in 4 KiB). Non-present entries: no TLB flush.
-    pub fn split_swap_pmd(&mut self, _mm: usize, sid: u32) {
+    pub fn split_swap_pmd(&mut self, _mm: MmId, sid: u32) {
         if let Pmd::SwapPmd(s) = self.slots.get(sid).pmd {
-            let mut t = Box::new([PTE_NONE; 512]);
+            let mut t = Box::new([PTE_NONE; PTRS_PER_PTE]);
             for (k, e) in t.iter_mut().enumerate() {
                 *e = mk_pte(K_SWAP, s + k as u32);
             }
@@ -502,7 +531,7 @@ impl Kernel {
 
     /// change_pmd_range() for mprotect over [start, end): a huge PMD (or, seed 003, a PMD
     /// swap entry) only partly covered is split first.
-    pub fn mprotect_split_pmds(&mut self, mm: usize, start: u64, end: u64) {
+    pub fn mprotect_split_pmds(&mut self, mm: MmId, start: u64, end: u64) {
         if start >= end {
             return;
         }
@@ -522,7 +551,7 @@ impl Kernel {
     }
 
     /// exit_mmap(): unmap everything, free page tables, drop the huge zero page reference.
-    pub fn exit_mm(&mut self, mm: usize) {
+    pub fn exit_mm(&mut self, mm: MmId) {
         if !self.mms[mm].alive {
             return;
         }
@@ -536,10 +565,7 @@ impl Kernel {
         for (idx, _) in left {
             self.zap_range(mm, idx << PMD_SHIFT, (idx + 1) << PMD_SHIFT, true);
         }
-        if self.mms[mm].huge_zero_ref {
-            self.mms[mm].huge_zero_ref = false;
-            self.huge_zero_users -= 1;
-        }
+        self.mm_put_huge_zero_folio(mm);
         self.khugepaged_exit(mm);
         self.mms[mm].alive = false;
     }
@@ -547,21 +573,21 @@ impl Kernel {
     /// Write `bytes` bytes of `data` at `byte` in the page at `addr`, faulting it in first.
     pub fn write_page(
         &mut self,
-        mm: usize,
+        mm: MmId,
         addr: u64,
         byte: u32,
         bytes: u32,
         data: &thplab_workload::workload::WriteData,
     ) -> Fault {
         let pfn = match self.follow(mm, addr) {
-            Mapping::Page(pfn, _) => pfn,
+            Mapping::Page(Pfn(pfn), _) => pfn,
             _ => {
                 let r = self.handle_mm_fault(mm, addr, true);
                 if r != Fault::Ok {
                     return r;
                 }
                 match self.follow(mm, addr) {
-                    Mapping::Page(pfn, _) => pfn,
+                    Mapping::Page(Pfn(pfn), _) => pfn,
                     _ => return Fault::Segv,
                 }
             }
@@ -575,9 +601,9 @@ impl Kernel {
     }
 
     /// A load from the page at `addr`, faulting it in (zero page) if needed.
-    pub fn read_page(&mut self, mm: usize, addr: u64) -> Fault {
+    pub fn read_page(&mut self, mm: MmId, addr: u64) -> Fault {
         match self.follow(mm, addr) {
-            Mapping::Page(pfn, _) => {
+            Mapping::Page(Pfn(pfn), _) => {
                 self.touch_folio(pfn, false);
                 self.charge(self.costs.touch_page_ns);
                 Fault::Ok
@@ -591,7 +617,7 @@ impl Kernel {
     #[inline]
     pub fn touch_folio(&mut self, pfn: u64, write: bool) {
         let f = self.pm.frames[pfn as usize];
-        let head = if compound(f) == COMPOUND_BASE { pfn } else { pfn & !511 };
+        let head = if compound(f) == COMPOUND_BASE { pfn } else { hpage_pfn_align(pfn) };
         let h = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_dirty(set_young(h, true), write || dirty(h));
         if write && head != pfn {

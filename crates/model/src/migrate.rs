@@ -3,11 +3,13 @@
 //! THP fallback to splitting (thp_migration_split, where the zero-subpage policy applies),
 //! and move_pages(2) to another node.
 
+use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::memory::Mapping;
 use crate::mm_types::*;
 use crate::page_alloc::{__GFP_THISNODE, GFP_HIGHUSER_MOVABLE, GFP_TRANSHUGE_LIGHT};
 use crate::pgtable::*;
+use crate::trace::trace_event;
 use crate::vmstat::Ev;
 
 /// Why a split happens: it decides which zero-subpage rule applies.
@@ -38,10 +40,11 @@ impl Kernel {
     /// Move a mapped-or-not anonymous folio at `src` (head) to the frames at `dst`,
     /// which the caller allocated (order 0 or 9). Contents, flags, LRU membership, the
     /// deferred-queue entry and the mapping all follow; the source frames are freed.
-    pub fn move_folio(&mut self, src: u64, dst: u64) {
+    pub fn move_folio(&mut self, src: Pfn, dst: Pfn) {
+        let (src, dst) = (src.0, dst.0);
         let f = self.pm.frames[src as usize];
         let thp = compound(f) == COMPOUND_HEAD;
-        let nr: u64 = if thp { 512 } else { 1 };
+        let nr: u64 = if thp { HPAGE_PMD_NR } else { 1 };
         let lru_list = lru(f);
         let on_lru = lru_list != LRU_NONE;
         let queued = thp && lru(self.pm.frames[src as usize + 1]) == 1;
@@ -69,34 +72,28 @@ impl Kernel {
             }
         }
         if thp {
-            if let Some(c) = self.thp_mapcount.remove(&(src as u32)) {
-                self.thp_mapcount.insert(dst as u32, c);
+            if let Some(c) = self.pm.mapcount.remove(&(src as u32)) {
+                self.pm.mapcount.insert(dst as u32, c);
             }
         }
         if on_lru {
-            let node = self.pm.node_of(dst);
-            let h = self.pm.frames[dst as usize];
-            self.pm.frames[dst as usize] = with_lru(h, lru_list);
             // lazy-free folios are on the file lists (lru_index)
-            self.pm.lru[node][lru_index(self.pm.frames[dst as usize])].push_head(&mut self.pm.links, dst as u32, nr);
+            self.lruvec_add_folio(dst, nr, lru_list, false);
         }
         if queued {
             // the copy carried PG_partially_mapped; put the new folio on the queue
-            let t = dst as usize + 1;
-            self.pm.frames[t] = with_lru(self.pm.frames[t], 1);
-            let node = self.pm.node_of(dst);
-            self.deferred[node].push_tail(&mut self.pm.links, t as u32, 512);
+            self.deferred_split_requeue(dst);
         }
         self.charge(if thp { self.costs.copy_2m_ns } else { self.costs.migrate_4k_ns });
         // flush the old translations of every mm that maps the folio
         if let Some((sid, i)) = rmap(self.pm.frames[dst as usize]) {
             let s = self.slots.get(sid);
-            let (mm, ix) = (s.mm as usize, s.index);
+            let (mm, ix) = (s.mm, s.index);
             // a base page's migration flushes its one PTE (ptep_clear_flush), a THP its PMD range
             let (a, e) = if thp {
-                (ix << 21, (ix + 1) << 21)
+                (ix << PMD_SHIFT, (ix + 1) << PMD_SHIFT)
             } else {
-                ((ix << 21) + ((i as u64) << 12), (ix << 21) + ((i as u64 + 1) << 12))
+                ((ix << PMD_SHIFT) + ((i as u64) << PAGE_SHIFT), (ix << PMD_SHIFT) + ((i as u64 + 1) << PAGE_SHIFT))
             };
             self.mms[mm].tlb.flush_range(a, e);
         }
@@ -104,7 +101,7 @@ impl Kernel {
         if swapcache(self.pm.frames[dst as usize]) {
             self.swap_cache_move(src, dst);
         }
-        self.pm.free_pages(src, if thp { 9 } else { 0 }, &mut self.vm);
+        self.pm.free_pages(Pfn(src), if thp { HPAGE_PMD_ORDER } else { 0 }, &mut self.rec.vm);
     }
 
     /// migrate_pages() of one folio to `node` (MR_SYSCALL/MR_NUMA_MISPLACED style):
@@ -114,48 +111,66 @@ impl Kernel {
     /// (thp_migration_split); its pieces stay isolated on the migration list, as
     /// split_folio_to_list() keeps them, and are migrated one by one. Whatever cannot be
     /// moved is put back on its LRU (putback_movable_pages). Returns pages moved.
-    pub fn migrate_folio_to_node(&mut self, head: u64, node: usize) -> u64 {
+    pub fn migrate_folio_to_node(&mut self, head: Pfn, node: usize) -> u64 {
+        let head = head.0;
         let f = self.pm.frames[head as usize];
         let list = lru(f);
         if tag(f) != TAG_ANON || list == LRU_NONE {
             // not on an LRU: someone else holds it isolated (-EBUSY)
             return 0;
         }
-        let nr = if compound(f) == COMPOUND_HEAD { 512 } else { 1 };
+        let nr = if compound(f) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
         self.lru_del(head, nr);
-        self.migrate_isolated_folio(head, list, node)
+        let split0 = self.rec.vm.get(Ev::THP_MIGRATION_SPLIT);
+        let moved = self.migrate_isolated_folio(Pfn(head), list, node);
+        let thp = nr == HPAGE_PMD_NR;
+        let split = self.rec.vm.get(Ev::THP_MIGRATION_SPLIT) - split0;
+        trace_event!(
+            self,
+            mm_migrate_pages,
+            succeeded = moved,
+            failed = nr - moved,
+            thp_succeeded = (thp && split == 0 && moved == nr) as u32,
+            thp_failed = (thp && split == 0 && moved < nr) as u32,
+            thp_split = split,
+            large_folio_split = 0,
+            mode = "MIGRATE_SYNC",
+            reason = "syscall_or_cpuset",
+        );
+        moved
     }
 
     /// The body of migrate_pages() for one isolated folio (off the LRU; it belonged to
     /// list `list`).
-    fn migrate_isolated_folio(&mut self, head: u64, list: u64, node: usize) -> u64 {
+    fn migrate_isolated_folio(&mut self, head: Pfn, list: u64, node: usize) -> u64 {
+        let head = head.0;
         if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD {
-            if let Some(dst) = self.alloc_pages(GFP_TRANSHUGE_LIGHT | __GFP_THISNODE, 9, node) {
-                self.move_folio(head, dst);
-                self.putback_folio(dst, 512, list);
-                self.vm.count(Ev::THP_MIGRATION_SUCCESS);
-                self.vm.add(Ev::PGMIGRATE_SUCCESS, 512);
-                return 512;
+            if let Some(Pfn(dst)) = self.alloc_pages(GFP_TRANSHUGE_LIGHT | __GFP_THISNODE, HPAGE_PMD_ORDER, node) {
+                self.move_folio(Pfn(head), Pfn(dst));
+                self.putback_folio(dst, HPAGE_PMD_NR, list);
+                self.rec.vm.count(Ev::THP_MIGRATION_SUCCESS);
+                self.rec.vm.add(Ev::PGMIGRATE_SUCCESS, HPAGE_PMD_NR);
+                return HPAGE_PMD_NR;
             }
-            self.vm.count(Ev::THP_MIGRATION_SPLIT);
-            let Ok(pieces) = self.split_folio(head, SplitReason::Migration) else {
-                self.putback_folio(head, 512, list);
-                self.vm.count(Ev::THP_MIGRATION_FAIL);
-                self.vm.add(Ev::PGMIGRATE_FAIL, 512);
+            self.rec.vm.count(Ev::THP_MIGRATION_SPLIT);
+            let Ok(pieces) = self.split_folio(Pfn(head), SplitReason::Migration) else {
+                self.putback_folio(head, HPAGE_PMD_NR, list);
+                self.rec.vm.count(Ev::THP_MIGRATION_FAIL);
+                self.rec.vm.add(Ev::PGMIGRATE_FAIL, HPAGE_PMD_NR);
                 return 0;
             };
             return pieces.into_iter().map(|p| self.migrate_isolated_folio(p, list, node)).sum();
         }
         match self.alloc_pages(GFP_HIGHUSER_MOVABLE | __GFP_THISNODE, 0, node) {
-            Some(dst) => {
-                self.move_folio(head, dst);
+            Some(Pfn(dst)) => {
+                self.move_folio(Pfn(head), Pfn(dst));
                 self.putback_folio(dst, 1, list);
-                self.vm.count(Ev::PGMIGRATE_SUCCESS);
+                self.rec.vm.count(Ev::PGMIGRATE_SUCCESS);
                 1
             }
             None => {
                 self.putback_folio(head, 1, list);
-                self.vm.count(Ev::PGMIGRATE_FAIL);
+                self.rec.vm.count(Ev::PGMIGRATE_FAIL);
                 0
             }
         }
@@ -164,15 +179,14 @@ impl Kernel {
     /// folio_putback_lru(): an isolated folio goes back on list `list` of its node (a
     /// lazy-free folio on the file list, see lru_index).
     fn putback_folio(&mut self, head: u64, nr: u64, list: u64) {
-        let node = self.pm.node_of(head);
-        let f = set_mlocked(with_lru(self.pm.frames[head as usize], list), list == LRU_UNEVICTABLE);
+        let f = set_mlocked(self.pm.frames[head as usize], list == LRU_UNEVICTABLE);
         self.pm.frames[head as usize] = f;
-        self.pm.lru[node][lru_index(f)].push_head(&mut self.pm.links, head as u32, nr);
+        self.lruvec_add_folio(head, nr, list, false);
     }
 
     /// move_pages(2) for [start, end) of `mm` to `node`: each mapped folio not already on
     /// the node is migrated whole. Returns the errno on failure.
-    pub fn move_pages(&mut self, mm: usize, start: u64, end: u64, node: usize) -> Result<(), &'static str> {
+    pub fn move_pages(&mut self, mm: MmId, start: u64, end: u64, node: usize) -> Result<(), &'static str> {
         if node >= self.pm.nodes.len() {
             return Err("ENODEV");
         }
@@ -180,17 +194,17 @@ impl Kernel {
         while a < end {
             self.charge(self.costs.pte_walk_ns);
             match self.follow(mm, a) {
-                Mapping::Page(pfn, _) => {
+                Mapping::Page(Pfn(pfn), _) => {
                     let f = self.pm.frames[pfn as usize];
-                    let head = if compound(f) == COMPOUND_BASE { pfn } else { pfn & !511 };
+                    let head = if compound(f) == COMPOUND_BASE { pfn } else { hpage_pfn_align(pfn) };
                     if self.pm.node_of(head) != node {
-                        self.migrate_folio_to_node(head, node);
+                        self.migrate_folio_to_node(Pfn(head), node);
                     }
                 }
                 Mapping::None => {}
                 _ => {}
             }
-            a += 4096;
+            a += PAGE_SIZE;
         }
         Ok(())
     }

@@ -18,6 +18,50 @@
 //! hands out lazily. Anonymous pages are mapped exactly once (no fork), so the reverse
 //! map is a single (page-table slot, index) and young/dirty live here, not in the PTE.
 
+use crate::consts::*;
+/// A page frame number. Used where a pfn travels with other integers (allocation
+/// results, migration and split arguments, translations) so that they cannot be mixed
+/// up; per-page loops inside a mechanism work on the plain `u64` (`.0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct Pfn(pub u64);
+impl Pfn {
+    /// The index of the frame in the frame array.
+    #[inline]
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+impl std::ops::Add<u64> for Pfn {
+    type Output = Pfn;
+    #[inline]
+    fn add(self, n: u64) -> Pfn {
+        Pfn(self.0 + n)
+    }
+}
+impl std::fmt::Display for Pfn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// An address space (mm_struct): its position in the kernel's mm list, which the
+/// model uses where the kernel passes an `mm_struct *`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct MmId(pub u32);
+impl MmId {
+    #[inline]
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+impl std::fmt::Display for MmId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 pub const TAG_SHIFT: u32 = 61;
 pub const TAG_FREE_TAIL: u64 = 0;
 pub const TAG_FREE: u64 = 1;
@@ -45,6 +89,8 @@ const MLOCK_BIT: u64 = 1 << 22;
 const LAZYFREE_BIT: u64 = 1 << 23;
 const ISOLATED_BIT: u64 = 1 << 24;
 const RMAP_SHIFT: u32 = 25;
+/// the rmap's low bits: the PTE index within the 2 MiB slot
+const RMAP_IDX_BITS: u32 = PMD_SHIFT - PAGE_SHIFT;
 const RMAP_BITS: u32 = 34;
 pub const RMAP_NONE: u64 = (1 << RMAP_BITS) - 1;
 pub const MAX_SLOTS: u32 = (1 << 25) - 1;
@@ -223,14 +269,14 @@ pub fn rmap(f: u64) -> Option<(u32, u32)> {
     if r == RMAP_NONE {
         None
     } else {
-        Some(((r >> 9) as u32, (r & 511) as u32))
+        Some(((r >> RMAP_IDX_BITS) as u32, (r & (PTRS_PER_PTE as u64 - 1)) as u32))
     }
 }
 #[inline]
 pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
     let v = match r {
         None => RMAP_NONE,
-        Some((slot, idx)) => ((slot as u64) << 9) | idx as u64,
+        Some((slot, idx)) => ((slot as u64) << RMAP_IDX_BITS) | idx as u64,
     };
     (f & !(RMAP_NONE << RMAP_SHIFT)) | (v << RMAP_SHIFT)
 }
@@ -284,7 +330,9 @@ impl Links {
         }
     }
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.len() * 8 + self.used.len() + self.chunks.iter().filter(|c| c.is_some()).count() * 512
+        self.chunks.len() * 8
+            + self.used.len()
+            + self.chunks.iter().filter(|c| c.is_some()).count() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
 }
 

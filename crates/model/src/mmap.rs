@@ -2,6 +2,8 @@
 //! THP alignment for PMD-multiple anonymous mappings (thp_get_unmapped_area), VMA
 //! split and merge when flags change over part of a mapping, munmap of ranges.
 
+use crate::consts::*;
+use crate::mm_types::MmId;
 use std::collections::BTreeMap;
 
 pub const VM_READ: u32 = 1 << 0;
@@ -10,8 +12,6 @@ pub const VM_HUGEPAGE: u32 = 1 << 2;
 pub const VM_NOHUGEPAGE: u32 = 1 << 3;
 pub const VM_LOCKED: u32 = 1 << 4;
 
-pub const PMD_SIZE: u64 = 2 << 20;
-pub const PAGE_SIZE: u64 = 4096;
 /// Model mmap_base: where top-down placement starts (below the stack gap of a 47-bit space).
 pub const MMAP_BASE: u64 = 0x7f00_0000_0000;
 pub const MMAP_MIN: u64 = 0x1000_0000;
@@ -26,7 +26,7 @@ pub struct Vma {
 /// The TLB state of a process (its CPU's dTLB while it runs).
 pub use crate::tlb::Tlb;
 
-/// The mm's PMD-level page table: pmd index (vaddr >> 21) -> slot id, ordered, with a
+/// The mm's PMD-level page table: pmd index (vaddr >> PMD_SHIFT) -> slot id, ordered, with a
 /// one-entry lookup cache (faults and writes walk addresses in order, so consecutive
 /// lookups hit the same 2 MiB slot). Reads go through Deref; every mutation goes through
 /// insert/remove, which keep the cache right.
@@ -68,10 +68,10 @@ impl std::ops::Deref for PmdMap {
 }
 
 pub struct Mm {
-    pub id: u32,
+    pub id: MmId,
     pub name: String,
     pub vmas: BTreeMap<u64, Vma>,
-    /// pmd index (vaddr >> 21) -> slot id
+    /// pmd index (vaddr >> PMD_SHIFT) -> slot id
     pub pmds: PmdMap,
     pub mmap_cursor: u64,
     /// prctl(PR_SET_THP_DISABLE): MMF_DISABLE_THP_COMPLETELY
@@ -88,8 +88,44 @@ pub struct Mm {
     pub tlb: Tlb,
 }
 
+/// The kernel's address spaces, indexed by `MmId` (an exited mm stays, not alive).
+#[derive(Default)]
+pub struct MmList(Vec<Mm>);
+impl MmList {
+    /// Add an mm; its id must be the next index.
+    pub fn push(&mut self, mm: Mm) {
+        assert_eq!(mm.id.idx(), self.0.len(), "mm ids are list positions");
+        self.0.push(mm);
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn get(&self, id: MmId) -> Option<&Mm> {
+        self.0.get(id.idx())
+    }
+    pub fn iter(&self) -> std::slice::Iter<'_, Mm> {
+        self.0.iter()
+    }
+}
+impl std::ops::Index<MmId> for MmList {
+    type Output = Mm;
+    #[inline]
+    fn index(&self, id: MmId) -> &Mm {
+        &self.0[id.idx()]
+    }
+}
+impl std::ops::IndexMut<MmId> for MmList {
+    #[inline]
+    fn index_mut(&mut self, id: MmId) -> &mut Mm {
+        &mut self.0[id.idx()]
+    }
+}
+
 impl Mm {
-    pub fn new(id: u32, name: &str, cpu: u32, node: usize, tlb: Tlb) -> Mm {
+    pub fn new(id: MmId, name: &str, cpu: u32, node: usize, tlb: Tlb) -> Mm {
         Mm {
             id,
             name: name.to_string(),
@@ -221,7 +257,7 @@ impl Mm {
 mod tests {
     use super::*;
     fn mm() -> Mm {
-        Mm::new(0, "t", 0, 0, Tlb::new(&Default::default()))
+        Mm::new(MmId(0), "t", 0, 0, Tlb::new(&Default::default()))
     }
     #[test]
     fn placement_and_flags() {

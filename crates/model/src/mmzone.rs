@@ -4,13 +4,8 @@
 //! setup_per_zone_lowmem_reserve; mm/khugepaged.c: set_recommended_min_free_kbytes).
 
 use crate::bitmap::BitTree;
+use crate::consts::*;
 use thplab_workload::machine::MachineSpec;
-
-pub const MAX_PAGE_ORDER: u32 = 10;
-pub const NR_PAGE_ORDERS: usize = 11;
-pub const PAGEBLOCK_ORDER: u32 = 9;
-pub const PAGEBLOCK_NR_PAGES: u64 = 1 << PAGEBLOCK_ORDER;
-pub const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 
 /// enum migratetype (no CMA: x86 defconfig kernels print these five in pagetypeinfo).
 pub const MIGRATE_UNMOVABLE: u8 = 0;
@@ -127,8 +122,8 @@ pub struct ZoneLayout {
     pub reserved: u64,
 }
 
-const GIB_PAGES: u64 = (1 << 30) >> 12;
-const DMA_END: u64 = 4096; // 16 MiB
+const GIB_PAGES: u64 = (1 << 30) >> PAGE_SHIFT;
+const DMA_END: u64 = (16 << 20) >> PAGE_SHIFT;
 const DMA32_LOW_END: u64 = 3 * GIB_PAGES; // RAM below the PCI hole
 const NORMAL_START: u64 = 4 * GIB_PAGES;
 
@@ -139,11 +134,11 @@ const NORMAL_START: u64 = 4 * GIB_PAGES;
 /// the kernel's own reserve in node 0's DMA32 zone, 158 pages of DMA (BIOS, trampoline).
 pub fn layout(m: &MachineSpec) -> Result<Vec<ZoneLayout>, String> {
     let mut out = vec![];
-    let kernel_reserve = m.kernel_reserve.map_or(36 << 20, |s| s.0) >> 12;
+    let kernel_reserve = m.kernel_reserve.map_or(36 << 20, |s| s.0) >> PAGE_SHIFT;
     let mut next_start = 0u64;
     for (n, node) in m.nodes.iter().enumerate() {
-        let pages = node.mem.0 >> 12;
-        let memmap = (pages * 64).div_ceil(4096);
+        let pages = node.mem.0 >> PAGE_SHIFT;
+        let memmap = (pages * 64).div_ceil(PAGE_SIZE);
         let mut zones: Vec<ZoneLayout> = vec![];
         if n == 0 {
             let dma_present = 3998u64;

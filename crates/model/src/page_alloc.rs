@@ -2,7 +2,7 @@
 //! pageblocks with a migratetype and a compaction skip bit, __rmqueue's
 //! smallest → claim → steal order, __free_one_page merging, watermark checks and the
 //! zonelist walk of get_page_from_freelist. The slow path (kswapd, direct reclaim,
-//! direct compaction, OOM) is in `Kernel::alloc_pages` (kernel.rs), which calls into here.
+//! direct compaction, OOM) is `Kernel::alloc_pages` below.
 //!
 //! Documented simplifications: free "lists" are address-ordered (the lowest free block of
 //! an order and migratetype is taken first, not the most recently freed), and there are
@@ -10,53 +10,16 @@
 //! (nr_free per order and migratetype, NR_FREE_PAGES) are exact.
 
 use crate::bitmap::BitTree;
+use crate::compaction::{CompactPriority, CompactResult};
+use crate::consts::*;
+use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::mmzone::*;
-use crate::vmstat::{Ev, VmStat};
+use crate::trace::{trace_event, Trace};
+use crate::vmstat::{Ev, NodeStat, VmStat};
 use thplab_workload::machine::MachineSpec;
 
-pub type Gfp = u32;
-pub const __GFP_DIRECT_RECLAIM: Gfp = 1 << 0;
-pub const __GFP_KSWAPD_RECLAIM: Gfp = 1 << 1;
-pub const __GFP_NORETRY: Gfp = 1 << 2;
-pub const __GFP_THISNODE: Gfp = 1 << 3;
-pub const __GFP_MOVABLE: Gfp = 1 << 4;
-pub const __GFP_RECLAIMABLE: Gfp = 1 << 5;
-pub const __GFP_COMP: Gfp = 1 << 6;
-pub const __GFP_ZERO: Gfp = 1 << 7;
-pub const __GFP_HIGH: Gfp = 1 << 8;
-pub const __GFP_NOWARN: Gfp = 1 << 9;
-pub const __GFP_NOMEMALLOC: Gfp = 1 << 10;
-pub const __GFP_RETRY_MAYFAIL: Gfp = 1 << 11;
-pub const __GFP_IO: Gfp = 1 << 12;
-pub const __GFP_FS: Gfp = 1 << 13;
-pub const __GFP_RECLAIM: Gfp = __GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM;
-pub const GFP_KERNEL: Gfp = __GFP_RECLAIM | __GFP_IO | __GFP_FS;
-pub const GFP_HIGHUSER_MOVABLE: Gfp = GFP_KERNEL | __GFP_MOVABLE;
-/// GFP_TRANSHUGE_LIGHT = (GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_NOMEMALLOC | __GFP_NOWARN) & ~__GFP_RECLAIM
-pub const GFP_TRANSHUGE_LIGHT: Gfp =
-    (GFP_HIGHUSER_MOVABLE | __GFP_COMP | __GFP_NOMEMALLOC | __GFP_NOWARN) & !__GFP_RECLAIM;
-pub const GFP_TRANSHUGE: Gfp = GFP_TRANSHUGE_LIGHT | __GFP_DIRECT_RECLAIM;
-
-pub fn gfp_migratetype(gfp: Gfp) -> u8 {
-    if gfp & __GFP_MOVABLE != 0 {
-        MIGRATE_MOVABLE
-    } else if gfp & __GFP_RECLAIMABLE != 0 {
-        MIGRATE_RECLAIMABLE
-    } else {
-        MIGRATE_UNMOVABLE
-    }
-}
-
-pub type AllocFlags = u32;
-pub const ALLOC_WMARK_MIN: AllocFlags = WMARK_MIN as u32;
-pub const ALLOC_WMARK_LOW: AllocFlags = WMARK_LOW as u32;
-pub const ALLOC_WMARK_HIGH: AllocFlags = WMARK_HIGH as u32;
-pub const ALLOC_WMARK_MASK: AllocFlags = 3;
-pub const ALLOC_NO_WATERMARKS: AllocFlags = 1 << 2;
-pub const ALLOC_MIN_RESERVE: AllocFlags = 1 << 3;
-pub const ALLOC_NOFRAGMENT: AllocFlags = 1 << 4;
-pub const ALLOC_KSWAPD: AllocFlags = 1 << 5;
+pub use crate::gfp::*;
 
 /// Pageblock flag byte: bits 0..2 migratetype, bit 3 PB_migrate_skip.
 const PB_MT_MASK: u8 = 7;
@@ -71,8 +34,8 @@ pub struct PhysMem {
     /// zone index for each pageblock (u8::MAX = none)
     pub pb_zone: Vec<u8>,
     pub links: Links,
-    /// per node LRU lists [none, inactive_anon, active_anon, unevictable, inactive_file, active_file]
-    pub lru: Vec<[List; NR_LRU_LISTS]>,
+    /// PTE-mapped THPs: head pfn -> subpages still mapped (the folio's _mapcount)
+    pub mapcount: std::collections::BTreeMap<u32, u16>,
     pub nr_cpus: u32,
     /// Pages in use by the kernel outside the buddy allocator's view (reserved at boot).
     pub reserved_pages: u64,
@@ -102,7 +65,7 @@ impl PhysMem {
             nodes: vec![],
             pb_zone: vec![u8::MAX; npb],
             links: Links::new(max_pfn),
-            lru: vec![[List::default(); NR_LRU_LISTS]; m.nodes.len()],
+            mapcount: Default::default(),
             nr_cpus: m.total_cpus(),
             reserved_pages: 0,
             zonelists: vec![],
@@ -168,7 +131,7 @@ impl PhysMem {
             let (res_lo, res_hi) = match zl.idx {
                 ZONE_DMA | ZONE_DMA32 if zl.node == 0 && !is_highest(&lay, zl) => (zl.reserved, 0),
                 ZONE_DMA32 if zl.node == 0 => {
-                    let memmap = (m.nodes[0].mem.0 >> 12) * 64 / 4096;
+                    let memmap = (m.nodes[0].mem.0 >> PAGE_SHIFT) * 64 / PAGE_SIZE;
                     (zl.reserved - memmap.min(zl.reserved), memmap.min(zl.reserved))
                 }
                 _ => (0, zl.reserved),
@@ -521,7 +484,8 @@ impl PhysMem {
         None
     }
 
-    /// __rmqueue_claim(): from the largest fallback block down.
+    /// __rmqueue_claim(): from the largest fallback block down. Returns the block and the
+    /// (order, migratetype) of the free block it came from.
     fn rmqueue_claim(
         &mut self,
         zi: usize,
@@ -529,7 +493,7 @@ impl PhysMem {
         start_mt: u8,
         alloc_flags: AllocFlags,
         boost_factor: u64,
-    ) -> Option<u64> {
+    ) -> Option<(u64, u32, u8)> {
         let min_order =
             if order < PAGEBLOCK_ORDER && alloc_flags & ALLOC_NOFRAGMENT != 0 { PAGEBLOCK_ORDER } else { order };
         let mut cur = MAX_PAGE_ORDER as i32;
@@ -543,7 +507,7 @@ impl PhysMem {
                 if let Some(p) =
                     self.try_to_claim_block(zi, pfn, cur as u32, order, start_mt, fb as u8, alloc_flags, boost_factor)
                 {
-                    return Some(p);
+                    return Some((p, cur as u32, fb as u8));
                 }
             }
             cur -= 1;
@@ -552,7 +516,7 @@ impl PhysMem {
     }
 
     /// __rmqueue_steal(): the smallest fallback block, without retyping the pageblock.
-    fn rmqueue_steal(&mut self, zi: usize, order: u32, start_mt: u8) -> Option<u64> {
+    fn rmqueue_steal(&mut self, zi: usize, order: u32, start_mt: u8) -> Option<(u64, u32, u8)> {
         for cur in order..=MAX_PAGE_ORDER {
             let fb = self.find_suitable_fallback(zi, cur, start_mt, false);
             if fb < 0 {
@@ -560,12 +524,13 @@ impl PhysMem {
             }
             let pfn = self.first_free(zi, cur, fb as u8).unwrap();
             self.page_del_and_expand(zi, pfn, order, cur, fb as u8);
-            return Some(pfn);
+            return Some((pfn, cur, fb as u8));
         }
         None
     }
 
     /// __rmqueue(): requested type, then claim, then (unless ALLOC_NOFRAGMENT) steal.
+    /// A fallback raises mm_page_alloc_extfrag.
     pub fn rmqueue(
         &mut self,
         zi: usize,
@@ -573,17 +538,28 @@ impl PhysMem {
         mt: u8,
         alloc_flags: AllocFlags,
         boost_factor: u64,
+        trace: &mut Trace,
     ) -> Option<u64> {
         if let Some(p) = self.rmqueue_smallest(zi, order, mt) {
             return Some(p);
         }
-        if let Some(p) = self.rmqueue_claim(zi, order, mt, alloc_flags, boost_factor) {
-            return Some(p);
-        }
-        if alloc_flags & ALLOC_NOFRAGMENT == 0 {
-            return self.rmqueue_steal(zi, order, mt);
-        }
-        None
+        let fallback = match self.rmqueue_claim(zi, order, mt, alloc_flags, boost_factor) {
+            Some(x) => Some(x),
+            None if alloc_flags & ALLOC_NOFRAGMENT == 0 => self.rmqueue_steal(zi, order, mt),
+            None => None,
+        };
+        let (pfn, fallback_order, fallback_mt) = fallback?;
+        trace_event!(
+            @clock trace,
+            mm_page_alloc_extfrag,
+            pfn = pfn,
+            alloc_order = order,
+            fallback_order = fallback_order,
+            alloc_migratetype = mt,
+            fallback_migratetype = fallback_mt,
+            change_ownership = (self.pb_mt(pfn) == mt) as u32,
+        );
+        Some(pfn)
     }
 
     /// __zone_watermark_ok()
@@ -683,7 +659,8 @@ impl PhysMem {
         boost_factor: u64,
         defrag_mode: bool,
         vm: &mut VmStat,
-    ) -> Option<(u64, usize)> {
+        trace: &mut Trace,
+    ) -> Option<(Pfn, usize)> {
         let mt = gfp_migratetype(gfp);
         let mut flags = alloc_flags;
         let preferred = *zonelist.first()?;
@@ -709,7 +686,7 @@ impl PhysMem {
                 if !self.zone_watermark_ok(zi, order, mark, highest, flags) {
                     continue;
                 }
-                if let Some(pfn) = self.rmqueue(zi, order, mt, flags, boost_factor) {
+                if let Some(pfn) = self.rmqueue(zi, order, mt, flags, boost_factor, trace) {
                     let z = &self.zones[zi];
                     let ev = match z.idx {
                         ZONE_DMA => Ev::PGALLOC_DMA,
@@ -721,7 +698,7 @@ impl PhysMem {
                     for p in pfn..pfn + (1 << order) {
                         self.frames[p as usize] = make_kernel(order, p == pfn);
                     }
-                    return Some((pfn, zi));
+                    return Some((Pfn(pfn), zi));
                 }
             }
             if restart {
@@ -764,7 +741,8 @@ impl PhysMem {
     }
 
     /// Return a block to the buddy allocator (__free_pages): frames must be owned by the caller.
-    pub fn free_pages(&mut self, pfn: u64, order: u32, vm: &mut VmStat) {
+    pub fn free_pages(&mut self, pfn: Pfn, order: u32, vm: &mut VmStat) {
+        let pfn = pfn.0;
         let zi = self.zone_of(pfn);
         for p in pfn..pfn + (1 << order) {
             self.frames[p as usize] = 0;
@@ -861,6 +839,193 @@ fn is_highest(lay: &[ZoneLayout], zl: &ZoneLayout) -> bool {
     !lay.iter().any(|o| o.node == zl.node && o.idx > zl.idx)
 }
 
+/// The allocator's entry and slow path (mm/page_alloc.c: __alloc_pages,
+/// __alloc_pages_slowpath, __alloc_pages_direct_compact; direct reclaim is vmscan.rs's
+/// try_to_free_pages, the OOM killer oom_kill.rs's out_of_memory).
+impl Kernel {
+    /// __alloc_pages(gfp, order, preferred nid): fast path, then the slow path. Returns the pfn.
+    pub fn alloc_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> Option<Pfn> {
+        let highest = ZONE_NORMAL;
+        let zonelist = self.pm.zonelist(nid, highest, gfp & __GFP_THISNODE != 0);
+        if zonelist.is_empty() {
+            return None;
+        }
+        self.charge(self.costs.page_alloc_ns);
+        // fast path: low watermark, avoid fragmenting (alloc_flags_nofragment)
+        let flags = ALLOC_WMARK_LOW | self.pm.alloc_flags_nofragment(zonelist[0], gfp, self.cfg.defrag_mode);
+        let page = match self.get_page_from_freelist(gfp, order, flags, &zonelist) {
+            Some((pfn, zi)) => {
+                self.after_alloc(zi);
+                Some(pfn)
+            }
+            None => self.alloc_pages_slowpath(gfp, order, nid, &zonelist),
+        };
+        if let Some(pfn) = page {
+            // free page reporting: the first touch of a block the host took back refaults it
+            let reported = self.pm.take_reported(pfn.0, order);
+            if self.cfg.free_page_reporting && reported > 0 {
+                self.charge(reported * self.costs.refault_reported_2m_ns);
+            }
+        }
+        page
+    }
+
+    /// Kernel memory for the `kalloc` op (pipe buffers): GFP_KERNEL pages the kernel keeps,
+    /// counted as kernel pages.
+    pub fn alloc_kernel_pages(&mut self, order: u32, nid: usize) -> Option<Pfn> {
+        let page = self.alloc_pages(GFP_KERNEL, order, nid)?;
+        self.mod_node_page_state(page.0, NodeStat::NrKernelMisc, 1 << order);
+        Some(page)
+    }
+    /// Free what alloc_kernel_pages() gave.
+    pub fn free_kernel_pages(&mut self, page: Pfn, order: u32) {
+        self.mod_node_page_state(page.0, NodeStat::NrKernelMisc, -(1 << order));
+        self.pm.free_pages(page, order, &mut self.rec.vm);
+    }
+
+    /// get_page_from_freelist() with the sysctls it reads; its tracepoints are stamped now.
+    pub fn get_page_from_freelist(
+        &mut self,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        zonelist: &[usize],
+    ) -> Option<(Pfn, usize)> {
+        let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
+        self.rec.trace.clock = self.clock.now + self.clock.cost;
+        self.pm.get_page_from_freelist(
+            gfp,
+            order,
+            alloc_flags,
+            zonelist,
+            ZONE_NORMAL,
+            boost,
+            dm,
+            &mut self.rec.vm,
+            &mut self.rec.trace,
+        )
+    }
+
+    fn after_alloc(&mut self, zi: usize) {
+        // a fallback claim boosted the watermark: kswapd is woken to reclaim the boost
+        if self.pm.zones[zi].boosted {
+            self.pm.zones[zi].boosted = false;
+            self.wakeup_kswapd(self.pm.zones[zi].node, 0);
+        }
+    }
+
+    /// __alloc_pages_slowpath()
+    fn alloc_pages_slowpath(&mut self, gfp: Gfp, order: u32, nid: usize, zonelist: &[usize]) -> Option<Pfn> {
+        let costly = order > PAGE_ALLOC_COSTLY_ORDER;
+        let can_direct_reclaim = gfp & __GFP_DIRECT_RECLAIM != 0;
+        let mut alloc_flags = ALLOC_WMARK_MIN;
+        if gfp & __GFP_HIGH != 0 {
+            alloc_flags |= ALLOC_MIN_RESERVE;
+        }
+        if gfp & __GFP_KSWAPD_RECLAIM != 0 {
+            alloc_flags |= ALLOC_KSWAPD;
+            self.wakeup_kswapd(nid, order);
+        }
+        if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
+            self.after_alloc(zi);
+            return Some(pfn);
+        }
+        if !can_direct_reclaim {
+            return None;
+        }
+        let mt = gfp_migratetype(gfp);
+        let mut compact_prio = CompactPriority::Async;
+        if costly || (order > 0 && mt != MIGRATE_MOVABLE) {
+            let (page, result) =
+                self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, CompactPriority::Async);
+            if page.is_some() {
+                return page;
+            }
+            if costly && gfp & __GFP_NORETRY != 0 {
+                // THP faults may try the local node only first: compact, don't reclaim
+                if matches!(result, CompactResult::Skipped | CompactResult::Deferred) {
+                    return None;
+                }
+                compact_prio = CompactPriority::Async;
+            } else {
+                compact_prio = CompactPriority::SyncLight;
+            }
+        }
+        let mut oom_tries = 0;
+        // reclaim that frees pages which others (zram's pool) take again could go on for
+        // ever; after this many rounds with progress and no page, treat it as no progress
+        let mut progress_loops = 0;
+        loop {
+            if alloc_flags & ALLOC_KSWAPD != 0 {
+                self.wakeup_kswapd(nid, order);
+            }
+            if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
+                self.after_alloc(zi);
+                return Some(pfn);
+            }
+            // direct reclaim, then direct compaction
+            let reclaimed = self.try_to_free_pages(gfp, order, nid);
+            if reclaimed > 0 {
+                if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
+                    self.after_alloc(zi);
+                    return Some(pfn);
+                }
+            }
+            if order > 0 {
+                let (page, _) = self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, compact_prio);
+                if page.is_some() {
+                    return page;
+                }
+            }
+            if gfp & __GFP_NORETRY != 0 {
+                return None;
+            }
+            if costly && gfp & __GFP_RETRY_MAYFAIL == 0 {
+                return None;
+            }
+            if reclaimed > 0 && progress_loops < 64 {
+                progress_loops += 1;
+                continue;
+            }
+            // __alloc_pages_may_oom(): nothing could be reclaimed; kill and retry. The OOM
+            // killer cannot free memory on a given node, so __GFP_THISNODE (and
+            // __GFP_RETRY_MAYFAIL) allocations fail instead.
+            if gfp & (__GFP_THISNODE | __GFP_RETRY_MAYFAIL) != 0 {
+                return None;
+            }
+            if oom_tries >= 3 || !self.out_of_memory(order, nid) {
+                return None;
+            }
+            oom_tries += 1;
+        }
+    }
+
+    /// __alloc_pages_direct_compact(): counts compact_stall/success/fail around try_to_compact_pages.
+    fn alloc_pages_direct_compact(
+        &mut self,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        zonelist: &[usize],
+        prio: CompactPriority,
+    ) -> (Option<Pfn>, CompactResult) {
+        let result = self.try_to_compact_pages(gfp, order, alloc_flags, zonelist, prio);
+        if result == CompactResult::Skipped {
+            return (None, result);
+        }
+        self.rec.vm.count(Ev::COMPACT_STALL);
+        let page = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist);
+        if let Some((pfn, zi)) = page {
+            self.compaction_defer_reset(zi, order as i32, true);
+            self.rec.vm.count(Ev::COMPACT_SUCCESS);
+            self.after_alloc(zi);
+            return (Some(pfn), result);
+        }
+        self.rec.vm.count(Ev::COMPACT_FAIL);
+        (None, result)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -914,13 +1079,23 @@ mod tests {
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         let before = pm.buddyinfo();
         let free0 = pm.total_free();
-        let (p, _) = pm
-            .get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm)
+        let (Pfn(p), _) = pm
+            .get_page_from_freelist(
+                GFP_HIGHUSER_MOVABLE,
+                0,
+                ALLOC_WMARK_LOW,
+                &zl,
+                ZONE_NORMAL,
+                15000,
+                false,
+                &mut vm,
+                &mut Trace::default(),
+            )
             .unwrap();
         assert_eq!(pm.total_free(), free0 - 1);
         check_counts(&pm);
         // the order-10 block was split: one free block at each order 0..9 appears
-        pm.free_pages(p, 0, &mut vm);
+        pm.free_pages(Pfn(p), 0, &mut vm);
         check_counts(&pm);
         assert_eq!(pm.buddyinfo(), before, "freeing merges back to the original blocks");
         assert_eq!(vm.get(Ev::PGFREE), 1);
@@ -931,13 +1106,35 @@ mod tests {
         let (mut pm, mut vm) = small();
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         // every pageblock starts MOVABLE: an unmovable order-9 request must claim one
-        let (p, _) =
-            pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
+        let (Pfn(p), _) = pm
+            .get_page_from_freelist(
+                GFP_KERNEL,
+                9,
+                ALLOC_WMARK_LOW,
+                &zl,
+                ZONE_NORMAL,
+                15000,
+                false,
+                &mut vm,
+                &mut Trace::default(),
+            )
+            .unwrap();
         assert_eq!(pm.pb_mt(p), MIGRATE_UNMOVABLE);
         check_counts(&pm);
         // an unmovable order-0 request claims (rather than steals) since it is unmovable
-        let (q, _) =
-            pm.get_page_from_freelist(GFP_KERNEL, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm).unwrap();
+        let (Pfn(q), _) = pm
+            .get_page_from_freelist(
+                GFP_KERNEL,
+                0,
+                ALLOC_WMARK_LOW,
+                &zl,
+                ZONE_NORMAL,
+                15000,
+                false,
+                &mut vm,
+                &mut Trace::default(),
+            )
+            .unwrap();
         assert_eq!(pm.pb_mt(q), MIGRATE_UNMOVABLE);
         let counts = pm.block_counts(1);
         assert!(counts[MIGRATE_UNMOVABLE as usize] >= 1);
@@ -963,8 +1160,18 @@ mod tests {
             }
         }
         check_counts(&pm);
-        let (p, _) = pm
-            .get_page_from_freelist(GFP_HIGHUSER_MOVABLE, 0, ALLOC_WMARK_LOW, &zl, ZONE_NORMAL, 15000, false, &mut vm)
+        let (Pfn(p), _) = pm
+            .get_page_from_freelist(
+                GFP_HIGHUSER_MOVABLE,
+                0,
+                ALLOC_WMARK_LOW,
+                &zl,
+                ZONE_NORMAL,
+                15000,
+                false,
+                &mut vm,
+                &mut Trace::default(),
+            )
             .unwrap();
         // the largest free block is order >= 4, so the movable request claims the whole block
         assert_eq!(pm.pb_mt(p), MIGRATE_MOVABLE);
@@ -989,7 +1196,7 @@ mod tests {
         let zl = pm.zonelist(0, ZONE_NORMAL, false);
         // take everything as order-0 pages, then free every other one: only order-0 blocks remain free
         let mut got = vec![];
-        while let Some((p, _)) = pm.get_page_from_freelist(
+        while let Some((Pfn(p), _)) = pm.get_page_from_freelist(
             GFP_HIGHUSER_MOVABLE,
             0,
             ALLOC_NO_WATERMARKS,
@@ -998,12 +1205,13 @@ mod tests {
             15000,
             false,
             &mut vm,
+            &mut Trace::default(),
         ) {
             got.push(p);
         }
         for (i, p) in got.iter().enumerate() {
             if i % 2 == 0 && p % 2 == 0 {
-                pm.free_pages(*p, 0, &mut vm);
+                pm.free_pages(Pfn(*p), 0, &mut vm);
             }
         }
         check_counts(&pm);

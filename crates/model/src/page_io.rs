@@ -9,10 +9,12 @@
 //! own I/O (the model writes back synchronously). pswpout/pswpin count pages, thp_swpout
 //! a PMD-size folio written whole; pgpgout/pgpgin count kB.
 
+use crate::consts::*;
 use crate::content;
 use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::swapfile::*;
+use crate::trace::trace_event;
 use crate::vmstat::Ev;
 
 /// zram could not store a compressed page (zs_malloc failed): the folio stays in memory.
@@ -23,7 +25,7 @@ impl Kernel {
     /// Time for a request of `nr` pages at global slot `slot` on device `di`, queued behind
     /// the device's earlier requests; returns the ns the caller waits.
     fn swap_io(&mut self, di: usize, write: bool, slot: u32, nr: u32) -> u64 {
-        let now = self.now + self.cost;
+        let now = self.clock.now + self.clock.cost;
         let d = &mut self.swap.devs[di];
         let (lat, mbps) = if write {
             (d.io.write_latency_ns, d.io.write_mb_per_s)
@@ -31,7 +33,7 @@ impl Kernel {
             (d.io.read_latency_ns, d.io.read_mb_per_s)
         };
         let seek = if d.last_end == slot { 0 } else { d.io.random_penalty_ns };
-        let xfer = (nr as u64 * 4096 * 1000).checked_div(mbps).unwrap_or(0);
+        let xfer = (nr as u64 * PAGE_SIZE * 1000).checked_div(mbps).unwrap_or(0);
         let service = lat + seek + xfer;
         d.last_end = slot + nr;
         if d.sync_io {
@@ -55,7 +57,7 @@ impl Kernel {
                 break;
             }
             let c = content(self.pm.frames[(head + i) as usize]);
-            self.charge(self.costs.memchr_inv_4k_ns * content::memchr_inv_bytes(c) / 4096);
+            self.charge(self.costs.memchr_inv_4k_ns * content::memchr_inv_bytes(c) / PAGE_SIZE);
             if !content::is_zero(c) {
                 zero = false;
                 break;
@@ -66,7 +68,7 @@ impl Kernel {
                 *self.swap.map_mut(s) |= SWAP_ZEROMAP;
                 self.set_slot_data(s, 0);
             }
-            self.vm.add(Ev::SWPOUT_ZERO, nr as u64);
+            self.rec.vm.add(Ev::SWPOUT_ZERO, nr as u64);
             return Ok(());
         }
         // swap_zeromap_folio_clear()
@@ -90,7 +92,10 @@ impl Kernel {
             let mut ns = 0;
             for i in 0..nr {
                 let c = content(self.pm.frames[(head + i as u64) as usize]);
-                ns += self.swap.devs[di].zram.as_mut().unwrap().write(c);
+                let d = &mut self.swap.devs[di];
+                let off = slot + i - d.base;
+                let old = d.data[off as usize];
+                ns += d.zram.as_mut().unwrap().write_slot(off, old, c);
                 self.set_slot_data(slot + i, c);
             }
             self.charge(ns);
@@ -103,12 +108,12 @@ impl Kernel {
             self.charge(w);
         }
         // count_swpout_vm_event()
-        if nr == 512 {
-            self.vm.count(Ev::THP_SWPOUT);
+        if nr as u64 == HPAGE_PMD_NR {
+            self.rec.vm.count(Ev::THP_SWPOUT);
             self.count_mthp("swpout", 1);
         }
-        self.vm.add(Ev::PSWPOUT, nr as u64);
-        self.vm.add(Ev::PGPGOUT, 4 * nr as u64);
+        self.rec.vm.add(Ev::PSWPOUT, nr as u64);
+        self.rec.vm.add(Ev::PGPGOUT, 4 * nr as u64);
         self.swap.devs[di].last_end = slot + nr;
         Ok(())
     }
@@ -132,13 +137,22 @@ impl Kernel {
         if all_zero {
             // swap_read_folio_zeromap(): folio_zero_range, no I/O
             self.charge(self.costs.clear_4k_ns * nr as u64);
-            self.vm.add(Ev::SWPIN_ZERO, nr as u64);
+            self.rec.vm.add(Ev::SWPIN_ZERO, nr as u64);
+            trace_event!(
+                self,
+                thplab_swapin,
+                pfn = pfn,
+                slot = slot,
+                nr_pages = nr,
+                zero_pages = nr,
+                dev = self.swap.devs[di].name.clone()
+            );
             return false;
         }
         let zeros = (slot..slot + nr).filter(|&s| self.swap.map(s) & SWAP_ZEROMAP != 0).count() as u64;
         if zeros > 0 {
             self.charge(self.costs.clear_4k_ns * zeros);
-            self.vm.add(Ev::SWPIN_ZERO, zeros);
+            self.rec.vm.add(Ev::SWPIN_ZERO, zeros);
         }
         if self.swap.devs[di].zram.is_some() {
             let mut ns = 0;
@@ -153,8 +167,17 @@ impl Kernel {
             self.charge(w);
         }
         let n = nr as u64 - zeros;
-        self.vm.add(Ev::PSWPIN, n);
-        self.vm.add(Ev::PGPGIN, 4 * n);
+        trace_event!(
+            self,
+            thplab_swapin,
+            pfn = pfn,
+            slot = slot,
+            nr_pages = nr,
+            zero_pages = zeros,
+            dev = self.swap.devs[di].name.clone()
+        );
+        self.rec.vm.add(Ev::PSWPIN, n);
+        self.rec.vm.add(Ev::PGPGIN, 4 * n);
         true
     }
 }

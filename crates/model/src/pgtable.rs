@@ -6,6 +6,7 @@
 //! PTE encoding (u32): bits 29..31 kind, bits 0..28 payload.
 //!   NONE 0 | PRESENT (pfn) | ZERO (the shared zero page) | SWAP (global swap slot) | MIGRATION (pfn)
 
+use crate::consts::*;
 pub const PTE_NONE: u32 = 0;
 pub const K_PRESENT: u32 = 1;
 pub const K_ZERO: u32 = 2;
@@ -36,15 +37,15 @@ pub enum Pmd {
     /// The huge zero page, read-only.
     HugeZero,
     /// A PTE table.
-    Table(Box<[u32; 512]>),
+    Table(Box<[u32; PTRS_PER_PTE]>),
     /// seed 003: one swap entry for a whole swapped-out THP (first of 512 swap slots).
     SwapPmd(u32),
 }
 
 #[derive(Debug)]
 pub struct Slot {
-    pub mm: u32,
-    /// virtual address >> 21
+    pub mm: crate::mm_types::MmId,
+    /// virtual address >> PMD_SHIFT
     pub index: u64,
     pub pmd: Pmd,
     /// the page-table page frame this slot owns

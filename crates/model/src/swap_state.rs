@@ -7,6 +7,7 @@
 //! with readahead hits up to 1 << page_cluster = 8 pages), counting swap_ra for pages
 //! read ahead and swap_ra_hit when a later fault finds one.
 
+use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::memory::Mapping;
 use crate::mm_types::*;
@@ -21,7 +22,7 @@ impl Kernel {
     #[inline]
     pub fn folio_head(&self, pfn: u64) -> u64 {
         if compound(self.pm.frames[pfn as usize]) == COMPOUND_TAIL {
-            pfn & !511
+            hpage_pfn_align(pfn)
         } else {
             pfn
         }
@@ -32,7 +33,7 @@ impl Kernel {
         if compound(f) != COMPOUND_HEAD {
             return rmap(f).is_some();
         }
-        (0..512).any(|i| rmap(self.pm.frames[(head + i) as usize]).is_some())
+        (0..HPAGE_PMD_NR).any(|i| rmap(self.pm.frames[(head + i) as usize]).is_some())
     }
 
     /// add_to_swap_cache(): the folio at `head` now caches slots `slot..slot + nr`.
@@ -45,7 +46,7 @@ impl Kernel {
         let f = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_swapcache(f, true);
         self.charge(self.costs.page_alloc_ns);
-        self.lock_acquire(crate::vmscan::LockId::SwapCache, self.costs.page_free_ns);
+        self.lock_acquire(crate::locking::LockId::SwapCache, self.costs.page_free_ns);
     }
 
     /// delete_from_swap_cache() + put_swap_folio(): the folio leaves the cache; slots no
@@ -59,7 +60,7 @@ impl Kernel {
             self.swapcache_clear(s);
         }
         self.charge(self.costs.page_free_ns);
-        self.lock_acquire(crate::vmscan::LockId::SwapCache, self.costs.page_free_ns);
+        self.lock_acquire(crate::locking::LockId::SwapCache, self.costs.page_free_ns);
     }
 
     /// The swap cache's slots of a folio.
@@ -106,49 +107,75 @@ impl Kernel {
         pages.min(max)
     }
 
-    /// swap_vma_readahead(): read the faulting slot and a window of the VMA's other swap
-    /// PTEs around `addr` into the swap cache. Returns the page for the fault, or None
-    /// when memory ran out.
-    pub fn swap_vma_readahead(&mut self, mm: usize, addr: u64, slot: u32) -> Option<u64> {
+    /// swap_vma_readahead(): read a window of the VMA's other swap PTEs around `addr` into
+    /// the swap cache, then the faulting slot itself last, as the kernel does (its final
+    /// __read_swap_cache_async() takes the reference the fault maps): a target read first
+    /// would sit clean on the LRU, where the direct reclaim of a later readahead allocation
+    /// could free it. Returns the page for the fault, or None when memory ran out (or the
+    /// OOM killer chose this mm).
+    pub fn swap_vma_readahead(&mut self, mm: MmId, addr: u64, slot: u32) -> Option<u64> {
         let win = self.swapin_nr_pages(slot) as u64;
-        let page = addr >> 12;
-        let (vs, ve) = self.mms[mm].find_vma(addr).map(|v| (v.start >> 12, v.end >> 12)).unwrap_or((page, page + 1));
+        let page = addr >> PAGE_SHIFT;
+        let (vs, ve) = self.mms[mm]
+            .find_vma(addr)
+            .map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT))
+            .unwrap_or((page, page + 1));
         // the window is aligned to its size and clipped to the VMA and the PMD
-        let pmd0 = page & !511;
+        let pmd0 = page & !(PTRS_PER_PTE as u64 - 1);
         let start = (page & !(win - 1)).max(vs).max(pmd0);
-        let end = (start + win).min(ve).min(pmd0 + 512);
-        let mut fault_pfn = None;
+        let end = (start + win).min(ve).min(pmd0 + PTRS_PER_PTE as u64);
         for p in start..end {
-            let s = if p == page {
-                slot
-            } else {
-                match self.follow(mm, p << 12) {
-                    Mapping::Swap(s) => s,
-                    _ => continue,
-                }
-            };
-            if self.swap.map(s) & SWAP_HAS_CACHE != 0 {
-                if p == page {
-                    fault_pfn = self.swap.cache.get(&s).map(|&x| x as u64);
-                }
+            if p == page {
                 continue;
             }
+            let Mapping::Swap(s) = self.follow(mm, p << PAGE_SHIFT) else { continue };
+            if self.read_swap_cache_async(mm, s, true) == SwapRead::NoMemory {
+                break;
+            }
+        }
+        match self.read_swap_cache_async(mm, slot, false) {
+            SwapRead::Page(pfn) => Some(pfn),
+            SwapRead::Freed | SwapRead::NoMemory => None,
+        }
+    }
+
+    /// __read_swap_cache_async(): the swap-cache page of `slot`, read into a new page when
+    /// it is not cached (marked as readahead when `readahead`). An entry freed meanwhile
+    /// (swapcache_prepare() fails) gives Freed.
+    fn read_swap_cache_async(&mut self, mm: MmId, s: u32, readahead: bool) -> SwapRead {
+        loop {
+            let m = self.swap.map(s);
+            if m & SWAP_COUNT_MASK == 0 {
+                return SwapRead::Freed;
+            }
+            if m & SWAP_HAS_CACHE != 0 {
+                return self.swap.cache.get(&s).map_or(SwapRead::Freed, |&x| SwapRead::Page(x as u64));
+            }
             let nid = self.mms[mm].node;
-            let Some(pfn) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { break };
+            let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return SwapRead::NoMemory };
+            if !self.mms[mm].alive {
+                // the allocation's OOM kill chose this mm: its swap entries are gone
+                self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+                return SwapRead::NoMemory;
+            }
+            let m = self.swap.map(s);
+            if m & SWAP_COUNT_MASK == 0 || m & SWAP_HAS_CACHE != 0 {
+                // the entry changed while we allocated: look again
+                self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+                continue;
+            }
             self.pm.frames[pfn as usize] = make_anon(COMPOUND_BASE);
             self.charge(self.costs.fault_4k_ns / 4);
             self.add_to_swap_cache(pfn, s, 1);
             self.swap_read_folio(pfn, 1, s);
             // the read is clean: the copy on swap is valid
             self.lru_add(pfn, 1, false);
-            if p != page {
+            if readahead {
                 *self.swap.map_mut(s) |= SWAP_READAHEAD;
-                self.vm.count(Ev::SWAP_RA);
-            } else {
-                fault_pfn = Some(pfn);
+                self.rec.vm.count(Ev::SWAP_RA);
             }
+            return SwapRead::Page(pfn);
         }
-        fault_pfn
     }
 
     /// swap_cache_get_folio(): the cached page for `slot`, counting a readahead hit.
@@ -160,9 +187,19 @@ impl Kernel {
         let pfn = *self.swap.cache.get(&slot)? as u64;
         if m & SWAP_READAHEAD != 0 {
             *self.swap.map_mut(slot) &= !SWAP_READAHEAD;
-            self.vm.count(Ev::SWAP_RA_HIT);
+            self.rec.vm.count(Ev::SWAP_RA_HIT);
             self.swap.ra_hits += 1;
         }
         Some(pfn)
     }
+}
+
+/// What __read_swap_cache_async() found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SwapRead {
+    Page(u64),
+    /// the entry was freed (no longer swapped)
+    Freed,
+    /// no page could be allocated
+    NoMemory,
 }

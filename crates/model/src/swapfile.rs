@@ -10,7 +10,11 @@
 //! Global slot numbers: device `d` owns [base, base + its rounded size); PTE swap
 //! entries carry the global number (29 bits: up to 2 TiB of swap in total).
 
+use crate::consts::*;
 use crate::kernel::Kernel;
+use crate::locking::{LockId, SimLock};
+use crate::mm_types::Pfn;
+use crate::trace::trace_event;
 use crate::zram::Zram;
 use std::collections::BTreeMap;
 use thplab_workload::costs::{CostProfile, DeviceCosts};
@@ -232,20 +236,22 @@ pub struct SwapState {
     pub ra_prev: u32,
     /// requeue counter for devices of the same priority
     pub rr: u64,
-    /// zram mm_stat at each phase end (the result's extra.zram_mm_stat_phase_end)
-    pub phase_end_stats: Vec<serde_json::Value>,
+    /// the swap device (si->lock) and swap cache (address space) locks, simulated
+    pub lock: SimLock,
+    pub cache_lock: SimLock,
 }
 
 impl SwapState {
     pub fn new(specs: &[SwapSpec], costs: &CostProfile, thp_swap: bool, nr_cpus: u32) -> Result<SwapState, String> {
         let mut devs = vec![];
         let mut base = 0u64;
-        let cl_nr = if thp_swap { 512 } else { 256 };
+        // SWAPFILE_CLUSTER: HPAGE_PMD_NR with CONFIG_THP_SWAP, else 256
+        let cl_nr = if thp_swap { HPAGE_PMD_NR as u32 } else { 256 };
         let mut least = -1i32;
         let mut n_of = BTreeMap::new();
         for (i, s) in specs.iter().enumerate() {
-            let pages = (s.size.0 / 4096) as u32;
-            let rounded = (pages as u64).next_multiple_of(512);
+            let pages = (s.size.0 / PAGE_SIZE) as u32;
+            let rounded = (pages as u64).next_multiple_of(HPAGE_PMD_NR);
             if base + rounded > MAX_SWAP_SLOTS {
                 return Err(format!(
                     "machine.swap[{i}]: the model holds at most 2T of swap in total (29-bit swap entries)"
@@ -287,9 +293,10 @@ impl SwapState {
             let zram = (s.kind == SwapKind::Zram).then(|| {
                 let alg = s.comp_algorithm.clone().unwrap_or_else(|| "lzo-rle".into());
                 let c = costs.zram.get(&alg).or_else(|| costs.zram.get("lzo-rle")).cloned().unwrap_or_default();
-                Zram::new(alg, c)
+                (alg, c)
             });
             let nslots = (rounded / cl_nr as u64) as usize * cl_nr as usize;
+            let zram = zram.map(|(alg, c)| Zram::new(alg, c, nslots));
             let mut d = SwapDev {
                 name,
                 kind: s.kind.clone(),
@@ -383,10 +390,23 @@ impl Kernel {
     /// CONFIG_THP_SWAP, a block device (not a swap file) and a non-rotational device.
     /// Returns the first global slot.
     pub fn get_swap_pages(&mut self, order: u32) -> Option<u32> {
+        let slot = self.swap_alloc(order);
+        trace_event!(
+            self,
+            thplab_swap_alloc,
+            order = order,
+            slot = slot.map_or(-1, |s| s as i64),
+            dev = slot.map(|s| self.swap.devs[self.swap.dev_of(s)].name.clone()),
+        );
+        slot
+    }
+
+    /// swap_alloc_fast() then swap_alloc_slow().
+    fn swap_alloc(&mut self, order: u32) -> Option<u32> {
         if order > 0 && !self.cfg.thp_swap {
             return None;
         }
-        let cpu = (self.cur_cpu as usize).min(self.swap.percpu_next.len().saturating_sub(1));
+        let cpu = (self.clock.cpu as usize).min(self.swap.percpu_next.len().saturating_sub(1));
         self.swap_lock();
         // fast path: this CPU's cluster for the order (nonrot devices)
         if !self.swap.percpu_next.is_empty() {
@@ -509,7 +529,6 @@ impl Kernel {
         let di = self.swap.dev_of(slot);
         let d = &mut self.swap.devs[di];
         let off = slot - d.base;
-        let m = d.map[off as usize];
         let content = d.data[off as usize];
         d.map[off as usize] = 0;
         d.data[off as usize] = 0;
@@ -518,10 +537,9 @@ impl Kernel {
         d.clusters[ci as usize].count -= 1;
         d.inuse -= 1;
         d.relocate(ci, was);
-        if m & SWAP_ZEROMAP == 0 {
-            if let Some(z) = &mut d.zram {
-                z.free(content);
-            }
+        // zram frees what it holds for the slot (nothing for a zeromap slot or a failed write)
+        if let Some(z) = &mut d.zram {
+            z.free_slot(off, content);
         }
         if self.swap.devs[di].zram.is_some() {
             self.zram_pool_fit(di);
@@ -572,16 +590,45 @@ impl Kernel {
                     let all_unused = (first..first + nr).all(|s| self.swap.map(s) & SWAP_COUNT_MASK == 0);
                     if all_unused {
                         self.delete_from_swap_cache(head);
-                        self.free_folio(head);
+                        self.free_folio(Pfn(head));
                     }
                 }
             }
         }
     }
 
+    /// SWP_SYNCHRONOUS_IO of the device holding `slot` (zram, pmem)
+    pub fn swap_is_sync(&self, slot: u32) -> bool {
+        self.swap.devs[self.swap.dev_of(slot)].sync_io
+    }
+    /// __swap_count(): the swap PTEs referencing `slot`
+    pub fn swap_count(&self, slot: u32) -> u8 {
+        self.swap.map(slot) & SWAP_COUNT_MASK
+    }
+    /// SWAP_HAS_CACHE: a folio in the swap cache holds `slot`
+    pub fn swap_has_cache(&self, slot: u32) -> bool {
+        self.swap.map(slot) & SWAP_HAS_CACHE != 0
+    }
+    /// get_nr_swap_pages()
+    pub fn nr_swap_pages(&self) -> u64 {
+        self.swap.nr_free()
+    }
+    /// vm_swap_full()
+    pub fn vm_swap_full(&self) -> bool {
+        self.swap.vm_swap_full()
+    }
+    /// total_swap_pages
+    pub fn total_swap_pages(&self) -> u64 {
+        self.swap.total_pages()
+    }
+    /// NR_SWAPCACHE: pages in the swap cache
+    pub fn nr_swapcache(&self) -> u64 {
+        self.swap.cache.len() as u64
+    }
+
     /// Simulated swap_info/cluster lock: a short critical section on a shared lock.
     pub fn swap_lock(&mut self) {
         let hold = self.costs.page_alloc_ns;
-        self.lock_acquire(crate::vmscan::LockId::Swap, hold);
+        self.lock_acquire(LockId::Swap, hold);
     }
 }

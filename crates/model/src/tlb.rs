@@ -5,6 +5,7 @@
 //! Range flushes follow flush_tlb_mm_range(): up to tlb_single_page_flush_ceiling (33)
 //! pages are invalidated one by one, larger ranges flush the whole TLB.
 
+use crate::consts::*;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::machine::TlbSpec;
 use thplab_workload::result::TlbStats;
@@ -94,9 +95,9 @@ pub struct Tlb {
 #[inline]
 fn key(addr: u64, huge: bool) -> u64 {
     if huge {
-        ((addr >> 21) << 1) | 1
+        ((addr >> PMD_SHIFT) << 1) | 1
     } else {
-        (addr >> 12) << 1
+        (addr >> PAGE_SHIFT) << 1
     }
 }
 
@@ -154,7 +155,7 @@ impl Tlb {
         if !self.filled {
             return;
         }
-        let pages = (end - start) / 4096;
+        let pages = (end - start) / PAGE_SIZE;
         if pages > TLB_SINGLE_PAGE_FLUSH_CEILING {
             self.filled = false;
             self.l1_4k.flush();
@@ -170,7 +171,7 @@ impl Tlb {
                 self.l1_2m.invalidate(k);
                 self.stlb.invalidate(k);
             }
-            a += 4096;
+            a += PAGE_SIZE;
         }
     }
 }

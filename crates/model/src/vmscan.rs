@@ -39,17 +39,24 @@
 //! dirty folio's writeback flushes the mm's TLB; when that mm runs on another CPU the
 //! flush is an IPI (tlb_ipi_ns, counted in tlb_ipis).
 
-use crate::kernel::{Kernel, Kthread, KthreadNext};
+use crate::consts::*;
+use crate::kernel::Kernel;
+use crate::kthread::Kthread;
+use crate::kthread::KthreadNext;
+use crate::locking::LockId;
 use crate::mm_types::*;
-use crate::mmzone::{PAGE_ALLOC_COSTLY_ORDER, WMARK_HIGH};
+use crate::mmzone::{WMARK_HIGH, ZONE_NORMAL};
 use crate::page_alloc::*;
 use crate::pgtable::*;
-use crate::vmstat::Ev;
-use std::collections::BTreeMap;
+use crate::trace::{trace_enabled, trace_event};
+use crate::vmstat::{Ev, NodeStat};
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 pub const DEF_PRIORITY: u32 = 12;
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
+/// The LRU lists' names as the mm_vmscan_lru_isolate tracepoint prints them.
+const LRU_NAMES: [&str; NR_LRU_LISTS] =
+    ["none", "inactive_anon", "active_anon", "unevictable", "inactive_file", "active_file"];
 
 /// Who reclaims (reclaimer_offset: pgscan_kswapd / pgscan_direct ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,54 +99,6 @@ enum Refs {
     Reclaim,
 }
 
-/// Shared locks the model simulates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LockId {
-    Lru(usize),
-    Swap,
-    SwapCache,
-}
-
-/// A lock's busy intervals in simulated time, sorted and non-overlapping (start, end).
-/// Acquisitions arrive nearly in time order (the engine runs steps by start time), so
-/// the intervals are a deque appended at the back, searched by binary search.
-#[derive(Default, Clone, Debug)]
-pub struct SimLock {
-    busy: std::collections::VecDeque<(u64, u64)>,
-}
-impl SimLock {
-    /// Take the lock at `at` for `hold` ns; returns how long the CPU spun first.
-    /// Intervals ending before `prune_before` (the current step's start) can delay no
-    /// one any more and are dropped; at most 4096 are kept.
-    fn acquire(&mut self, at: u64, hold: u64, prune_before: u64) -> u64 {
-        while self.busy.front().is_some_and(|&(_, e)| e < prune_before) || self.busy.len() > 4096 {
-            self.busy.pop_front();
-        }
-        let mut t = at;
-        // the first interval that ends after t (ends are sorted like starts)
-        let mut i = match self.busy.back() {
-            // the common case: nothing is held at or after t
-            Some(&(_, e)) if e <= t => self.busy.len(),
-            None => 0,
-            _ => self.busy.partition_point(|&(_, e)| e <= t),
-        };
-        while let Some(&(s, e)) = self.busy.get(i) {
-            if s < t + hold {
-                t = t.max(e);
-                i += 1;
-            } else {
-                break;
-            }
-        }
-        if i > 0 && self.busy[i - 1].1 == t {
-            self.busy[i - 1].1 = t + hold;
-        } else {
-            self.busy.insert(i, (t, t + hold));
-        }
-        t - at
-    }
-}
-
 /// Per-node kswapd state (pgdat->kswapd_order, kswapd_failures, the balance_pgdat run).
 #[derive(Clone, Debug, Default)]
 pub struct KswapdState {
@@ -150,37 +109,15 @@ pub struct KswapdState {
     pub reclaimed: u64,
 }
 
-/// Reclaim bookkeeping the results report.
-#[derive(Default)]
-pub struct ReclaimState {
-    pub kswapd: Vec<KswapdState>,
-    pub locks: BTreeMap<LockId, SimLock>,
-    pub lock_wait_ns: u64,
-    pub lock_acquisitions: u64,
-    pub tlb_flushes: u64,
-    pub tlb_ipis: u64,
-}
-
 impl Kernel {
-    /// Take a simulated shared lock for `hold` ns at the current time; the spin before
-    /// it is charged and counted.
-    pub fn lock_acquire(&mut self, id: LockId, hold: u64) {
-        let at = self.now + self.cost;
-        let now = self.now;
-        let wait = self.reclaim.locks.entry(id).or_default().acquire(at, hold, now);
-        self.reclaim.lock_wait_ns += wait;
-        self.reclaim.lock_acquisitions += 1;
-        self.charge(wait + hold);
-    }
-
     /// flush_tlb_mm_range() of [start, end) of `mm` from reclaim: an IPI when the mm
     /// runs on another CPU than the reclaimer.
-    pub fn reclaim_flush_tlb(&mut self, mm: usize, start: u64, end: u64) {
+    pub fn reclaim_flush_tlb(&mut self, mm: MmId, start: u64, end: u64) {
         self.mms[mm].tlb.flush_range(start, end);
-        self.reclaim.tlb_flushes += 1;
+        self.rec.tlb_flushes += 1;
         self.charge(self.costs.tlb_flush_ns);
-        if self.mms[mm].alive && self.mms[mm].cpu != self.cur_cpu {
-            self.reclaim.tlb_ipis += 1;
+        if self.mms[mm].alive && self.mms[mm].cpu != self.clock.cpu {
+            self.rec.tlb_ipis += 1;
             self.charge(self.costs.tlb_ipi_ns);
         }
     }
@@ -191,17 +128,13 @@ impl Kernel {
         let f = self.pm.frames[head as usize];
         let l = if lru(f) == LRU_UNEVICTABLE || mlocked(f) { LRU_UNEVICTABLE } else { l };
         self.lru_del(head, nr);
-        let f = self.pm.frames[head as usize];
-        self.pm.frames[head as usize] = with_lru(f, l);
-        let node = self.pm.node_of(head);
-        let idx = lru_index(self.pm.frames[head as usize]);
-        self.pm.lru[node][idx].push_head(&mut self.pm.links, head as u32, nr);
+        self.lruvec_add_folio(head, nr, l, false);
     }
 
     /// folio_activate(): onto the active list (pgactivate).
     fn activate(&mut self, head: u64, nr: u64) {
         self.lru_putback(head, nr, LRU_ACTIVE_ANON);
-        self.vm.add(Ev::PGACTIVATE, nr);
+        self.rec.vm.add(Ev::PGACTIVATE, nr);
     }
 
     /// MADV_COLD's folio_deactivate() (lru_deactivate): an active folio moves to the
@@ -213,7 +146,7 @@ impl Kernel {
             return;
         }
         self.lru_putback(head, nr, LRU_INACTIVE_ANON);
-        self.vm.add(Ev::PGDEACTIVATE, nr);
+        self.rec.vm.add(Ev::PGDEACTIVATE, nr);
     }
 
     /// folio_check_references(): test-and-clear the accessed bit (the rmap walk).
@@ -224,8 +157,8 @@ impl Kernel {
         let mut nf = set_young(set_referenced(f, false), false);
         if let Some((sid, idx)) = rmap(f) {
             let s = self.slots.get(sid);
-            let addr = (s.index << 21) + ((idx as u64) << 12);
-            let mm = s.mm as usize;
+            let addr = (s.index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
+            let mm = s.mm;
             if self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
                 self.pm.frames[head as usize] = nf;
                 return Refs::Activate;
@@ -256,28 +189,28 @@ impl Kernel {
     fn try_to_unmap(&mut self, head: u64, slot: Option<u32>) {
         let f = self.pm.frames[head as usize];
         // (mm, first, last) address of the PTEs cleared, per PMD range
-        let mut flush: Vec<(usize, u64, u64)> = vec![];
+        let mut flush: Vec<(MmId, u64, u64)> = vec![];
         if compound(f) == COMPOUND_HEAD {
             if let Some((sid, _)) = rmap(f) {
                 if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
-                    let mm = self.slots.get(sid).mm as usize;
+                    let mm = self.slots.get(sid).mm;
                     let idx = self.slots.get(sid).index;
                     self.charge(self.costs.unmap_page_ns);
                     match slot {
                         Some(s) if self.cfg.pmd_swap_entries => {
                             // seed 003: set_pmd_swap_entry()
                             self.slots.get_mut(sid).pmd = Pmd::SwapPmd(s);
-                            for i in 0..512u64 {
+                            for i in 0..HPAGE_PMD_NR {
                                 let pf = self.pm.frames[(head + i) as usize];
                                 self.pm.frames[(head + i) as usize] = with_rmap(pf, None);
                                 self.swap_duplicate(s + i as u32);
                             }
-                            self.mms[mm].rss_anon -= 512;
-                            self.mms[mm].swap_ents += 512;
-                            self.nr_anon_pages -= 512;
-                            self.nr_anon_thp -= 1;
+                            self.mms[mm].rss_anon -= HPAGE_PMD_NR;
+                            self.mms[mm].swap_ents += HPAGE_PMD_NR;
+                            self.mod_node_page_state(head, NodeStat::NrAnonMapped, -(HPAGE_PMD_NR as i64));
+                            self.mod_node_page_state(head, NodeStat::NrAnonThps, -1);
                             // one huge TLB entry
-                            self.reclaim_flush_tlb(mm, idx << 21, (idx << 21) + 4096);
+                            self.reclaim_flush_tlb(mm, idx << PMD_SHIFT, (idx << PMD_SHIFT) + PAGE_SIZE);
                             return;
                         }
                         None => {
@@ -285,41 +218,41 @@ impl Kernel {
                             // with its deposited table
                             let slot_ = self.slots.remove(sid);
                             self.mms[mm].pmds.remove(&slot_.index);
-                            for i in 0..512u64 {
+                            for i in 0..HPAGE_PMD_NR {
                                 let pf = self.pm.frames[(head + i) as usize];
                                 self.pm.frames[(head + i) as usize] = with_rmap(pf, None);
                             }
-                            self.mms[mm].rss_anon -= 512;
-                            self.nr_anon_pages -= 512;
-                            self.nr_anon_thp -= 1;
+                            self.mms[mm].rss_anon -= HPAGE_PMD_NR;
+                            self.mod_node_page_state(head, NodeStat::NrAnonMapped, -(HPAGE_PMD_NR as i64));
+                            self.mod_node_page_state(head, NodeStat::NrAnonThps, -1);
                             self.free_pgtable(slot_.table_pfn);
-                            self.reclaim_flush_tlb(mm, idx << 21, (idx << 21) + 4096);
+                            self.reclaim_flush_tlb(mm, idx << PMD_SHIFT, (idx << PMD_SHIFT) + PAGE_SIZE);
                             return;
                         }
                         Some(_) => self.split_huge_pmd(mm, sid),
                     }
                 }
             }
-            for i in 0..512u64 {
+            for i in 0..HPAGE_PMD_NR {
                 let p = head + i;
                 let pf = self.pm.frames[p as usize];
                 if let Some((sid, pi)) = rmap(pf) {
                     self.unmap_pte(p, sid, pi, slot.map(|s| s + i as u32), &mut flush);
                 }
             }
-            self.thp_mapcount.remove(&(head as u32));
+            self.pm.mapcount.remove(&(head as u32));
         } else if let Some((sid, pi)) = rmap(f) {
             self.unmap_pte(head, sid, pi, slot, &mut flush);
         }
         for (mm, a, b) in flush {
-            self.reclaim_flush_tlb(mm, a, b + 4096);
+            self.reclaim_flush_tlb(mm, a, b + PAGE_SIZE);
         }
     }
 
-    fn unmap_pte(&mut self, p: u64, sid: u32, pi: u32, slot: Option<u32>, flush: &mut Vec<(usize, u64, u64)>) {
+    fn unmap_pte(&mut self, p: u64, sid: u32, pi: u32, slot: Option<u32>, flush: &mut Vec<(MmId, u64, u64)>) {
         let (mm, idx) = {
             let s = self.slots.get(sid);
-            (s.mm as usize, s.index)
+            (s.mm, s.index)
         };
         let pte = match slot {
             Some(s) => {
@@ -333,10 +266,10 @@ impl Kernel {
         let pf = self.pm.frames[p as usize];
         self.pm.frames[p as usize] = with_rmap(pf, None);
         self.mms[mm].rss_anon -= 1;
-        self.nr_anon_pages -= 1;
+        self.mod_node_page_state(p, NodeStat::NrAnonMapped, -1);
         self.charge(self.costs.unmap_page_ns);
-        let addr = (idx << 21) + ((pi as u64) << 12);
-        match flush.iter_mut().find(|(m, a, _)| *m == mm && *a >> 21 == idx) {
+        let addr = (idx << PMD_SHIFT) + ((pi as u64) << PAGE_SHIFT);
+        match flush.iter_mut().find(|(m, a, _)| *m == mm && *a >> PMD_SHIFT == idx) {
             Some(e) => {
                 e.1 = e.1.min(addr);
                 e.2 = e.2.max(addr);
@@ -353,7 +286,7 @@ impl Kernel {
         let mut work: std::collections::VecDeque<u64> = list.into();
         let mut freed = 0;
         while let Some(head) = work.pop_front() {
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
             let mut pieces = vec![];
             let fate = self.shrink_folio(head, sc, &mut pieces);
             match fate {
@@ -379,7 +312,7 @@ impl Kernel {
     fn shrink_folio(&mut self, head: u64, sc: &ScanControl, pieces: &mut Vec<u64>) -> Fate {
         let f = self.pm.frames[head as usize];
         let thp = compound(f) == COMPOUND_HEAD;
-        let nr: u64 = if thp { 512 } else { 1 };
+        let nr: u64 = if thp { HPAGE_PMD_NR } else { 1 };
         self.charge(self.costs.reclaim_scan_page_ns);
         if lru(f) == LRU_UNEVICTABLE || mlocked(f) {
             return Fate::Keep;
@@ -392,8 +325,8 @@ impl Kernel {
             }
         } else if let Some((sid, idx)) = rmap(f) {
             let s = self.slots.get(sid);
-            let addr = (s.index << 21) + ((idx as u64) << 12);
-            if self.mms[s.mm as usize].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
+            let addr = (s.index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
+            if self.mms[s.mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
                 return Fate::Activate;
             }
         }
@@ -413,8 +346,8 @@ impl Kernel {
             if thp {
                 self.deferred_split_remove(head);
             }
-            self.free_folio(head);
-            self.vm.add(Ev::PGLAZYFREED, nr);
+            self.free_folio(Pfn(head));
+            self.rec.vm.add(Ev::PGLAZYFREED, nr);
             return Fate::Freed(nr);
         }
         if swapcache(f) {
@@ -426,30 +359,30 @@ impl Kernel {
             self.try_to_unmap(head, Some(slot));
             self.lru_del(head, nr);
             self.delete_from_swap_cache(head);
-            self.free_folio(head);
+            self.free_folio(Pfn(head));
             return Fate::Freed(nr);
         }
         if thp && self.folio_partially_mapped(head) {
             // split partially mapped folios right away: the unmapped pages go without I/O
             self.lru_del(head, nr);
-            return match self.split_folio(head, crate::migrate::SplitReason::Reclaim) {
+            return match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
                 Ok(p) => {
-                    *pieces = p;
+                    *pieces = p.into_iter().map(|x| x.0).collect();
                     Fate::Split
                 }
                 Err(_) => Fate::Activate,
             };
         }
-        let slot = match self.get_swap_pages(if thp { 9 } else { 0 }) {
+        let slot = match self.get_swap_pages(if thp { HPAGE_PMD_ORDER } else { 0 }) {
             Some(s) => s,
             None if thp => {
                 // fall back to swapping base pages
                 self.lru_del(head, nr);
-                return match self.split_folio(head, crate::migrate::SplitReason::Reclaim) {
+                return match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
                     Ok(p) => {
-                        self.vm.count(Ev::THP_SWPOUT_FALLBACK);
+                        self.rec.vm.count(Ev::THP_SWPOUT_FALLBACK);
                         self.count_mthp("swpout_fallback", 1);
-                        *pieces = p;
+                        *pieces = p.into_iter().map(|x| x.0).collect();
                         Fate::Split
                     }
                     Err(_) => Fate::Activate,
@@ -457,8 +390,8 @@ impl Kernel {
             }
             None => return Fate::Activate,
         };
-        let di = self.swap.dev_of(slot);
-        let keep_cached = !thp && !self.swap.devs[di].sync_io;
+        let sync = self.swap_is_sync(slot);
+        let keep_cached = !thp && !sync;
         // add_to_swap_cache(): the slots are SWAP_HAS_CACHE from the allocation; the
         // cache maps are only filled when the folio will outlive this call
         if keep_cached {
@@ -468,6 +401,14 @@ impl Kernel {
             self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
         }
         // try_to_unmap_flush_dirty() then pageout(): write the folio
+        trace_event!(
+            self,
+            mm_vmscan_write_folio,
+            pfn = head,
+            nr_pages = nr,
+            slot = slot,
+            reclaim_flags = if sync { "RECLAIM_WB_ANON|RECLAIM_WB_SYNC" } else { "RECLAIM_WB_ANON|RECLAIM_WB_ASYNC" },
+        );
         if self.swap_writepage(head, nr as u32, slot).is_err() {
             if keep_cached {
                 self.delete_from_swap_cache(head);
@@ -487,11 +428,7 @@ impl Kernel {
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_dirty(f, false);
             self.lru_del(head, nr);
-            let f = self.pm.frames[head as usize];
-            self.pm.frames[head as usize] = with_lru(f, LRU_INACTIVE_ANON);
-            let node = self.pm.node_of(head);
-            let li = lru_index(self.pm.frames[head as usize]);
-            self.pm.lru[node][li].push_tail(&mut self.pm.links, head as u32, nr);
+            self.lruvec_add_folio(head, nr, LRU_INACTIVE_ANON, true);
             return Fate::Written;
         }
         // __remove_mapping(): out of the swap cache (the PTEs keep the slots), freed
@@ -501,7 +438,7 @@ impl Kernel {
         }
         self.charge(self.costs.page_free_ns);
         self.lock_acquire(LockId::SwapCache, self.costs.page_free_ns);
-        self.free_folio(head);
+        self.free_folio(Pfn(head));
         Fate::Freed(nr)
     }
 
@@ -513,16 +450,27 @@ impl Kernel {
         let mut scanned = 0;
         self.lock_acquire(LockId::Lru(node), self.costs.page_alloc_ns);
         while scanned < nr_to_scan {
-            let t = self.pm.lru[node][idx].tail;
+            let t = self.pgdat[node].lruvec[idx].tail;
             if t == NIL {
                 break;
             }
             let head = t as u64;
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
             self.lru_del(head, nr);
             scanned += nr;
             out.push(head);
         }
+        trace_event!(
+            self,
+            mm_vmscan_lru_isolate,
+            highest_zoneidx = ZONE_NORMAL,
+            order = 0,
+            nr_requested = nr_to_scan,
+            nr_scanned = scanned,
+            nr_skipped = 0,
+            nr_taken = scanned,
+            lru = LRU_NAMES[idx],
+        );
         (out, scanned)
     }
 
@@ -535,22 +483,31 @@ impl Kernel {
         sc.nr_scanned += scanned;
         let anon = idx == LRU_INACTIVE_ANON as usize;
         match sc.who {
-            Reclaimer::Kswapd => self.vm.add(Ev::PGSCAN_KSWAPD, scanned),
-            Reclaimer::Direct => self.vm.add(Ev::PGSCAN_DIRECT, scanned),
+            Reclaimer::Kswapd => self.rec.vm.add(Ev::PGSCAN_KSWAPD, scanned),
+            Reclaimer::Direct => self.rec.vm.add(Ev::PGSCAN_DIRECT, scanned),
             Reclaimer::Madvise => {}
         }
         if anon {
-            self.vm.add(Ev::PGSCAN_ANON, scanned);
+            self.rec.vm.add(Ev::PGSCAN_ANON, scanned);
         }
         let freed = self.shrink_folio_list(list, sc);
         match sc.who {
-            Reclaimer::Kswapd => self.vm.add(Ev::PGSTEAL_KSWAPD, freed),
-            Reclaimer::Direct => self.vm.add(Ev::PGSTEAL_DIRECT, freed),
+            Reclaimer::Kswapd => self.rec.vm.add(Ev::PGSTEAL_KSWAPD, freed),
+            Reclaimer::Direct => self.rec.vm.add(Ev::PGSTEAL_DIRECT, freed),
             Reclaimer::Madvise => {}
         }
         if anon {
-            self.vm.add(Ev::PGSTEAL_ANON, freed);
+            self.rec.vm.add(Ev::PGSTEAL_ANON, freed);
         }
+        trace_event!(
+            self,
+            mm_vmscan_lru_shrink_inactive,
+            nid = node,
+            nr_scanned = scanned,
+            nr_reclaimed = freed,
+            priority = sc.priority,
+            reclaim_flags = if anon { "RECLAIM_WB_ANON" } else { "RECLAIM_WB_FILE" },
+        );
         self.lock_acquire(LockId::Lru(node), self.costs.page_free_ns);
         freed
     }
@@ -559,31 +516,39 @@ impl Kernel {
     /// their accessed bit, which folio_referenced clears).
     fn shrink_active_list(&mut self, node: usize, idx: usize, nr_to_scan: u64) {
         let (list, scanned) = self.isolate_lru_folios(node, idx, nr_to_scan);
-        self.vm.add(Ev::PGREFILL, scanned);
+        self.rec.vm.add(Ev::PGREFILL, scanned);
         let mut moved = 0;
         for head in list {
-            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let nr = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
             self.charge(self.costs.reclaim_scan_page_ns);
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_young(f, false);
             self.lru_putback(head, nr, LRU_INACTIVE_ANON);
             moved += nr;
         }
-        self.vm.add(Ev::PGDEACTIVATE, moved);
+        self.rec.vm.add(Ev::PGDEACTIVATE, moved);
+        trace_event!(
+            self,
+            mm_vmscan_lru_shrink_active,
+            nid = node,
+            nr_taken = scanned,
+            nr_active = 0,
+            nr_deactivated = moved
+        );
     }
 
     /// inactive_is_low()
     fn inactive_is_low(&self, node: usize, inactive_idx: usize) -> bool {
-        let inactive = self.pm.lru[node][inactive_idx].pages;
-        let active = self.pm.lru[node][inactive_idx + 1].pages;
-        let gb = (inactive + active) >> (30 - 12);
+        let inactive = self.pgdat[node].lruvec[inactive_idx].pages;
+        let active = self.pgdat[node].lruvec[inactive_idx + 1].pages;
+        let gb = (inactive + active) >> (30 - PAGE_SHIFT);
         let ratio = if gb > 0 { crate::mmzone::int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active
     }
 
     /// can_reclaim_anon_pages(): swap space is left.
     pub fn can_reclaim_anon(&self) -> bool {
-        self.swap.nr_free() > 0
+        self.nr_swap_pages() > 0
     }
 
     /// shrink_lruvec() for one node at sc.priority (get_scan_count, then the lists).
@@ -592,9 +557,9 @@ impl Kernel {
         let ia = LRU_INACTIVE_ANON as usize;
         let iff = LRU_INACTIVE_FILE as usize;
         // get_scan_count(): lazy-free folios are the only file pages
-        let file_pages = self.pm.lru[node][iff].pages + self.pm.lru[node][iff + 1].pages;
+        let file_pages = self.pgdat[node].lruvec[iff].pages + self.pgdat[node].lruvec[iff + 1].pages;
         let (mut scan_anon, mut scan_file) = (0u64, 0u64);
-        let anon_size = self.pm.lru[node][ia].pages + self.pm.lru[node][ia + 1].pages;
+        let anon_size = self.pgdat[node].lruvec[ia].pages + self.pgdat[node].lruvec[ia + 1].pages;
         if anon_ok {
             scan_anon = (anon_size >> sc.priority).max(if sc.priority == 0 { anon_size } else { 0 });
             if scan_anon == 0 && anon_size > 0 {
@@ -623,7 +588,7 @@ impl Kernel {
             if left_file > 0 {
                 let n = left_file.min(SWAP_CLUSTER_MAX);
                 left_file -= n;
-                if self.pm.lru[node][iff].pages == 0 {
+                if self.pgdat[node].lruvec[iff].pages == 0 {
                     left_file = 0;
                 } else {
                     self.shrink_inactive_list(node, iff, n, sc);
@@ -632,8 +597,8 @@ impl Kernel {
             if left_anon > 0 {
                 let n = left_anon.min(SWAP_CLUSTER_MAX);
                 left_anon = left_anon.saturating_sub(n);
-                if self.pm.lru[node][ia].pages == 0 {
-                    if self.pm.lru[node][ia + 1].pages > 0 {
+                if self.pgdat[node].lruvec[ia].pages == 0 {
+                    if self.pgdat[node].lruvec[ia + 1].pages > 0 {
                         self.shrink_active_list(node, ia + 1, SWAP_CLUSTER_MAX);
                     } else {
                         left_anon = 0;
@@ -652,13 +617,13 @@ impl Kernel {
     fn shrink_active_list_file(&mut self, node: usize, nr: u64) {
         let idx = LRU_ACTIVE_FILE as usize;
         let (list, scanned) = self.isolate_lru_folios(node, idx, nr);
-        self.vm.add(Ev::PGREFILL, scanned);
+        self.rec.vm.add(Ev::PGREFILL, scanned);
         for head in list {
-            let n = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { 512 } else { 1 };
+            let n = if compound(self.pm.frames[head as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_young(f, false);
             self.lru_putback(head, n, LRU_INACTIVE_ANON);
-            self.vm.add(Ev::PGDEACTIVATE, n);
+            self.rec.vm.add(Ev::PGDEACTIVATE, n);
         }
     }
 
@@ -666,7 +631,7 @@ impl Kernel {
     /// queue, scanned 2 × (len >> priority) per pass as do_shrink_slab does).
     pub fn shrink_node(&mut self, node: usize, sc: &mut ScanControl) {
         self.shrink_lruvec(node, sc);
-        let len = self.deferred[node].len;
+        let len = self.deferred_split_count(node);
         if len > 0 {
             let delta = 2 * (len >> sc.priority);
             if delta >= 128 || delta >= len || sc.priority == 0 {
@@ -682,7 +647,8 @@ impl Kernel {
     /// For a costly order, reclaim goes on until compaction would have room to work
     /// (should_continue_reclaim: compact_gap(order) = 2 << order pages).
     pub fn try_to_free_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> u64 {
-        self.vm.count(if gfp & __GFP_MOVABLE != 0 { Ev::ALLOCSTALL_MOVABLE } else { Ev::ALLOCSTALL_NORMAL });
+        trace_event!(self, mm_vmscan_direct_reclaim_begin, order = order, gfp_flags = gfp);
+        self.rec.vm.count(if gfp & __GFP_MOVABLE != 0 { Ev::ALLOCSTALL_MOVABLE } else { Ev::ALLOCSTALL_NORMAL });
         let target = if order > PAGE_ALLOC_COSTLY_ORDER { 2u64 << order } else { SWAP_CLUSTER_MAX };
         let mut sc = ScanControl {
             nr_to_reclaim: target,
@@ -708,10 +674,11 @@ impl Kernel {
             sc.priority -= 1;
         }
         if sc.nr_reclaimed > 0 {
-            for s in &mut self.reclaim.kswapd {
-                s.failures = 0;
+            for n in &mut self.pgdat {
+                n.kswapd.failures = 0;
             }
         }
+        trace_event!(self, mm_vmscan_direct_reclaim_end, nr_reclaimed = sc.nr_reclaimed);
         sc.nr_reclaimed
     }
 
@@ -729,16 +696,26 @@ impl Kernel {
             ignore_references: true,
             who: Reclaimer::Madvise,
         };
-        self.shrink_folio_list(list, &mut sc)
+        let traced = trace_enabled!(self, mm_vmscan_reclaim_pages).then(|| {
+            let nr = |h: &u64| if compound(self.pm.frames[*h as usize]) == COMPOUND_HEAD { HPAGE_PMD_NR } else { 1 };
+            (self.pm.node_of(list[0]), list.iter().map(nr).sum::<u64>())
+        });
+        let freed = self.shrink_folio_list(list, &mut sc);
+        if let Some((nid, scanned)) = traced {
+            trace_event!(self, mm_vmscan_reclaim_pages, nid = nid, nr_scanned = scanned, nr_reclaimed = freed);
+        }
+        freed
     }
 
     // ---------------- kswapd ----------------
 
     fn kswapd_state(&mut self, nid: usize) -> &mut KswapdState {
-        if self.reclaim.kswapd.len() <= nid {
-            self.reclaim.kswapd.resize(self.pm.nodes.len().max(nid + 1), KswapdState::default());
-        }
-        &mut self.reclaim.kswapd[nid]
+        &mut self.pgdat[nid].kswapd
+    }
+
+    /// pgdat_kswapd_lock / kswapd_is_running(): is the node's kswapd reclaiming now?
+    pub fn kswapd_is_running(&self, nid: usize) -> bool {
+        self.pgdat.get(nid).is_some_and(|n| n.kswapd.running)
     }
 
     /// pgdat_balanced(): every populated zone of the node is above its high watermark
@@ -753,7 +730,7 @@ impl Kernel {
             }
             any = true;
             let mark = if boost { z.wmark(WMARK_HIGH) } else { z.watermark[WMARK_HIGH] };
-            if self.pm.zone_watermark_ok(zi, order, mark, crate::mmzone::ZONE_NORMAL, 0) {
+            if self.pm.zone_watermark_ok(zi, order, mark, ZONE_NORMAL, 0) {
                 return true;
             }
         }
@@ -773,7 +750,8 @@ impl Kernel {
         if self.pgdat_balanced(nid, order, false) && !boosted {
             return;
         }
-        if !self.reclaim.kswapd[nid].running {
+        if !self.pgdat[nid].kswapd.running {
+            trace_event!(self, mm_vmscan_wakeup_kswapd, nid = nid, zid = ZONE_NORMAL, order = order);
             self.wake(Kthread::Kswapd(nid));
         }
     }
@@ -783,16 +761,17 @@ impl Kernel {
     pub fn kswapd_step(&mut self, nid: usize) -> KthreadNext {
         self.kswapd_state(nid);
         let boosted = self.pm.nodes[nid].zones.iter().any(|&z| self.pm.zones[z].watermark_boost > 0);
-        let order = self.reclaim.kswapd[nid].order;
-        if !self.reclaim.kswapd[nid].running {
-            self.reclaim.kswapd[nid].running = true;
-            self.reclaim.kswapd[nid].priority = DEF_PRIORITY;
-            self.reclaim.kswapd[nid].reclaimed = 0;
-            self.vm.count(Ev::PAGEOUTRUN);
+        let order = self.pgdat[nid].kswapd.order;
+        if !self.pgdat[nid].kswapd.running {
+            self.pgdat[nid].kswapd.running = true;
+            self.pgdat[nid].kswapd.priority = DEF_PRIORITY;
+            self.pgdat[nid].kswapd.reclaimed = 0;
+            self.rec.vm.count(Ev::PAGEOUTRUN);
+            trace_event!(self, mm_vmscan_kswapd_wake, nid = nid, zid = ZONE_NORMAL, order = order);
         }
         let balanced = self.pgdat_balanced(nid, order, false);
         if balanced && (!boosted || self.pgdat_balanced(nid, order, true))
-            || self.reclaim.kswapd[nid].failures >= MAX_RECLAIM_RETRIES
+            || self.pgdat[nid].kswapd.failures >= MAX_RECLAIM_RETRIES
         {
             return self.kswapd_sleep(nid, order);
         }
@@ -807,7 +786,7 @@ impl Kernel {
                 deficit += (z.wmark(WMARK_HIGH) + SWAP_CLUSTER_MAX).saturating_sub(z.free_pages);
             }
         }
-        let prio = self.reclaim.kswapd[nid].priority;
+        let prio = self.pgdat[nid].kswapd.priority;
         let mut sc = ScanControl {
             nr_to_reclaim: deficit.clamp(SWAP_CLUSTER_MAX, 64 * SWAP_CLUSTER_MAX),
             nr_reclaimed: 0,
@@ -818,7 +797,7 @@ impl Kernel {
             who: Reclaimer::Kswapd,
         };
         self.shrink_node(nid, &mut sc);
-        let st = &mut self.reclaim.kswapd[nid];
+        let st = &mut self.pgdat[nid].kswapd;
         st.reclaimed += sc.nr_reclaimed;
         // fragmentation: after reclaiming twice the order's size, balance at order 0
         if st.order > 0 && st.reclaimed >= 2 << st.order {
@@ -850,9 +829,10 @@ impl Kernel {
         for zi in zones {
             self.pm.zones[zi].watermark_boost = 0;
         }
-        let st = &mut self.reclaim.kswapd[nid];
+        let st = &mut self.pgdat[nid].kswapd;
         st.running = false;
         st.order = 0;
+        trace_event!(self, mm_vmscan_kswapd_sleep, nid = nid);
         self.wakeup_kcompactd(nid, order);
         KthreadNext::Wait
     }

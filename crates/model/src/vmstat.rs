@@ -4,7 +4,9 @@
 //! (mm/vmstat.c: fill_contig_page_info, __fragmentation_index; mm/compaction.c:
 //! extfrag_for_order, fragmentation_score_zone/_node).
 
-use crate::mmzone::{Zone, MIGRATETYPE_NAMES, MIGRATE_TYPES, NR_FREE_LISTS, NR_PAGE_ORDERS};
+use crate::consts::*;
+use crate::kernel::Kernel;
+use crate::mmzone::{Zone, MIGRATETYPE_NAMES, MIGRATE_TYPES, NR_FREE_LISTS};
 
 macro_rules! events {
     ($($id:ident = $name:literal),* $(,)?) => {
@@ -57,6 +59,30 @@ pub const NON_MAINLINE: &[Ev] = &[Ev::THP_SPLIT_UNMAP, Ev::THP_SPLIT_FREE, Ev::T
 pub struct VmStat {
     pub ev: [u64; NR_EV],
 }
+/// enum node_stat_item: the per-node counters the model keeps (node_page_state()).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeStat {
+    /// NR_ANON_MAPPED: mapped anonymous pages (nr_anon_pages, AnonPages)
+    NrAnonMapped,
+    /// NR_ANON_THPS: PMD-mapped anonymous THPs (nr_anon_transparent_hugepages)
+    NrAnonThps,
+    /// NR_PAGETABLE: page-table pages (nr_page_table_pages, PageTables)
+    NrPagetable,
+    /// kernel pages outside the buddy allocator's view: kalloc, zsmalloc (KernelOther)
+    NrKernelMisc,
+}
+pub const NR_NODE_STATS: usize = 4;
+
+/// A node's counters (pgdat->vm_stat).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeStats(pub [i64; NR_NODE_STATS]);
+impl NodeStats {
+    #[inline]
+    pub fn get(&self, item: NodeStat) -> i64 {
+        self.0[item as usize]
+    }
+}
+
 impl Default for VmStat {
     fn default() -> Self {
         VmStat { ev: [0; NR_EV] }
@@ -114,7 +140,7 @@ pub fn fragmentation_index(z: &Zone, order: u32) -> i64 {
 
 /// fragmentation_score_zone(): extfrag at COMPACTION_HPAGE_ORDER (9).
 pub fn fragmentation_score_zone(z: &Zone) -> u64 {
-    extfrag_for_order(z, crate::mmzone::PAGEBLOCK_ORDER)
+    extfrag_for_order(z, PAGEBLOCK_ORDER)
 }
 
 /// fragmentation_score_zone_weighted(): weighted by present pages over the node's.
@@ -140,8 +166,8 @@ pub fn buddyinfo_line(z: &Zone) -> String {
 /// /proc/pagetypeinfo for one node (pagetypeinfo_show: header, free counts, block counts).
 pub fn pagetypeinfo_node(node: usize, zones: &[&Zone], block_counts: &[[u64; MIGRATE_TYPES]]) -> String {
     let mut s = String::new();
-    s.push_str(&format!("Page block order: {}\n", crate::mmzone::PAGEBLOCK_ORDER));
-    s.push_str(&format!("Pages per block:  {}\n", crate::mmzone::PAGEBLOCK_NR_PAGES));
+    s.push_str(&format!("Page block order: {}\n", PAGEBLOCK_ORDER));
+    s.push_str(&format!("Pages per block:  {}\n", PAGEBLOCK_NR_PAGES));
     s.push('\n');
     s.push_str(&format!("{:<43} ", "Free pages count per migrate type at order"));
     for o in 0..NR_PAGE_ORDERS {
@@ -176,4 +202,33 @@ pub fn pagetypeinfo_node(node: usize, zones: &[&Zone], block_counts: &[[u64; MIG
         s.push('\n');
     }
     s
+}
+
+impl Kernel {
+    /// mod_node_page_state() on the node of `pfn`.
+    #[inline]
+    pub fn mod_node_page_state(&mut self, pfn: u64, item: NodeStat, delta: i64) {
+        let nid = self.pm.node_of(pfn);
+        self.pgdat[nid].stat.0[item as usize] += delta;
+    }
+    /// nr_anon_pages (NR_ANON_MAPPED), summed over the nodes.
+    pub fn nr_anon_pages(&self) -> u64 {
+        self.global_node_page_state(NodeStat::NrAnonMapped)
+    }
+    /// nr_anon_transparent_hugepages (NR_ANON_THPS)
+    pub fn nr_anon_thp(&self) -> u64 {
+        self.global_node_page_state(NodeStat::NrAnonThps)
+    }
+    /// nr_page_table_pages (NR_PAGETABLE)
+    pub fn nr_pgtable_pages(&self) -> u64 {
+        self.global_node_page_state(NodeStat::NrPagetable)
+    }
+    /// kernel pages outside the buddy allocator's view (KernelOther)
+    pub fn nr_kernel_pages(&self) -> u64 {
+        self.global_node_page_state(NodeStat::NrKernelMisc)
+    }
+    /// global_node_page_state(): the sum over the nodes.
+    pub fn global_node_page_state(&self, item: NodeStat) -> u64 {
+        self.pgdat.iter().map(|n| n.stat.get(item)).sum::<i64>().max(0) as u64
+    }
 }

@@ -10,10 +10,12 @@
 //! mm_stat: orig_data_size compr_data_size mem_used_total mem_limit mem_used_max
 //! same_pages pages_compacted huge_pages huge_pages_since.
 
+use crate::consts::*;
 use crate::content::{self, Content};
 use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::page_alloc::*;
+use crate::vmstat::NodeStat;
 use serde_json::{json, Value};
 use thplab_workload::costs::CompressorCosts;
 
@@ -34,10 +36,12 @@ pub struct Zram {
     pub mem_used_max: u64,
     /// the pool's frames
     pub frames: Vec<u32>,
+    /// per slot: does zram hold a page for it (the table entry's allocated state), a bitmap
+    stored: Vec<u64>,
 }
 
 impl Zram {
-    pub fn new(alg: String, c: CompressorCosts) -> Zram {
+    pub fn new(alg: String, c: CompressorCosts, nslots: usize) -> Zram {
         Zram {
             alg,
             c,
@@ -49,6 +53,35 @@ impl Zram {
             huge_pages_since: 0,
             mem_used_max: 0,
             frames: vec![],
+            stored: vec![0; nslots.div_ceil(64)],
+        }
+    }
+
+    fn is_stored(&self, idx: u32) -> bool {
+        self.stored[idx as usize / 64] & (1 << (idx % 64)) != 0
+    }
+    fn set_stored(&mut self, idx: u32, on: bool) {
+        let w = &mut self.stored[idx as usize / 64];
+        if on {
+            *w |= 1 << (idx % 64);
+        } else {
+            *w &= !(1 << (idx % 64));
+        }
+    }
+
+    /// zram_write_page() into slot `idx`: what the slot held before (`old`) is freed first
+    /// (zram_slot_free). Returns the CPU time the store took.
+    pub fn write_slot(&mut self, idx: u32, old: Content, c: Content) -> u64 {
+        self.free_slot(idx, old);
+        self.set_stored(idx, true);
+        self.write(c)
+    }
+
+    /// zram_slot_free_notify(): free what slot `idx` holds (`c`), if zram holds anything.
+    pub fn free_slot(&mut self, idx: u32, c: Content) {
+        if self.is_stored(idx) {
+            self.set_stored(idx, false);
+            self.free(c);
         }
     }
 
@@ -64,14 +97,14 @@ impl Zram {
     fn object(&self, c: Content) -> (u64, u64, bool) {
         let len = self.comp_len(c);
         if len >= HUGE_CLASS_SIZE {
-            (4096, 4096, true)
+            (PAGE_SIZE, PAGE_SIZE, true)
         } else {
             (len, len.max(32).next_multiple_of(16), false)
         }
     }
 
     /// zram_write_page(): store one page; returns the CPU time it took.
-    pub fn write(&mut self, c: Content) -> u64 {
+    fn write(&mut self, c: Content) -> u64 {
         self.pages_stored += 1;
         if content::is_same_filled(c) {
             self.same_pages += 1;
@@ -115,7 +148,7 @@ impl Zram {
     }
 
     /// zram_free_page() (swap slot free notify).
-    pub fn free(&mut self, c: Content) {
+    fn free(&mut self, c: Content) {
         self.pages_stored -= 1;
         if content::is_same_filled(c) {
             self.same_pages -= 1;
@@ -130,9 +163,9 @@ impl Zram {
     }
 
     pub fn mm_stat(&self) -> Value {
-        let used = self.frames.len() as u64 * 4096;
+        let used = self.frames.len() as u64 * PAGE_SIZE;
         let v = [
-            self.pages_stored * 4096,
+            self.pages_stored * PAGE_SIZE,
             self.compr_bytes,
             used,
             0,
@@ -157,30 +190,20 @@ impl Kernel {
     pub fn zram_pool_reserve(&mut self, di: usize, extra: u64) -> bool {
         let (need, have) = {
             let z = self.swap.devs[di].zram.as_ref().expect("zram");
-            ((z.pool_bytes + extra).div_ceil(4096), z.frames.len() as u64)
+            ((z.pool_bytes + extra).div_ceil(PAGE_SIZE), z.frames.len() as u64)
         };
         for _ in have..need {
             let zl = self.pm.zonelist(0, crate::mmzone::ZONE_NORMAL, false);
             let gfp = __GFP_KSWAPD_RECLAIM | __GFP_NOWARN | __GFP_MOVABLE;
-            let (boost, dm) = (self.cfg.watermark_boost_factor, self.cfg.defrag_mode);
-            let Some((pfn, _)) = self.pm.get_page_from_freelist(
-                gfp,
-                0,
-                ALLOC_NO_WATERMARKS,
-                &zl,
-                crate::mmzone::ZONE_NORMAL,
-                boost,
-                dm,
-                &mut self.vm,
-            ) else {
+            let Some((Pfn(pfn), _)) = self.get_page_from_freelist(gfp, 0, ALLOC_NO_WATERMARKS, &zl) else {
                 return false;
             };
             self.pm.frames[pfn as usize] = make_kernel(0, true);
-            self.nr_kernel_pages += 1;
+            self.mod_node_page_state(pfn, NodeStat::NrKernelMisc, 1);
             self.charge(self.costs.page_alloc_ns);
             let z = self.swap.devs[di].zram.as_mut().unwrap();
             z.frames.push(pfn as u32);
-            z.mem_used_max = z.mem_used_max.max(z.frames.len() as u64 * 4096);
+            z.mem_used_max = z.mem_used_max.max(z.frames.len() as u64 * PAGE_SIZE);
         }
         true
     }
@@ -190,12 +213,12 @@ impl Kernel {
     pub fn zram_pool_fit(&mut self, di: usize) {
         loop {
             let z = self.swap.devs[di].zram.as_mut().unwrap();
-            if (z.frames.len() as u64) <= z.pool_bytes.div_ceil(4096) {
+            if (z.frames.len() as u64) <= z.pool_bytes.div_ceil(PAGE_SIZE) {
                 break;
             }
             let pfn = z.frames.pop().unwrap();
-            self.nr_kernel_pages -= 1;
-            self.pm.free_pages(pfn as u64, 0, &mut self.vm);
+            self.mod_node_page_state(pfn as u64, NodeStat::NrKernelMisc, -1);
+            self.pm.free_pages(Pfn(pfn as u64), 0, &mut self.rec.vm);
         }
     }
 

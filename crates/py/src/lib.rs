@@ -62,7 +62,7 @@ fn run_model(
     let w = parse_workload(workload).map_err(PyValueError::new_err)?;
     let machine = machine.map(MachineSpec::parse_any).transpose().map_err(PyValueError::new_err)?;
     let costs = costs.map(CostProfile::from_toml).transpose().map_err(PyValueError::new_err)?;
-    let opts = thplab_model::RunOptions { machine, knobs, costs, seed, check };
+    let opts = thplab_model::RunOptions { machine, knobs, costs, seed, check, trace: None };
     let r = py.detach(|| thplab_model::run(&w, &opts)).map_err(PyValueError::new_err)?;
     Ok(r.to_json())
 }

@@ -7,6 +7,7 @@ pub mod knobs;
 pub mod machine;
 pub mod result;
 pub mod rng;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

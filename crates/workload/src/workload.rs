@@ -332,7 +332,8 @@ pub struct RecordSpec {
     pub fault_latency: bool,
     /// Sample meminfo/vmstat every this often (simulated time); 0 = only at phase ends.
     pub series_interval: Duration,
-    /// Tracepoints to export (e.g. `huge_memory:mm_khugepaged_scan_pmd`).
+    /// Tracepoints to export (e.g. `huge_memory:mm_khugepaged_scan_pmd`, `compaction`, `all`;
+    /// see `trace::TRACEPOINTS`).
     pub trace: Vec<String>,
 }
 impl Default for RecordSpec {
@@ -424,6 +425,7 @@ pub fn workload_from_value(v: &Value) -> Result<Workload, String> {
         None => RecordSpec::default(),
         Some(r) => serde_json::from_value(r.clone()).map_err(|e| format!("workload.record: {e}"))?,
     };
+    crate::trace::trace_mask(&record.trace, "workload.record.trace")?;
     let procs = obj.get("processes").ok_or("workload.processes: missing (a list of processes, each with ops)")?;
     let procs = procs.as_array().ok_or("workload.processes: expected a list")?;
     if procs.is_empty() {

@@ -4,18 +4,24 @@
 //! counters are worked out from the kernel's behaviour (and, for the seed-000 workload,
 //! measured on the live kernel), not tuned. The invariant checker is on everywhere.
 
-use thplab_model::check;
-use thplab_model::kernel::Kernel;
-use thplab_model::memory::Mapping;
-use thplab_model::mm_types::{content, TAG_ANON};
-use thplab_model::mmap::{Mm, VM_READ, VM_WRITE};
-use thplab_model::tlb::Tlb;
+use crate::check;
+use crate::kernel::Kernel;
+use crate::memory::Mapping;
+use crate::mm_types::{content, TAG_ANON};
+use crate::mmap::{Mm, VM_READ, VM_WRITE};
+use crate::tlb::Tlb;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::workload::{Advice, DataKind, WriteData};
 use thplab_workload::{MachineSpec, RunResult};
 
-mod common;
-use common::go;
+use super::common::go;
+use crate::mm_types::{MmId, Pfn};
+
+const P0: MmId = MmId(0);
+#[allow(dead_code)]
+const P1: MmId = MmId(1);
+#[allow(dead_code)]
+const P2: MmId = MmId(2);
 
 fn pd(r: &RunResult, phase: &str, c: &str) -> i64 {
     r.phases
@@ -147,17 +153,17 @@ fn kernel(machine: &str, knobs: &[(&str, &str)]) -> (Kernel, u64) {
         ks.insert(c, v);
     }
     let mut k = Kernel::new(&m, ks, CostProfile::default(), 1).unwrap();
-    k.mms.push(Mm::new(0, "p", 0, 0, Tlb::new(&m.tlb)));
+    k.mms.push(Mm::new(P0, "p", 0, 0, Tlb::new(&m.tlb)));
     let base = 0x7f00_0000_0000u64 - (64 << 20);
-    k.mms[0].insert_vma(base, base + (64 << 20), VM_READ | VM_WRITE);
+    k.mms[P0].insert_vma(base, base + (64 << 20), VM_READ | VM_WRITE);
     (k, base)
 }
 
 /// Every page's contents as the process sees it (swapped pages: what their slot holds).
 fn snapshot(k: &Kernel, base: u64, pages: u64) -> Vec<u16> {
     (0..pages)
-        .map(|p| match k.follow(0, base + p * 4096) {
-            Mapping::Page(pfn, _) => {
+        .map(|p| match k.follow(P0, base + p * 4096) {
+            Mapping::Page(Pfn(pfn), _) => {
                 let f = k.pm.frames[pfn as usize];
                 assert_eq!(f >> 61, TAG_ANON);
                 content(f)
@@ -173,25 +179,25 @@ fn snapshot(k: &Kernel, base: u64, pages: u64) -> Vec<u16> {
 /// (every 7th page whole-page 0x5a: zram same-filled; every 11th text; every 13th random;
 /// every 5th left zero); 16 THPs in the first 32 MiB, base pages after.
 fn fill(k: &mut Kernel, base: u64) {
-    k.madvise(0, base, base + (32 << 20), Advice::Hugepage).unwrap();
+    k.madvise(P0, base, base + (32 << 20), Advice::Hugepage).unwrap();
     for p in 0..(64u64 << 20) / 4096 {
         let a = base + p * 4096;
         let f = if p % 5 == 0 {
-            k.write_page(0, a, 0, 1, &WriteData::Byte(0))
+            k.write_page(P0, a, 0, 1, &WriteData::Byte(0))
         } else if p % 7 == 0 {
-            k.write_page(0, a, 0, 4096, &WriteData::Byte(0x5a))
+            k.write_page(P0, a, 0, 4096, &WriteData::Byte(0x5a))
         } else if p % 11 == 0 {
-            k.write_page(0, a, 0, 4096, &WriteData::Kind(DataKind::Text))
+            k.write_page(P0, a, 0, 4096, &WriteData::Kind(DataKind::Text))
         } else if p % 13 == 0 {
-            k.write_page(0, a, 0, 4096, &WriteData::Kind(DataKind::Random))
+            k.write_page(P0, a, 0, 4096, &WriteData::Kind(DataKind::Random))
         } else {
-            k.write_page(0, a, (p % 4096) as u32, 1, &WriteData::Byte(1 + (p % 200) as u8))
+            k.write_page(P0, a, (p % 4096) as u32, 1, &WriteData::Byte(1 + (p % 200) as u8))
         };
-        assert_eq!(f, thplab_model::kernel::Fault::Ok);
+        assert_eq!(f, crate::memory::Fault::Ok);
     }
     // one all-zero THP (zeromap) in the middle
-    k.madvise(0, base + (8 << 20), base + (10 << 20), Advice::Dontneed).unwrap();
-    let _ = k.write_page(0, base + (8 << 20), 0, 1, &WriteData::Byte(0));
+    k.madvise(P0, base + (8 << 20), base + (10 << 20), Advice::Dontneed).unwrap();
+    let _ = k.write_page(P0, base + (8 << 20), 0, 1, &WriteData::Byte(0));
 }
 
 fn touch_all(k: &mut Kernel, base: u64, write_every: u64) {
@@ -199,12 +205,12 @@ fn touch_all(k: &mut Kernel, base: u64, write_every: u64) {
         let a = base + p * 4096;
         if write_every > 0 && p % write_every == 0 {
             // rewrite the same bytes: contents unchanged, the page is dirtied
-            let _ = k.read_page(0, a);
-            if let Mapping::Page(pfn, _) = k.follow(0, a) {
+            let _ = k.read_page(P0, a);
+            if let Mapping::Page(Pfn(pfn), _) = k.follow(P0, a) {
                 k.touch_folio(pfn, true);
             }
         } else {
-            assert_eq!(k.read_page(0, a), thplab_model::kernel::Fault::Ok);
+            assert_eq!(k.read_page(P0, a), crate::memory::Fault::Ok);
         }
     }
 }
@@ -235,24 +241,24 @@ fn no_data_is_lost_through_every_swap_path() {
         let before = snapshot(&k, base, pages);
         if m.ends_with("48M") {
             // fill most of the device with base pages first
-            k.madvise(0, base + (32 << 20), base + (64 << 20), Advice::Pageout).unwrap();
+            k.madvise(P0, base + (32 << 20), base + (64 << 20), Advice::Pageout).unwrap();
         }
-        k.madvise(0, base, base + (64 << 20), Advice::Pageout).unwrap();
+        k.madvise(P0, base, base + (64 << 20), Advice::Pageout).unwrap();
         check::check(&k).unwrap();
         assert_eq!(snapshot(&k, base, pages), before, "{m} {knobs:?}: after swap-out");
-        assert!(k.vm.get(thplab_model::vmstat::Ev::PSWPOUT) > 0, "{m} {knobs:?}");
+        assert!(k.rec.vm.get(crate::vmstat::Ev::PSWPOUT) > 0, "{m} {knobs:?}");
         // swap in by touch (reads; every 3rd page written, which drops its swap-cache copy)
         touch_all(&mut k, base, 3);
         check::check(&k).unwrap();
         assert_eq!(snapshot(&k, base, pages), before, "{m} {knobs:?}: after swap-in");
         // and once more: out and in again (swap-cache folios go out clean, without I/O)
-        k.madvise(0, base, base + (64 << 20), Advice::Pageout).unwrap();
+        k.madvise(P0, base, base + (64 << 20), Advice::Pageout).unwrap();
         check::check(&k).unwrap();
         touch_all(&mut k, base, 0);
         check::check(&k).unwrap();
         assert_eq!(snapshot(&k, base, pages), before, "{m} {knobs:?}: after the second round");
-        let ev = |e| k.vm.get(e);
-        use thplab_model::vmstat::Ev;
+        let ev = |e| k.rec.vm.get(e);
+        use crate::vmstat::Ev;
         match (m, knobs.len()) {
             ("1G,swap=zram:256M", 0) => assert!(ev(Ev::THP_SWPOUT) > 0 && ev(Ev::SWPOUT_ZERO) >= 512),
             ("1G,swap=zram:256M", _) => assert!(ev(Ev::THP_SWPOUT_FALLBACK) >= 16 && ev(Ev::THP_SWPOUT) == 0),
@@ -266,8 +272,8 @@ fn no_data_is_lost_through_every_swap_path() {
             _ => {}
         }
         // munmap releases every slot
-        k.zap_range(0, base, base + (64 << 20), true);
-        k.mms[0].vmas.clear();
+        k.zap_range(P0, base, base + (64 << 20), true);
+        k.mms[P0].vmas.clear();
         check::check(&k).unwrap();
         assert_eq!(k.swap.nr_free(), k.swap.total_pages(), "{m} {knobs:?}");
     }

@@ -3,16 +3,19 @@
 //! contents survive migration, direct compaction on THP faults, kcompactd (woken and
 //! proactive, with its 32 s back-off). The invariant checker runs in every test.
 
-use thplab_model::check;
-use thplab_model::compaction::fragmentation_score_wmark;
-use thplab_model::kernel::{CompactPriority, CompactResult, Kernel, Kthread};
-use thplab_model::memory::Mapping;
-use thplab_model::mm_types::*;
-use thplab_model::mmap::{Mm, VM_LOCKED, VM_READ, VM_WRITE};
-use thplab_model::mmzone::*;
-use thplab_model::page_alloc::*;
-use thplab_model::tlb::Tlb;
-use thplab_model::vmstat::{self, Ev};
+use crate::check;
+use crate::compaction::fragmentation_score_wmark;
+use crate::compaction::CompactPriority;
+use crate::compaction::CompactResult;
+use crate::kernel::Kernel;
+use crate::kthread::Kthread;
+use crate::memory::Mapping;
+use crate::mm_types::*;
+use crate::mmap::{Mm, VM_LOCKED, VM_READ, VM_WRITE};
+use crate::mmzone::*;
+use crate::page_alloc::*;
+use crate::tlb::Tlb;
+use crate::vmstat::{self, Ev};
 use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs;
 use thplab_workload::workload::WriteData;
@@ -28,7 +31,7 @@ fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
         ks.insert(c, v);
     }
     let mut k = Kernel::new(&m, ks, CostProfile::default(), 1).unwrap();
-    k.mms.push(Mm::new(0, "p", 0, 0, Tlb::new(&m.tlb)));
+    k.mms.push(Mm::new(P0, "p", 0, 0, Tlb::new(&m.tlb)));
     k
 }
 
@@ -36,22 +39,22 @@ fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
 /// (distinct contents), then unmap 3/4 of every 2 MiB (offset 512K..2M) as seed 004 does.
 /// Returns (address, pages kept as (addr, expected content)).
 fn fragment(k: &mut Kernel, size: u64, flags: u32) -> (u64, Vec<(u64, u16)>) {
-    let addr = k.mms[0].get_unmapped_area(size, Some(2 << 20)).unwrap();
-    k.mms[0].insert_vma(addr, addr + size, flags);
+    let addr = k.mms[P0].get_unmapped_area(size, Some(2 << 20)).unwrap();
+    k.mms[P0].insert_vma(addr, addr + size, flags);
     for i in 0..size / 4096 {
         assert_eq!(
-            k.write_page(0, addr + i * 4096, (i % 4096) as u32, 1, &WriteData::Byte(1)),
-            thplab_model::kernel::Fault::Ok
+            k.write_page(P0, addr + i * 4096, (i % 4096) as u32, 1, &WriteData::Byte(1)),
+            crate::memory::Fault::Ok
         );
     }
     let mut kept = vec![];
     let mut a = addr;
     while a < addr + size {
-        k.mms[0].unmap_range(a + (512 << 10), a + (2 << 20));
-        k.zap_range(0, a + (512 << 10), a + (2 << 20), true);
+        k.mms[P0].unmap_range(a + (512 << 10), a + (2 << 20));
+        k.zap_range(P0, a + (512 << 10), a + (2 << 20), true);
         for p in 0..128u64 {
             let pa = a + p * 4096;
-            let Mapping::Page(pfn, _) = k.follow(0, pa) else { panic!("page kept") };
+            let Mapping::Page(Pfn(pfn), _) = k.follow(P0, pa) else { panic!("page kept") };
             kept.push((pa, content(k.pm.frames[pfn as usize])));
         }
         a += 2 << 20;
@@ -65,8 +68,8 @@ fn most(k: &Kernel) -> u64 {
 }
 
 fn pfn_of(k: &Kernel, a: u64) -> u64 {
-    match k.follow(0, a) {
-        Mapping::Page(pfn, _) => pfn,
+    match k.follow(P0, a) {
+        Mapping::Page(Pfn(pfn), _) => pfn,
         m => panic!("{a:#x} not mapped: {m:?}"),
     }
 }
@@ -156,17 +159,25 @@ fn unmovable_fill(k: &mut Kernel) -> Vec<u64> {
     let mut kept = vec![];
     let mut all = vec![];
     let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
-    while let Some((p, _)) =
-        k.pm.get_page_from_freelist(GFP_KERNEL, 7, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm)
-    {
+    while let Some((Pfn(p), _)) = k.pm.get_page_from_freelist(
+        GFP_KERNEL,
+        7,
+        ALLOC_NO_WATERMARKS,
+        &zl,
+        ZONE_NORMAL,
+        15000,
+        false,
+        &mut k.rec.vm,
+        &mut Trace::default(),
+    ) {
         all.push(p);
     }
     for p in all {
         if p % 512 < 384 {
-            k.pm.free_pages(p, 7, &mut k.vm);
+            k.pm.free_pages(Pfn(p), 7, &mut k.rec.vm);
         } else {
             kept.push(p);
-            k.nr_kernel_pages += 128;
+            k.mod_node_page_state(p, NodeStat::NrKernelMisc, 128);
         }
     }
     kept
@@ -187,7 +198,7 @@ fn sync_compaction_of_unmovable_memory_is_deferred() {
         }
     }
     assert_eq!(ran, vec![0, 2, 6, 14, 30, 62, 126, 190, 254], "2^k - 1 skips after k failures, at most 63");
-    assert_eq!(k.vm.get(Ev::PGMIGRATE_SUCCESS), 0, "nothing movable");
+    assert_eq!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS), 0, "nothing movable");
     // the minimum priority (sync full) ignores deferral
     let r = k.try_to_compact_pages(GFP_TRANSHUGE, 9, ALLOC_WMARK_MIN, &[zi], CompactPriority::SyncFull);
     assert_ne!(r, CompactResult::Deferred);
@@ -204,8 +215,9 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
         // interleave unmovable kernel pages with the anonymous memory
         let mut kern = vec![];
         for _ in 0..64 {
-            kern.push(k.alloc_pages(GFP_KERNEL, 0, 0).unwrap());
-            k.nr_kernel_pages += 1;
+            let p = k.alloc_pages(GFP_KERNEL, 0, 0).unwrap().0;
+            kern.push(p);
+            k.mod_node_page_state(p, NodeStat::NrKernelMisc, 1);
         }
         let (_, kept) = fragment(&mut k, 192 << 20, VM_READ | VM_WRITE);
         let (_, locked) = fragment(&mut k, 32 << 20, VM_READ | VM_WRITE | VM_LOCKED);
@@ -222,7 +234,7 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
         k.set_knob("vm.compact_memory", "1").unwrap();
 
         check::check(&k).unwrap();
-        assert!(k.vm.get(Ev::PGMIGRATE_SUCCESS) > 5_000, "compaction migrated pages");
+        assert!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS) > 5_000, "compaction migrated pages");
         assert!(k.fragmentation_score_node(0) < score0, "and lowered the score");
         for &p in &kern {
             assert_eq!(tag(k.pm.frames[p as usize]), TAG_KERNEL, "kernel page {p} untouched");
@@ -255,24 +267,32 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
 #[test]
 fn compaction_skips_pmd_thps() {
     let mut k = kernel("512M", &[("transparent_hugepage/enabled", "always"), ("vm.compaction_proactiveness", "0")]);
-    let addr = k.mms[0].get_unmapped_area(64 << 20, Some(2 << 20)).unwrap();
-    k.mms[0].insert_vma(addr, addr + (64 << 20), VM_READ | VM_WRITE);
+    let addr = k.mms[P0].get_unmapped_area(64 << 20, Some(2 << 20)).unwrap();
+    k.mms[P0].insert_vma(addr, addr + (64 << 20), VM_READ | VM_WRITE);
     for i in 0..32u64 {
-        k.write_page(0, addr + i * (2 << 20), 0, 1, &WriteData::Byte(7));
+        k.write_page(P0, addr + i * (2 << 20), 0, 1, &WriteData::Byte(7));
     }
     let thps: Vec<u64> = (0..32u64).map(|i| pfn_of(&k, addr + i * (2 << 20))).collect();
-    assert!(k.nr_anon_thp == 32);
+    assert!(k.nr_anon_thp() == 32);
     fragment(&mut k, 128 << 20, VM_READ | VM_WRITE);
     k.compact_all();
     for (i, &p) in thps.iter().enumerate() {
         assert_eq!(pfn_of(&k, addr + i as u64 * (2 << 20)), p, "THP {i} not migrated");
     }
-    assert_eq!(k.vm.get(Ev::THP_MIGRATION_SUCCESS), 0);
+    assert_eq!(k.rec.vm.get(Ev::THP_MIGRATION_SUCCESS), 0);
     check::check(&k).unwrap();
 }
 
-mod common;
-use common::go;
+use super::common::go;
+use crate::mm_types::{MmId, Pfn};
+use crate::trace::Trace;
+use crate::vmstat::NodeStat;
+
+const P0: MmId = MmId(0);
+#[allow(dead_code)]
+const P1: MmId = MmId(1);
+#[allow(dead_code)]
+const P2: MmId = MmId(2);
 
 fn pd(r: &RunResult, phase: &str, c: &str) -> i64 {
     r.phases.iter().find(|p| p.name.ends_with(phase)).unwrap().vmstat_delta.get(c).copied().unwrap_or(0)
@@ -374,44 +394,52 @@ fn kswapd_can_wake_kcompactd() {
     let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
     // nothing to do on a fresh machine: an order-9 page is free
     k.wakeup_kcompactd(0, 9);
-    assert!(k.wakeups.is_empty());
+    assert!(k.clock.wakeups.is_empty());
     k.wakeup_kcompactd(0, 0);
-    assert!(k.wakeups.is_empty());
+    assert!(k.clock.wakeups.is_empty());
     let size = most(&k);
     fragment(&mut k, size, VM_READ | VM_WRITE);
     // take what is left in 2 MiB blocks, so that an order-9 allocation needs compaction
     let zl = k.pm.zonelist(0, ZONE_NORMAL, false);
-    while let Some((_, _)) =
-        k.pm.get_page_from_freelist(GFP_KERNEL, 9, ALLOC_NO_WATERMARKS, &zl, ZONE_NORMAL, 15000, false, &mut k.vm)
-    {
-        k.nr_kernel_pages += 512;
+    while let Some((Pfn(p), _)) = k.pm.get_page_from_freelist(
+        GFP_KERNEL,
+        9,
+        ALLOC_NO_WATERMARKS,
+        &zl,
+        ZONE_NORMAL,
+        15000,
+        false,
+        &mut k.rec.vm,
+        &mut Trace::default(),
+    ) {
+        k.mod_node_page_state(p, NodeStat::NrKernelMisc, 512);
     }
     k.wakeup_kcompactd(0, 9);
-    assert_eq!(k.wakeups.iter().map(|w| w.0).collect::<Vec<_>>(), vec![Kthread::Kcompactd(0)]);
-    k.wakeups.clear();
+    assert_eq!(k.clock.wakeups.iter().map(|w| w.0).collect::<Vec<_>>(), vec![Kthread::Kcompactd(0)]);
+    k.clock.wakeups.clear();
     let next = k.kthread_step(Kthread::Kcompactd(0));
-    assert_eq!(k.vm.get(Ev::COMPACT_DAEMON_WAKE), 1);
-    assert!(k.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED) > 0);
-    assert_eq!(k.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED), k.vm.get(Ev::COMPACT_MIGRATE_SCANNED));
-    assert!(k.vm.get(Ev::PGMIGRATE_SUCCESS) > 0);
+    assert_eq!(k.rec.vm.get(Ev::COMPACT_DAEMON_WAKE), 1);
+    assert!(k.rec.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED) > 0);
+    assert_eq!(k.rec.vm.get(Ev::COMPACT_DAEMON_MIGRATE_SCANNED), k.rec.vm.get(Ev::COMPACT_MIGRATE_SCANNED));
+    assert!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS) > 0);
     // kcompactd compacts for GFP_KERNEL order 9 until a block could be claimed
     let zi = normal_or_dma32(&k);
     assert!((9..=10).any(|o| k.pm.zones[zi].nr_free_order(o) > 0));
-    assert_eq!(next, thplab_model::kernel::KthreadNext::Wait, "proactiveness 0: wait without timeout");
-    assert_eq!(k.kcompactd[0].max_order, 0);
+    assert_eq!(next, crate::kthread::KthreadNext::Wait, "proactiveness 0: wait without timeout");
+    assert_eq!(k.pgdat[0].kcompactd.max_order, 0);
     check::check(&k).unwrap();
 }
 
 #[test]
 fn writing_proactiveness_wakes_kcompactd() {
     let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
-    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), thplab_model::kernel::KthreadNext::Wait);
+    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), crate::kthread::KthreadNext::Wait);
     k.set_knob("vm.compaction_proactiveness", "20").unwrap();
-    assert_eq!(k.wakeups.len(), 1);
-    assert!(k.kcompactd[0].proactive_trigger);
-    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), thplab_model::kernel::KthreadNext::Sleep(500_000_000));
+    assert_eq!(k.clock.wakeups.len(), 1);
+    assert!(k.pgdat[0].kcompactd.proactive_trigger);
+    assert_eq!(k.kthread_initial(Kthread::Kcompactd(0)), crate::kthread::KthreadNext::Sleep(500_000_000));
     let next = k.kthread_step(Kthread::Kcompactd(0));
-    assert_eq!(next, thplab_model::kernel::KthreadNext::Sleep(500_000_000), "nothing to compact: the 500 ms timer");
-    assert!(!k.kcompactd[0].proactive_trigger);
+    assert_eq!(next, crate::kthread::KthreadNext::Sleep(500_000_000), "nothing to compact: the 500 ms timer");
+    assert!(!k.pgdat[0].kcompactd.proactive_trigger);
     let _ = ZONE_NORMAL;
 }

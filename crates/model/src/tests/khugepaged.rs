@@ -3,18 +3,26 @@
 //! errnos, and each seed-002 policy. Expected values are derived from the kernel's
 //! rules (mm/khugepaged.c), not tuned.
 
-use thplab_model::check::check;
-use thplab_model::kernel::{Kernel, KthreadNext};
-use thplab_model::khugepaged::ScanResult;
-use thplab_model::memory::Mapping;
-use thplab_model::mm_types::*;
-use thplab_model::mmap::{Mm, Tlb, VM_READ, VM_WRITE};
-use thplab_model::pgtable::*;
-use thplab_model::{run, RunOptions};
+use crate::check::check;
+use crate::kernel::Kernel;
+use crate::khugepaged::ScanResult;
+use crate::kthread::KthreadNext;
+use crate::memory::Mapping;
+use crate::mm_types::*;
+use crate::mm_types::{MmId, Pfn};
+use crate::mmap::{Mm, Tlb, VM_READ, VM_WRITE};
+use crate::pgtable::*;
+use crate::{run, RunOptions};
 use thplab_workload::costs::CostProfile;
 use thplab_workload::knobs;
 use thplab_workload::workload::{Advice, WriteData};
 use thplab_workload::{parse_workload, MachineSpec, RunResult};
+
+const P0: MmId = MmId(0);
+#[allow(dead_code)]
+const P1: MmId = MmId(1);
+#[allow(dead_code)]
+const P2: MmId = MmId(2);
 
 const M2: u64 = 2 << 20;
 
@@ -27,52 +35,49 @@ fn kernel(extra: &[(&str, &str)]) -> Kernel {
     }
     let mut k = Kernel::new(&m, ks, CostProfile::default(), 1).unwrap();
     for i in 0..3 {
-        k.mms.push(Mm::new(i, &format!("p{i}"), 0, 0, Tlb::new(&m.tlb)));
+        k.mms.push(Mm::new(MmId(i), &format!("p{i}"), 0, 0, Tlb::new(&m.tlb)));
     }
     k
 }
 
 /// mmap `n` PMD ranges and write-fault `pages` of each range with base pages (madvise
 /// mode, no MADV_HUGEPAGE yet). Page i of a range gets its first non-zero byte at offset i.
-fn populate(k: &mut Kernel, mm: usize, n: u64, pages: impl Fn(u64) -> bool) -> u64 {
+fn populate(k: &mut Kernel, mm: MmId, n: u64, pages: impl Fn(u64) -> bool) -> u64 {
     let a = k.mms[mm].get_unmapped_area(n * M2, None).unwrap();
     k.mms[mm].insert_vma(a, a + n * M2, VM_READ | VM_WRITE);
     for r in 0..n {
         for i in 0..512u64 {
             if pages(i) {
                 let addr = a + r * M2 + i * 4096;
-                assert_eq!(
-                    k.write_page(mm, addr, i as u32, 1, &WriteData::Byte(0xa5)),
-                    thplab_model::kernel::Fault::Ok
-                );
+                assert_eq!(k.write_page(mm, addr, i as u32, 1, &WriteData::Byte(0xa5)), crate::memory::Fault::Ok);
             }
         }
     }
     a
 }
 
-fn pfn_of(k: &Kernel, mm: usize, addr: u64) -> u64 {
+fn pfn_of(k: &Kernel, mm: MmId, addr: u64) -> u64 {
     match k.follow(mm, addr) {
-        Mapping::Page(p, _) => p,
+        Mapping::Page(Pfn(p), _) => p,
         m => panic!("{addr:#x} not mapped: {m:?}"),
     }
 }
 
-fn set_young_range(k: &mut Kernel, mm: usize, a: u64, young: bool) {
+fn set_young_range(k: &mut Kernel, mm: MmId, a: u64, young: bool) {
     for i in 0..512 {
-        if let Mapping::Page(p, _) = k.follow(mm, a + i * 4096) {
+        if let Mapping::Page(Pfn(p), _) = k.follow(mm, a + i * 4096) {
             let f = k.pm.frames[p as usize];
             k.pm.frames[p as usize] = set_young(f, young);
         }
     }
 }
 
-fn slot_of(k: &Kernel, mm: usize, a: u64) -> u32 {
+fn slot_of(k: &Kernel, mm: MmId, a: u64) -> u32 {
     k.mms[mm].pmds[&(a >> 21)]
 }
 
 /// Replace present PTE `i` of the range by a swap entry (what reclaim would leave).
-fn make_swap_pte(k: &mut Kernel, mm: usize, a: u64, i: usize) {
+fn make_swap_pte(k: &mut Kernel, mm: MmId, a: u64, i: usize) {
     let sid = slot_of(k, mm, a);
     let pte = match &k.slots.get(sid).pmd {
         Pmd::Table(t) => t[i],
@@ -93,65 +98,65 @@ fn max_ptes_none_limit() {
     let mut k = kernel(&[("khugepaged/max_ptes_none", "100")]);
     // range 0: 100 none PTEs (pages 0..100 never touched) -> allowed
     // range 1: 101 none PTEs -> SCAN_EXCEED_NONE_PTE
-    let a = populate(&mut k, 0, 1, |i| i >= 100);
-    let b = populate(&mut k, 0, 1, |i| i >= 101);
-    assert_eq!(k.khugepaged_candidacy(0, a, true), ScanResult::Succeed);
-    let before = k.vm.get(thplab_model::vmstat::Ev::THP_SCAN_EXCEED_NONE_PTE);
-    assert_eq!(k.khugepaged_candidacy(0, b, true), ScanResult::ExceedNonePte);
-    assert_eq!(k.vm.get(thplab_model::vmstat::Ev::THP_SCAN_EXCEED_NONE_PTE), before + 1);
+    let a = populate(&mut k, P0, 1, |i| i >= 100);
+    let b = populate(&mut k, P0, 1, |i| i >= 101);
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::Succeed);
+    let before = k.rec.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_NONE_PTE);
+    assert_eq!(k.khugepaged_candidacy(P0, b, true), ScanResult::ExceedNonePte);
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_NONE_PTE), before + 1);
     // zero-page PTEs count as none
-    let c = populate(&mut k, 0, 1, |i| i >= 101);
+    let c = populate(&mut k, P0, 1, |i| i >= 101);
     for i in 0..101u64 {
-        assert_eq!(k.read_page(0, c + i * 4096), thplab_model::kernel::Fault::Ok);
+        assert_eq!(k.read_page(P0, c + i * 4096), crate::memory::Fault::Ok);
     }
-    assert_eq!(k.follow(0, c), Mapping::Zero);
-    assert_eq!(k.khugepaged_candidacy(0, c, true), ScanResult::ExceedNonePte);
+    assert_eq!(k.follow(P0, c), Mapping::Zero);
+    assert_eq!(k.khugepaged_candidacy(P0, c, true), ScanResult::ExceedNonePte);
     // MADV_COLLAPSE ignores the limit
-    assert_eq!(k.khugepaged_candidacy(0, c, false), ScanResult::Succeed);
+    assert_eq!(k.khugepaged_candidacy(P0, c, false), ScanResult::Succeed);
 }
 
 #[test]
 fn max_ptes_swap_limit_and_referenced_rule() {
     let mut k = kernel(&[]); // max_ptes_swap 64
-    let a = populate(&mut k, 0, 2, |_| true);
+    let a = populate(&mut k, P0, 2, |_| true);
     for i in 0..65 {
-        make_swap_pte(&mut k, 0, a, i);
+        make_swap_pte(&mut k, P0, a, i);
     }
-    assert_eq!(k.khugepaged_candidacy(0, a, true), ScanResult::ExceedSwapPte);
-    assert_eq!(k.vm.get(thplab_model::vmstat::Ev::THP_SCAN_EXCEED_SWAP_PTE), 1);
-    assert_eq!(k.khugepaged_candidacy(0, a, false), ScanResult::Succeed, "MADV_COLLAPSE ignores max_ptes_swap");
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::ExceedSwapPte);
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_SCAN_EXCEED_SWAP_PTE), 1);
+    assert_eq!(k.khugepaged_candidacy(P0, a, false), ScanResult::Succeed, "MADV_COLLAPSE ignores max_ptes_swap");
     // 64 swap PTEs are allowed, but then at least half the range must be young
     let b = a + M2;
     for i in 0..64 {
-        make_swap_pte(&mut k, 0, b, i);
+        make_swap_pte(&mut k, P0, b, i);
     }
-    assert_eq!(k.khugepaged_candidacy(0, b, true), ScanResult::Succeed, "448 young pages");
-    set_young_range(&mut k, 0, b, false);
+    assert_eq!(k.khugepaged_candidacy(P0, b, true), ScanResult::Succeed, "448 young pages");
+    set_young_range(&mut k, P0, b, false);
     for i in 64..(64 + 255) {
-        let p = pfn_of(&k, 0, b + i * 4096);
+        let p = pfn_of(&k, P0, b + i * 4096);
         k.pm.frames[p as usize] = set_young(k.pm.frames[p as usize], true);
     }
     assert_eq!(
-        k.khugepaged_candidacy(0, b, true),
+        k.khugepaged_candidacy(P0, b, true),
         ScanResult::LackReferencedPage,
         "255 < HPAGE_PMD_NR/2 referenced with swap PTEs"
     );
-    let p = pfn_of(&k, 0, b + 400 * 4096);
+    let p = pfn_of(&k, P0, b + 400 * 4096);
     k.pm.frames[p as usize] = set_young(k.pm.frames[p as usize], true);
-    assert_eq!(k.khugepaged_candidacy(0, b, true), ScanResult::Succeed, "256 referenced");
+    assert_eq!(k.khugepaged_candidacy(P0, b, true), ScanResult::Succeed, "256 referenced");
 }
 
 #[test]
 fn referenced_rule_without_swap() {
     let mut k = kernel(&[]);
-    let a = populate(&mut k, 0, 1, |i| i % 2 == 0);
-    set_young_range(&mut k, 0, a, false);
-    assert_eq!(k.khugepaged_candidacy(0, a, true), ScanResult::LackReferencedPage);
-    assert_eq!(k.khugepaged_candidacy(0, a, false), ScanResult::Succeed, "MADV_COLLAPSE ignores the young rule");
+    let a = populate(&mut k, P0, 1, |i| i % 2 == 0);
+    set_young_range(&mut k, P0, a, false);
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::LackReferencedPage);
+    assert_eq!(k.khugepaged_candidacy(P0, a, false), ScanResult::Succeed, "MADV_COLLAPSE ignores the young rule");
     // one young page is enough when nothing is swapped out
-    let p = pfn_of(&k, 0, a + 10 * 4096);
+    let p = pfn_of(&k, P0, a + 10 * 4096);
     k.pm.frames[p as usize] = set_young(k.pm.frames[p as usize], true);
-    assert_eq!(k.khugepaged_candidacy(0, a, true), ScanResult::Succeed);
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::Succeed);
     // the scan reads the bit and leaves it (the kernel's scan does not clear it)
     assert!(young(k.pm.frames[p as usize]));
 }
@@ -159,29 +164,29 @@ fn referenced_rule_without_swap() {
 #[test]
 fn pmd_states_and_page_checks() {
     let mut k = kernel(&[("transparent_hugepage/enabled", "always")]);
-    let a = k.mms[0].get_unmapped_area(4 * M2, None).unwrap();
-    k.mms[0].insert_vma(a, a + 4 * M2, VM_READ | VM_WRITE);
-    assert_eq!(k.khugepaged_candidacy(0, a, true), ScanResult::PmdNone);
-    k.write_page(0, a, 0, 1, &WriteData::Byte(1));
-    assert_eq!(k.khugepaged_candidacy(0, a, true), ScanResult::PmdMapped);
-    k.read_page(0, a + M2);
-    assert_eq!(k.khugepaged_candidacy(0, a + M2, true), ScanResult::PmdMapped, "huge zero PMD");
+    let a = k.mms[P0].get_unmapped_area(4 * M2, None).unwrap();
+    k.mms[P0].insert_vma(a, a + 4 * M2, VM_READ | VM_WRITE);
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::PmdNone);
+    k.write_page(P0, a, 0, 1, &WriteData::Byte(1));
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::PmdMapped);
+    k.read_page(P0, a + M2);
+    assert_eq!(k.khugepaged_candidacy(P0, a + M2, true), ScanResult::PmdMapped, "huge zero PMD");
     // a range of zero-page PTEs only: nothing writable
     k.set_knob("transparent_hugepage/enabled", "madvise").unwrap();
     for i in 0..512 {
-        k.read_page(0, a + 2 * M2 + i * 4096);
+        k.read_page(P0, a + 2 * M2 + i * 4096);
     }
-    assert_eq!(k.khugepaged_candidacy(0, a + 2 * M2, false), ScanResult::PageRo);
+    assert_eq!(k.khugepaged_candidacy(P0, a + 2 * M2, false), ScanResult::PageRo);
     // a page off the LRU (isolated by reclaim or migration): SCAN_PAGE_LRU
     for i in 0..512 {
-        k.write_page(0, a + 3 * M2 + i * 4096, 0, 1, &WriteData::Byte(1));
+        k.write_page(P0, a + 3 * M2 + i * 4096, 0, 1, &WriteData::Byte(1));
     }
-    let p = pfn_of(&k, 0, a + 3 * M2 + 7 * 4096);
+    let p = pfn_of(&k, P0, a + 3 * M2 + 7 * 4096);
     k.lru_del(p, 1);
-    assert_eq!(k.khugepaged_candidacy(0, a + 3 * M2, true), ScanResult::PageLru);
-    assert_eq!(k.madvise(0, a + 3 * M2, a + 4 * M2, Advice::Collapse), Err("EAGAIN"));
+    assert_eq!(k.khugepaged_candidacy(P0, a + 3 * M2, true), ScanResult::PageLru);
+    assert_eq!(k.madvise(P0, a + 3 * M2, a + 4 * M2, Advice::Collapse), Err("EAGAIN"));
     k.lru_add(p, 1, false);
-    assert_eq!(k.madvise(0, a + 3 * M2, a + 4 * M2, Advice::Collapse), Ok(()));
+    assert_eq!(k.madvise(P0, a + 3 * M2, a + 4 * M2, Advice::Collapse), Ok(()));
     check(&k).unwrap();
 }
 
@@ -190,29 +195,29 @@ fn max_ptes_shared_never_trips_without_fork() {
     // The model has no fork: an anonymous folio is mapped by one mm, so
     // folio_maybe_mapped_shared() is false and max_ptes_shared=0 blocks nothing.
     let mut k = kernel(&[("khugepaged/max_ptes_shared", "0")]);
-    let a = populate(&mut k, 0, 1, |_| true);
-    assert_eq!(k.khugepaged_candidacy(0, a, true), ScanResult::Succeed);
+    let a = populate(&mut k, P0, 1, |_| true);
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::Succeed);
 }
 
 #[test]
 fn lazyfree_folios_are_skipped_with_the_policy() {
     for on in ["0", "1"] {
         let mut k = kernel(&[("thplab.khugepaged_skip_lazyfree", on)]);
-        let a = populate(&mut k, 0, 1, |_| true);
+        let a = populate(&mut k, P0, 1, |_| true);
         // MADV_FREE leaves clean lazy-free folios (set up by hand: the reclaim issue
         // implements MADV_FREE itself)
         for i in 0..512 {
-            let p = pfn_of(&k, 0, a + i * 4096);
+            let p = pfn_of(&k, P0, a + i * 4096);
             let f = k.pm.frames[p as usize];
             k.pm.frames[p as usize] = set_dirty(set_lazyfree(f, true), false);
         }
         let want = if on == "1" { ScanResult::PageLazyfree } else { ScanResult::Succeed };
-        assert_eq!(k.khugepaged_candidacy(0, a, true), want);
-        assert_eq!(k.khugepaged_candidacy(0, a, false), ScanResult::Succeed, "MADV_COLLAPSE is not khugepaged");
+        assert_eq!(k.khugepaged_candidacy(P0, a, true), want);
+        assert_eq!(k.khugepaged_candidacy(P0, a, false), ScanResult::Succeed, "MADV_COLLAPSE is not khugepaged");
         // a re-dirtied page is data again: the folio is no longer skipped... for that PTE
-        let p = pfn_of(&k, 0, a);
+        let p = pfn_of(&k, P0, a);
         k.pm.frames[p as usize] = set_dirty(k.pm.frames[p as usize], true);
-        let p1 = pfn_of(&k, 0, a + 4096);
+        let p1 = pfn_of(&k, P0, a + 4096);
         assert!(lazyfree(k.pm.frames[p1 as usize]));
     }
 }
@@ -220,11 +225,11 @@ fn lazyfree_folios_are_skipped_with_the_policy() {
 /// Run khugepaged steps (no engine) until it sleeps or waits; returns what it asked for.
 fn khugepaged_pass(k: &mut Kernel) -> KthreadNext {
     loop {
-        k.cost = 0;
+        k.clock.cost = 0;
         match k.khugepaged_step() {
             KthreadNext::Again => continue,
             other => {
-                k.now += k.cost;
+                k.clock.now += k.clock.cost;
                 return other;
             }
         }
@@ -235,68 +240,68 @@ fn khugepaged_pass(k: &mut Kernel) -> KthreadNext {
 fn collapse_preserves_every_page_and_the_accounting() {
     let mut k = kernel(&[]);
     // every third page never touched (none), pages 1..: first non-zero byte at offset i
-    let a = populate(&mut k, 0, 2, |i| i % 3 != 0);
+    let a = populate(&mut k, P0, 2, |i| i % 3 != 0);
     // a zero-page PTE in the middle
-    k.read_page(0, a + 3 * 4096);
-    let rss0 = k.mms[0].rss_anon;
-    let anon0 = k.nr_anon_pages;
+    k.read_page(P0, a + 3 * 4096);
+    let rss0 = k.mms[P0].rss_anon;
+    let anon0 = k.nr_anon_pages();
     let free0 = k.nr_free_pages();
-    let pgt0 = k.nr_pgtable_pages;
-    k.madvise(0, a, a + 2 * M2, Advice::Hugepage).unwrap();
-    assert_eq!(k.khugepaged_list.iter().copied().collect::<Vec<_>>(), vec![0]);
+    let pgt0 = k.nr_pgtable_pages();
+    k.madvise(P0, a, a + 2 * M2, Advice::Hugepage).unwrap();
+    assert_eq!(k.khugepaged.mm_slots.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0]);
     let next = khugepaged_pass(&mut k);
     assert_eq!(next, KthreadNext::Sleep(10_000 * 1_000_000));
     assert_eq!(k.khugepaged.pages_collapsed, 2);
     for r in 0..2u64 {
         for i in 0..512u64 {
             let addr = a + r * M2 + i * 4096;
-            let (pfn, huge) = match k.follow(0, addr) {
-                Mapping::Page(p, h) => (p, h),
+            let (pfn, huge) = match k.follow(P0, addr) {
+                Mapping::Page(Pfn(p), h) => (p, h),
                 m => panic!("{m:?}"),
             };
             assert!(huge);
             let c = content(k.pm.frames[pfn as usize]);
             if i % 3 == 0 {
-                assert!(thplab_model::content::is_zero(c), "page {i} was none/zero: zero-filled");
+                assert!(crate::content::is_zero(c), "page {i} was none/zero: zero-filled");
             } else {
-                assert_eq!(thplab_model::content::first_nonzero(c), Some(i as u16), "page {i} keeps its contents");
+                assert_eq!(crate::content::first_nonzero(c), Some(i as u16), "page {i} keeps its contents");
             }
         }
     }
-    assert_eq!(k.mms[0].rss_anon, 1024);
-    assert_eq!(k.nr_anon_pages - anon0, 1024 - rss0);
-    assert_eq!(k.nr_anon_thp, 2);
-    assert_eq!(k.nr_pgtable_pages, pgt0, "the table page stays as the deposit");
+    assert_eq!(k.mms[P0].rss_anon, 1024);
+    assert_eq!(k.nr_anon_pages() - anon0, 1024 - rss0);
+    assert_eq!(k.nr_anon_thp(), 2);
+    assert_eq!(k.nr_pgtable_pages(), pgt0, "the table page stays as the deposit");
     // 1024 - rss0 more pages in use (the none PTEs became zero-filled subpages)
     assert_eq!(free0 - k.nr_free_pages(), 1024 - rss0);
-    assert_eq!(k.vm.get(thplab_model::vmstat::Ev::THP_COLLAPSE_ALLOC), 2);
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_COLLAPSE_ALLOC), 2);
     check(&k).unwrap();
     // exit frees everything
-    k.exit_mm(0);
+    k.exit_mm(P0);
     check(&k).unwrap();
 }
 
 #[test]
 fn collapse_of_a_pte_mapped_thp_frees_it() {
     let mut k = kernel(&[]);
-    let a = k.mms[0].get_unmapped_area(M2, None).unwrap();
-    k.mms[0].insert_vma(a, a + M2, VM_READ | VM_WRITE);
-    k.madvise(0, a, a + M2, Advice::Hugepage).unwrap();
+    let a = k.mms[P0].get_unmapped_area(M2, None).unwrap();
+    k.mms[P0].insert_vma(a, a + M2, VM_READ | VM_WRITE);
+    k.madvise(P0, a, a + M2, Advice::Hugepage).unwrap();
     for i in 0..512 {
-        k.write_page(0, a + i * 4096, i as u32, 1, &WriteData::Byte(3));
+        k.write_page(P0, a + i * 4096, i as u32, 1, &WriteData::Byte(3));
     }
-    let old = pfn_of(&k, 0, a);
-    let sid = slot_of(&k, 0, a);
-    k.split_huge_pmd(0, sid);
-    assert_eq!(k.nr_anon_thp, 0);
-    assert_eq!(k.khugepaged_candidacy(0, a, true), ScanResult::Succeed);
+    let old = pfn_of(&k, P0, a);
+    let sid = slot_of(&k, P0, a);
+    k.split_huge_pmd(P0, sid);
+    assert_eq!(k.nr_anon_thp(), 0);
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::Succeed);
     khugepaged_pass(&mut k);
-    let new = pfn_of(&k, 0, a);
+    let new = pfn_of(&k, P0, a);
     assert_ne!(new, old);
-    assert_eq!(k.nr_anon_thp, 1);
+    assert_eq!(k.nr_anon_thp(), 1);
     assert_eq!(tag(k.pm.frames[old as usize]), TAG_FREE, "the old THP went back to the buddy allocator");
     for i in 0..512 {
-        assert_eq!(thplab_model::content::first_nonzero(content(k.pm.frames[(new + i) as usize])), Some(i as u16));
+        assert_eq!(crate::content::first_nonzero(content(k.pm.frames[(new + i) as usize])), Some(i as u16));
     }
     check(&k).unwrap();
 }
@@ -305,15 +310,15 @@ fn collapse_of_a_pte_mapped_thp_frees_it() {
 fn disabled_mm_and_nohugepage_vma_are_passed_over() {
     for policy in ["0", "1"] {
         let mut k = kernel(&[("thplab.khugepaged_disabled_next", policy)]);
-        let a = populate(&mut k, 0, 2, |_| true);
-        let b = populate(&mut k, 1, 2, |_| true);
-        k.madvise(0, a, a + 2 * M2, Advice::Hugepage).unwrap();
-        k.madvise(1, b, b + 2 * M2, Advice::Hugepage).unwrap();
-        k.mms[0].thp_disable = true; // prctl(PR_SET_THP_DISABLE) after joining the list
+        let a = populate(&mut k, P0, 2, |_| true);
+        let b = populate(&mut k, P1, 2, |_| true);
+        k.madvise(P0, a, a + 2 * M2, Advice::Hugepage).unwrap();
+        k.madvise(P1, b, b + 2 * M2, Advice::Hugepage).unwrap();
+        k.mms[P0].thp_disable = true; // prctl(PR_SET_THP_DISABLE) after joining the list
         let (progress, _) = k.khugepaged_scan_mm_slot(4096);
         assert_eq!(progress, 1, "one unit for the visit");
-        assert_eq!(k.khugepaged.cursor, Some(1), "the cursor moved on at once");
-        assert!(k.mms[0].on_khugepaged, "a disabled mm stays on the list");
+        assert_eq!(k.khugepaged.cursor, Some(P1), "the cursor moved on at once");
+        assert!(k.mms[P0].on_khugepaged, "a disabled mm stays on the list");
         let (progress, r) = k.khugepaged_scan_mm_slot(4096);
         assert_eq!(r, ScanResult::Succeed);
         assert_eq!(progress, 1 + 512);
@@ -321,15 +326,15 @@ fn disabled_mm_and_nohugepage_vma_are_passed_over() {
     }
     // VM_NOHUGEPAGE: the VMA is skipped for one unit
     let mut k = kernel(&[]);
-    let a = populate(&mut k, 0, 2, |_| true);
-    k.madvise(0, a, a + 2 * M2, Advice::Hugepage).unwrap();
-    k.madvise(0, a, a + 2 * M2, Advice::Nohugepage).unwrap();
-    assert!(k.mms[0].on_khugepaged);
+    let a = populate(&mut k, P0, 2, |_| true);
+    k.madvise(P0, a, a + 2 * M2, Advice::Hugepage).unwrap();
+    k.madvise(P0, a, a + 2 * M2, Advice::Nohugepage).unwrap();
+    assert!(k.mms[P0].on_khugepaged);
     let (progress, _) = k.khugepaged_scan_mm_slot(4096);
     assert_eq!(progress, 2, "1 for the visit + 1 for the VMA");
     assert_eq!(k.khugepaged.cursor, None);
     assert_eq!(k.khugepaged.full_scans, 1);
-    assert_eq!(k.madvise(0, a, a + M2, Advice::Collapse), Err("EINVAL"));
+    assert_eq!(k.madvise(P0, a, a + M2, Advice::Collapse), Err("EINVAL"));
 }
 
 fn go(w: &str, knobs: &[(&str, &str)]) -> RunResult {
@@ -418,21 +423,21 @@ fn skip_collapsed_policy_drops_the_mm_until_it_faults_again() {
 #[test]
 fn cold_to_tail_policy_reorders_the_list() {
     let mut k = kernel(&[("thplab.khugepaged_cold_to_tail", "1")]);
-    for mm in 0..3 {
+    for mm in (0..3).map(MmId) {
         let a = populate(&mut k, mm, 1, |_| true);
         k.madvise(mm, a, a + M2, Advice::Hugepage).unwrap();
     }
-    let a1 = k.mms[1].vmas.keys().next().copied().unwrap();
-    k.madvise(1, a1, a1 + M2, Advice::Cold).unwrap();
-    assert_eq!(k.khugepaged_list.iter().copied().collect::<Vec<_>>(), vec![0, 2, 1]);
+    let a1 = k.mms[P1].vmas.keys().next().copied().unwrap();
+    k.madvise(P1, a1, a1 + M2, Advice::Cold).unwrap();
+    assert_eq!(k.khugepaged.mm_slots.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0, 2, 1]);
     let mut k = kernel(&[]);
-    for mm in 0..3 {
+    for mm in (0..3).map(MmId) {
         let a = populate(&mut k, mm, 1, |_| true);
         k.madvise(mm, a, a + M2, Advice::Hugepage).unwrap();
     }
-    let a1 = k.mms[1].vmas.keys().next().copied().unwrap();
-    k.madvise(1, a1, a1 + M2, Advice::Free).unwrap();
-    assert_eq!(k.khugepaged_list.iter().copied().collect::<Vec<_>>(), vec![0, 1, 2], "baseline: FIFO");
+    let a1 = k.mms[P1].vmas.keys().next().copied().unwrap();
+    k.madvise(P1, a1, a1 + M2, Advice::Free).unwrap();
+    assert_eq!(k.khugepaged.mm_slots.iter().map(|m| m.0).collect::<Vec<_>>(), vec![0, 1, 2], "baseline: FIFO");
 }
 
 #[test]
@@ -460,26 +465,26 @@ fn cheap_progress_policy_makes_full_scans_cheaper() {
 fn madv_collapse_errnos_and_rules() {
     // works with enabled=never, does not join the khugepaged list
     let mut k = kernel(&[("transparent_hugepage/enabled", "never")]);
-    let a = populate(&mut k, 0, 2, |i| i < 3);
-    assert_eq!(k.madvise(0, a, a + 2 * M2, Advice::Collapse), Ok(()));
-    assert_eq!(k.nr_anon_thp, 2);
-    assert!(k.khugepaged_list.is_empty());
+    let a = populate(&mut k, P0, 2, |i| i < 3);
+    assert_eq!(k.madvise(P0, a, a + 2 * M2, Advice::Collapse), Ok(()));
+    assert_eq!(k.nr_anon_thp(), 2);
+    assert!(k.khugepaged.mm_slots.is_empty());
     assert_eq!(k.khugepaged.pages_collapsed, 0, "pages_collapsed counts khugepaged only");
     // already PMD-mapped counts as success
-    assert_eq!(k.madvise(0, a, a + 2 * M2, Advice::Collapse), Ok(()));
+    assert_eq!(k.madvise(P0, a, a + 2 * M2, Advice::Collapse), Ok(()));
     check(&k).unwrap();
     // a range with no page table: SCAN_PMD_NONE -> EINVAL
-    let b = k.mms[0].get_unmapped_area(M2, None).unwrap();
-    k.mms[0].insert_vma(b, b + M2, VM_READ | VM_WRITE);
-    assert_eq!(k.madvise(0, b, b + M2, Advice::Collapse), Err("EINVAL"));
+    let b = k.mms[P0].get_unmapped_area(M2, None).unwrap();
+    k.mms[P0].insert_vma(b, b + M2, VM_READ | VM_WRITE);
+    assert_eq!(k.madvise(P0, b, b + M2, Advice::Collapse), Err("EINVAL"));
     // an unmapped hole: ENOMEM
-    assert_eq!(k.madvise(0, b - M2, b, Advice::Collapse), Err("ENOMEM"));
+    assert_eq!(k.madvise(P0, b - M2, b, Advice::Collapse), Err("ENOMEM"));
     // prctl(PR_SET_THP_DISABLE) and VM_NOHUGEPAGE forbid it
-    k.mms[0].thp_disable = true;
-    assert_eq!(k.madvise(0, a, a + M2, Advice::Collapse), Err("EINVAL"));
-    k.mms[0].thp_disable = false;
+    k.mms[P0].thp_disable = true;
+    assert_eq!(k.madvise(P0, a, a + M2, Advice::Collapse), Err("EINVAL"));
+    k.mms[P0].thp_disable = false;
     // a sub-PMD range collapses nothing and succeeds
-    assert_eq!(k.madvise(0, b, b + 4096, Advice::Collapse), Ok(()));
+    assert_eq!(k.madvise(P0, b, b + 4096, Advice::Collapse), Ok(()));
 }
 
 #[test]
