@@ -131,7 +131,8 @@ pub fn machine_found(swap: &[Value]) -> Value {
         let mem = (mem / (2 << 20)) * (2 << 20);
         nodes.push(json!({"mem": thplab_workload::units::fmt_size(mem), "cpus": cpus}));
     }
-    json!({"nodes": nodes, "swap": swap, "name": "host (as found by thplab-live)"})
+    // a running host's free lists are in no address order (MachineSpec::aged)
+    json!({"nodes": nodes, "swap": swap, "name": "host (as found by thplab-live)", "aged": true})
 }
 
 /// The THP per-size stats files (hugepages-<N>kB/stats/*), as counters `<size>/<stat>`.

@@ -111,9 +111,27 @@ pub struct CostProfile {
     // ---- split / migration / reclaim (later issues) ----
     pub split_pmd_ns: u64,
     pub split_folio_ns: u64,
+    /// Migrating one 4 KiB anonymous page (migrate_folio: unmap through the rmap, copy,
+    /// remap, TLB flush). Calibrated from a live vm.compact_memory run (calibrate.rs).
     pub migrate_4k_ns: u64,
     pub reclaim_scan_page_ns: u64,
     pub unmap_page_ns: u64,
+
+    // ---- compaction (mm/compaction.c) ----
+    /// One step of the migrate scanner (isolate_migratepages_block: one struct page
+    /// looked at; a free buddy or a compound folio is stepped over in one step).
+    /// Calibrated from a live vm.compact_memory run (calibrate.rs).
+    pub compact_scan_migrate_ns: u64,
+    /// One step of the free scanner (isolate_freepages_block, with its stride).
+    pub compact_scan_free_ns: u64,
+    /// A pageblock considered by a scanner's block loop (pageblock_pfn_to_page, the skip
+    /// bit, the migratetype).
+    pub compact_block_ns: u64,
+    /// A free-list entry examined by fast_find_migrateblock / fast_isolate_freepages
+    /// (a cache-cold struct page under the zone lock).
+    pub compact_freelist_ns: u64,
+    /// Isolating one page from its LRU list (folio_get, lru_lock, list removal).
+    pub compact_isolate_ns: u64,
 
     // ---- memory access and TLB (the TLB model) ----
     /// Cycles an access costs when its translation hits the L1 dTLB.
@@ -179,6 +197,11 @@ impl Default for CostProfile {
             split_pmd_ns: 3_000,
             split_folio_ns: 12_000,
             migrate_4k_ns: 900,
+            compact_scan_migrate_ns: 8,
+            compact_scan_free_ns: 6,
+            compact_block_ns: 15,
+            compact_freelist_ns: 40,
+            compact_isolate_ns: 100,
             reclaim_scan_page_ns: 60,
             unmap_page_ns: 150,
             access_cycles: 1.0,
