@@ -206,7 +206,10 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
             sampler.catch_up(&k, now);
             enter_step(&mut k, start);
             k.clock.cpu = kt.cpu;
+            k.pm.cpu = kt.cpu;
+            k.clock.yield_at = heap.peek().map_or(u64::MAX, |Reverse((t, ..))| *t);
             let next = k.kthread_step(kt.kind);
+            k.clock.yield_at = u64::MAX;
             let end = start + k.clock.cost;
             cpu_free[cpu] = end;
             kt.busy_ns += k.clock.cost;
@@ -241,6 +244,7 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         }
         enter_step(&mut k, start);
         k.clock.cpu = task.cpu;
+        k.pm.cpu = task.cpu;
         let ops = &w.processes[pid].ops;
         let outcome = if k.oom.victims.contains(&task.mm) || !k.mms[task.mm].alive {
             task.killed = task.killed.clone().or_else(|| Some("oom_kill".into()));
@@ -371,9 +375,10 @@ pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Str
         Value::Array(
             k.pm.zones
                 .iter()
-                .map(|z| json!({"node": z.node, "zone": z.name, "start_pfn": z.start_pfn, "spanned": z.spanned, "present": z.present, "managed": z.managed,
+                .enumerate()
+                .map(|(zi, z)| json!({"node": z.node, "zone": z.name, "start_pfn": z.start_pfn, "spanned": z.spanned, "present": z.present, "managed": z.managed,
                     "min": z.watermark[0], "low": z.watermark[1], "high": z.watermark[2], "promo": z.watermark[3], "protection": z.lowmem_reserve.to_vec(),
-                    "nr_free_pages": z.free_pages}))
+                    "nr_free_pages": z.free_pages, "nr_pcp_pages": k.pm.pcp_pages(zi)}))
                 .collect(),
         ),
     );
