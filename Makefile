@@ -68,6 +68,17 @@ fuzz:
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run parse_workload --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run model_bytes --sanitizer none -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096
 
+# The property tests' random search (separate from `make test`, whose property tests draw
+# from committed seeds): SOAK_CASES random cases on a fresh seed (printed; SOAK_SEED=... runs
+# the same cases again), in release mode. Each failure class is shrunk to a minimal case in
+# soak-failures/ with the commands to replay it and to keep it as a regression case.
+# More knobs: SOAK_JOBS, SOAK_CHUNK, SOAK_CASE_TIMEOUT (s), SOAK_STOP=1, SOAK_OUT.
+SOAK_CASES ?= 100000
+SOAK_SEED ?=
+.PHONY: soak
+soak:
+	SOAK_CASES=$(SOAK_CASES) SOAK_SEED=$(SOAK_SEED) cargo test --release -p thplab-model --test properties -- --ignored --exact soak --nocapture
+
 clean:
 	cargo clean
 	rm -rf $(VENV)

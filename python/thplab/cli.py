@@ -2,8 +2,11 @@
 seeds, compare and sweep in modules of their own (DELEGATED), imported only when used.
 
 Exit status: 0 success; 2 bad input (workload, knob, machine, cost profile, arguments),
-with `thplab: error: ...` on stderr and no output file written; 124 a run exceeded
---timeout; 130 interrupted (Ctrl-C).
+with `thplab: error: ...` naming the field on stderr and no output file written; 3 a model
+invariant broke (a model bug: the message names the invariant and the simulated time, and
+gives a one-line command replaying the saved workload); 4 a live-kernel or environment
+failure after the run started (the machine was restored); 124 a run exceeded --timeout;
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from thplab import __version__
-from thplab.errors import InputError
+from thplab.errors import InputError, InvariantError, LiveError
 
 EXIT_INPUT = 2
+EXIT_INVARIANT = 3
+EXIT_LIVE = 4
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPT = 130
 
@@ -55,8 +60,16 @@ examples:
   thplab knobs enabled                               knobs as sysfs shows them
 
 Run `thplab COMMAND --help` for each command's options, examples and outputs.
-The workload language: docs/workload.md. Exit status: 0 ok, 2 bad input (the message
-names the field), 124 a run exceeded --timeout, 130 interrupted."""
+The workload language: docs/workload.md.
+
+exit status:
+  0    ok
+  2    bad input (the message names the field; nothing is written)
+  3    a model invariant broke (a model bug: the message names the invariant and the
+       simulated time, and gives a command replaying the saved workload)
+  4    a live-kernel or environment failure after the run started (knobs restored)
+  124  a run exceeded --timeout
+  130  interrupted (Ctrl-C)"""
 
 RUN_EPILOG = """\
 examples:
@@ -434,6 +447,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         _err(str(e))
         return EXIT_INPUT
+    except InvariantError as e:
+        _err(str(e))
+        return _exit_now(EXIT_INVARIANT)
+    except LiveError as e:
+        _err(str(e))
+        return _exit_now(EXIT_LIVE)
     except KeyboardInterrupt:
         return _interrupted()
     except BrokenPipeError:

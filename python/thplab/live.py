@@ -20,13 +20,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from thplab.errors import InputError
+from thplab.errors import InputError, LiveError
 
 DEFAULT_TIMEOUT = 1800.0
 
 
-class LiveError(InputError):
-    """A live run that failed or was interrupted after it started (the machine was restored)."""
+__all__ = ["LiveError"]  # re-exported: a live run that failed after it started (thplab.errors)
 
 
 def find_binary() -> str:

@@ -10,7 +10,7 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::os::unix::io::RawFd;
 use thplab_workload::knobs;
-use thplab_workload::workload::{AccessPattern, DataKind, Op, Process, RangeSpec, WriteData};
+use thplab_workload::workload::{walk_ops, AccessPattern, DataKind, Op, Process, RangeSpec, WriteData};
 
 const PAGE: u64 = 4096;
 const HPAGE: u64 = 2 << 20;
@@ -47,6 +47,8 @@ struct State {
     access_ns: u64,
     sink: u64,
     corpus: Vec<u8>,
+    /// ops run so far (the op's index in an unrolled list: seeds per-op randomness)
+    seq: u64,
 }
 
 fn send(fd: RawFd, v: serde_json::Value) {
@@ -204,7 +206,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// Pages per pipe for a kalloc set: the largest unit every kfree of the set is aligned to (<= 256).
 pub fn kalloc_unit(p: &Process, name: &str, size: u64) -> u64 {
     let mut g = size / PAGE;
-    for op in &p.ops {
+    walk_ops(&p.ops, &mut |_, op| {
         if let Op::Kfree { range } = op {
             if range.region == name {
                 for v in [range.offset, range.length, range.every].into_iter().flatten() {
@@ -212,7 +214,7 @@ pub fn kalloc_unit(p: &Process, name: &str, size: u64) -> u64 {
                 }
             }
         }
-    }
+    });
     let mut u = g.max(1);
     while u > 256 {
         // keep a divisor of g
@@ -240,8 +242,31 @@ fn raise_nofile(need: u64) {
 }
 
 impl<'a> Child<'a> {
-    fn err(&self, i: usize, op: &Op, errno: &str, msg: String) {
-        send(self.to_parent, json!({"t": "err", "i": i, "op": op.kind(), "errno": errno, "msg": msg}));
+    fn err(&self, i: usize, path: &str, op: &Op, errno: &str, msg: String) {
+        let mut m = json!({"t": "err", "i": i, "op": op.kind(), "errno": errno, "msg": msg});
+        if path.contains('.') {
+            m["path"] = json!(path);
+        }
+        send(self.to_parent, m);
+    }
+
+    /// Run a list of ops in order; a repeat loops over its body (op `i` of the process's
+    /// list, at `prefix`, for error reports).
+    fn run_ops(&self, ops: &[Op], top: Option<usize>, prefix: &str, st: &mut State) {
+        for (j, op) in ops.iter().enumerate() {
+            let i = top.unwrap_or(j);
+            let path = format!("{prefix}ops[{j}]");
+            if let Op::Repeat { count, ops: body } = op {
+                for _ in 0..*count {
+                    self.run_ops(body, Some(i), &format!("{path}."), st);
+                }
+                continue;
+            }
+            if let Err((e, m)) = self.op(i, op, st) {
+                self.err(i, &path, op, &e, m);
+            }
+            st.seq += 1;
+        }
     }
 
     pub fn run(&self) -> ! {
@@ -254,12 +279,9 @@ impl<'a> Child<'a> {
             access_ns: 0,
             sink: 0,
             corpus: text_corpus(),
+            seq: 0,
         };
-        for (i, op) in self.process.ops.iter().enumerate() {
-            if let Err((e, m)) = self.op(i, op, &mut st) {
-                self.err(i, op, &e, m);
-            }
-        }
+        self.run_ops(&self.process.ops, None, "", &mut st);
         std::hint::black_box(st.sink);
         if self.fault_latency {
             send(
@@ -284,6 +306,7 @@ impl<'a> Child<'a> {
             (errno_name(e), format!("{what}: {}", std::io::Error::from_raw_os_error(e)))
         };
         match op {
+            Op::Repeat { .. } => unreachable!("run_ops loops over repeats"),
             Op::Phase { name } => {
                 st.lat_marks.push((name.clone(), st.thp_lat.len(), st.fault_lat.len()));
                 send(
@@ -435,7 +458,7 @@ impl<'a> Child<'a> {
                 st.sink = st.sink.wrapping_add(acc);
             }
             Op::Access { range, pattern, count, duration, write, stride, theta } => {
-                let seed = self.seed ^ (i as u64) ^ ((self.proc_index as u64) << 32);
+                let seed = self.seed ^ st.seq ^ ((self.proc_index as u64) << 32);
                 let r = self.region(st, range)?;
                 let mut piece = (0, 0);
                 range.for_each_piece(r.size, |o, l| piece = (o, l));

@@ -59,6 +59,23 @@ impl Region {
     }
 }
 
+/// The ops in the order they run, a repeat's body at most twice: each op sets or clears
+/// fixed ranges, so a body's effect is idempotent and its second pass reaches every state
+/// later passes reach.
+fn flatten(ops: &[Op]) -> Vec<&Op> {
+    let mut v = vec![];
+    for op in ops {
+        if let Op::Repeat { count, ops } = op {
+            for _ in 0..(*count).min(2) {
+                v.extend(flatten(ops));
+            }
+        } else {
+            v.push(op);
+        }
+    }
+    v
+}
+
 /// The peak bytes a workload can hold at once (see the module doc).
 pub fn peak_bytes(w: &Workload) -> u64 {
     let mut total = 0;
@@ -66,7 +83,7 @@ pub fn peak_bytes(w: &Workload) -> u64 {
         let mut regions: HashMap<&str, Region> = HashMap::new();
         let mut ksets: HashMap<&str, u64> = HashMap::new();
         let mut peak = 0u64;
-        for op in &p.ops {
+        for op in flatten(&p.ops) {
             let range = op.range();
             let region = range.and_then(|r| regions.get_mut(r.region.as_str()));
             match op {

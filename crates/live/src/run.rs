@@ -14,7 +14,7 @@ use thplab_workload::knobs::{self, KnobKind, KnobValues};
 use thplab_workload::machine::MachineSpec;
 use thplab_workload::result::{percentiles, OpError, PhaseResult, ProcessResult, RunResult, Series};
 use thplab_workload::units::fmt_size;
-use thplab_workload::workload::{MachineArg, Op, Workload};
+use thplab_workload::workload::{walk_ops, MachineArg, Op, Workload};
 
 pub struct RunArgs {
     pub workload_text: String,
@@ -133,8 +133,10 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
     }
     let mut sets: Vec<(String, String)> = vec![];
     for (pi, p) in w.processes.iter().enumerate() {
-        for (oi, op) in p.ops.iter().enumerate() {
-            let ctx = format!("processes[{pi}].ops[{oi}] ({})", op.kind());
+        let mut all: Vec<(String, &Op)> = vec![];
+        walk_ops(&p.ops, &mut |path, op| all.push((path.to_string(), op)));
+        for (path, op) in all {
+            let ctx = format!("processes[{pi}].{path} ({})", op.kind());
             match op {
                 Op::Set { knob, value } => {
                     let (c, v) = knobs::check_assignment(knob, &value_str(value)).map_err(|e| format!("{ctx}: {e}"))?;
@@ -242,7 +244,11 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
     if !machine_swap.is_empty() {
         needs.push("set up swap devices".into());
     }
-    if w.processes.iter().any(|p| p.ops.iter().any(|o| matches!(o, Op::DropCaches { .. }))) {
+    let mut drops = false;
+    for p in &w.processes {
+        walk_ops(&p.ops, &mut |_, o| drops |= matches!(o, Op::DropCaches { .. }));
+    }
+    if drops {
         needs.push("drop_caches".into());
     }
     if !needs.is_empty() && !is_root() {
@@ -446,6 +452,12 @@ fn supervise(
         series.columns = std::iter::once("t_ns".to_string())
             .chain(SERIES_MEMINFO.iter().map(|s| format!("{s}_kB")))
             .chain(SERIES_VMSTAT.iter().map(|s| s.to_string()))
+            // per process, from /proc/PID/smaps_rollup (the model's series has the same)
+            .chain(
+                w.processes
+                    .iter()
+                    .flat_map(|p| [format!("AnonPages_kB[{}]", p.name), format!("AnonHugePages_kB[{}]", p.name)]),
+            )
             .collect();
     }
 
@@ -459,6 +471,15 @@ fn supervise(
                 let mut row = vec![(now - t0) as f64];
                 row.extend(SERIES_MEMINFO.iter().map(|k| mi.get(*k).copied().unwrap_or(0) as f64));
                 row.extend(SERIES_VMSTAT.iter().map(|k| vm.get(*k).copied().unwrap_or(0) as f64));
+                for ps in &procs {
+                    let sm = if ps.started && !ps.finished && ps.pid > 0 {
+                        parse_kb(&read_file(&format!("/proc/{}/smaps_rollup", ps.pid)).unwrap_or_default())
+                    } else {
+                        BTreeMap::new()
+                    };
+                    row.push(sm.get("Anonymous").copied().unwrap_or(0) as f64);
+                    row.push(sm.get("AnonHugePages").copied().unwrap_or(0) as f64);
+                }
                 series.rows.push(row);
                 next_sample = now + interval;
             }
@@ -737,6 +758,7 @@ fn handle_msg(
         }
         "err" => ps.result.errors.push(OpError {
             op_index: u("i") as usize,
+            path: v["path"].as_str().map(str::to_string),
             op: v["op"].as_str().unwrap_or("").into(),
             errno: v["errno"].as_str().unwrap_or("").into(),
             message: v["msg"].as_str().unwrap_or("").into(),

@@ -9,15 +9,45 @@ use crate::pgtable::*;
 
 const MIGRATE_MOVABLE_MT: u8 = crate::mmzone::MIGRATE_MOVABLE;
 
-pub fn check(k: &Kernel) -> Result<(), String> {
-    let (free_total, held) = check_buddy(k)?;
-    check_free_lists(k)?;
-    check_pcp_lists(k, held)?;
-    check_compaction_state(k)?;
-    check_page_tables(k)?;
-    check_accounting(k, free_total + held.pcp + held.isolated)?;
-    check_lru_lists(k)?;
-    check_swap(k)
+/// A broken invariant: which one, and what the checker found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvariantViolation {
+    pub invariant: &'static str,
+    pub detail: String,
+}
+
+impl std::fmt::Display for InvariantViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.invariant, self.detail)
+    }
+}
+
+/// Run every check; the first violation found.
+pub fn check(k: &Kernel) -> Result<(), InvariantViolation> {
+    let v = |invariant: &'static str| move |detail: String| InvariantViolation { invariant, detail };
+    let (free_total, held) = check_buddy(k).map_err(v("buddy: free blocks agree with the frames and counts"))?;
+    check_free_lists(k).map_err(v("free lists: list links, orders and migratetypes agree"))?;
+    check_pcp_lists(k, held).map_err(v("pcp: per-CPU lists agree with the frames and pcp->count"))?;
+    check_compaction_state(k).map_err(v("compaction: skip bits and cached scanner pfns lie in their zones"))?;
+    check_page_tables(k).map_err(v("page tables: PTEs, reverse maps and rss agree"))?;
+    check_accounting(k, free_total + held.pcp + held.isolated)
+        .map_err(v("accounting: every page counted once, counters agree"))?;
+    check_lru_lists(k).map_err(v("lru: list membership agrees with the frames"))?;
+    check_swap(k).map_err(v("swap: slot counts, swap cache and devices agree"))?;
+    #[cfg(test)]
+    if INJECT.with(|c| c.get()) {
+        return Err(v("injected")("a test asked for a violation".into()));
+    }
+    if std::env::var_os("THPLAB_TEST_INJECT_INVARIANT").is_some() {
+        return Err(v("injected")("THPLAB_TEST_INJECT_INVARIANT is set (a test hook)".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Unit tests make the next checks fail (without the environment variable).
+    pub static INJECT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Pages off the buddy lists but not in use: on per-CPU lists, or isolated by a compactor.

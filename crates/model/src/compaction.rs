@@ -562,6 +562,21 @@ impl Kernel {
         vmstat::fragmentation_score_node(n.zones.iter().map(|&z| &self.pm.zones[z]), n.present)
     }
 
+    /// Free pages of zone `zi` a kcompactd holds isolated in a compact_zone() it paused
+    /// at a cond_resched() point (its cc->freepages and cc->migratepages).
+    pub fn kcompactd_isolated_pages(&self, zi: usize) -> (u64, u64) {
+        let mut held = (0, 0);
+        for pg in &self.pgdat {
+            let st = &pg.kcompactd;
+            let ccs = st.round.iter().filter_map(|r| r.cc.as_ref()).chain(st.work.iter().filter_map(|w| w.cc.as_ref()));
+            for cc in ccs.filter(|cc| cc.zi == zi) {
+                held.0 += cc.nr_freepages;
+                held.1 += cc.migratepages.len() as u64;
+            }
+        }
+        held
+    }
+
     /// fragmentation_score_wmark() with the configured proactiveness and formula.
     pub fn fragmentation_score_wmark(&self, low: bool) -> u64 {
         fragmentation_score_wmark(self.cfg.compaction_proactiveness, self.cfg.proactive_leeway, low)

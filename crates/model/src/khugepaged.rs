@@ -366,7 +366,10 @@ impl Kernel {
             pass_through_head: 0,
             wait: true,
         });
-        // one iteration of khugepaged_do_scan()'s loop
+        // one iteration of khugepaged_do_scan()'s loop: it takes khugepaged_mm_lock and looks
+        // at the mm under the cursor even when it scans nothing (a THP-disabled or exiting mm,
+        // the iteration that ends a pass); charged as one PMD-level step, so a pass never costs 0
+        self.charge(self.costs.pmd_walk_ns);
         if self.khugepaged.cursor.is_none() {
             p.pass_through_head += 1;
         }

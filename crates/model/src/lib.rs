@@ -9,6 +9,7 @@ pub mod compaction;
 pub mod config;
 pub mod consts;
 pub mod content;
+pub mod engine;
 pub mod gfp;
 pub mod huge_memory;
 pub mod kernel;
@@ -26,7 +27,6 @@ pub mod page_alloc;
 pub mod page_io;
 pub mod pgtable;
 pub mod recorder;
-pub mod run;
 pub mod swap_state;
 pub mod swapfile;
 pub mod tlb;
@@ -35,7 +35,7 @@ pub mod vmscan;
 pub mod vmstat;
 pub mod zram;
 
-pub use run::{run, run_keep, RunOptions};
+pub use engine::{run, run_keep, RunOptions};
 
 #[cfg(test)]
 mod tests;

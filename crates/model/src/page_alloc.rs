@@ -4,10 +4,13 @@
 //! zonelist walk of get_page_from_freelist. The slow path (kswapd, direct reclaim,
 //! direct compaction, OOM) is `Kernel::alloc_pages` below.
 //!
-//! Documented simplifications: free "lists" are address-ordered (the lowest free block of
-//! an order and migratetype is taken first, not the most recently freed), and there are
-//! no per-cpu page lists (order-0 pages come straight from the buddy lists). Counts
-//! (nr_free per order and migratetype, NR_FREE_PAGES) are exact.
+//! Free lists are real lists threaded through `links`: blocks go to the head, or to the
+//! tail when buddy_merge_likely() or FPI_TO_TAIL (boot memory, so a fresh machine hands
+//! out memory lowest address first; `MachineSpec::aged` shuffles them). Per-CPU page
+//! lists (struct per_cpu_pages) hold orders 0..=3 per migratetype and order-9 THPs,
+//! with 6.18's batch / high auto-tuning (nr_pcp_alloc, nr_pcp_high, decay_pcp_high);
+//! their pages are not in NR_FREE_PAGES, as in the kernel. Counts (nr_free per order and
+//! migratetype, NR_FREE_PAGES) are exact. See docs/compaction.md.
 
 use crate::compaction::{
     CaptureControl, CompactPriority, CompactResult, DEF_COMPACT_PRIORITY, INIT_COMPACT_PRIORITY,
@@ -38,6 +41,13 @@ const PCP_DECAY_INTERVAL_MS: u32 = 1000;
 /// NR_LOWORDER_PCP_LISTS + NR_PCP_THP: per migratetype orders 0..=3, then order 9
 /// unmovable/reclaimable and movable.
 pub const NR_PCP_LISTS: usize = MIGRATE_PCPTYPES as usize * (PAGE_ALLOC_COSTLY_ORDER as usize + 1) + 2;
+
+/// The kernel's clamp(): min(max(v, lo), hi), so `hi` wins when a large min_free_kbytes
+/// puts high_min (the low watermark's share) above high_max.
+#[inline]
+fn kclamp(v: u64, lo: u64, hi: u64) -> u64 {
+    v.max(lo).min(hi)
+}
 
 /// pcp_allowed_order(): the per-CPU lists keep orders 0..=PAGE_ALLOC_COSTLY_ORDER and PMD THPs.
 #[inline]
@@ -801,7 +811,7 @@ impl PhysMem {
         let below_high = self.zones[zi].below_high;
         let pcp = &mut self.pcp[i];
         let base = pcp.batch;
-        pcp.high = pcp.high.clamp(pcp.high_min, pcp.high_max);
+        pcp.high = kclamp(pcp.high, pcp.high_min, pcp.high_max);
         let mut high = pcp.high;
         if high < base {
             return 1;
@@ -910,7 +920,7 @@ impl PhysMem {
     fn nr_pcp_high(&mut self, i: usize, zi: usize, batch: u64, free_high: bool) -> u64 {
         let (reclaim_active, below_high) = (self.zones[zi].reclaim_active, self.zones[zi].below_high);
         let pcp = &mut self.pcp[i];
-        pcp.high = pcp.high.clamp(pcp.high_min, pcp.high_max);
+        pcp.high = kclamp(pcp.high, pcp.high_min, pcp.high_max);
         let high = pcp.high;
         if high == 0 {
             return 0;
@@ -935,7 +945,7 @@ impl PhysMem {
             if pcp.count >= high {
                 let need = pcp.free_count + batch;
                 if pcp.high < need {
-                    pcp.high = need.clamp(pcp.high_min, pcp.high_max);
+                    pcp.high = kclamp(need, pcp.high_min, pcp.high_max);
                 }
             }
             high

@@ -208,7 +208,7 @@ impl Kernel {
     /// mod_node_page_state() on the node of `pfn`.
     #[inline]
     pub fn mod_node_page_state(&mut self, pfn: u64, item: NodeStat, delta: i64) {
-        let nid = self.pm.node_of(pfn);
+        let nid = if self.pgdat.len() == 1 { 0 } else { self.pm.node_of(pfn) };
         self.pgdat[nid].stat.0[item as usize] += delta;
     }
     /// nr_anon_pages (NR_ANON_MAPPED), summed over the nodes.

@@ -172,7 +172,7 @@ fn too_small_machine_is_an_error() {
         name: None,
         aged: false,
     };
-    let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err();
+    let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err().to_string();
     assert!(e.contains("too small for the kernel's own reserve"), "{e}");
 }
 

@@ -63,8 +63,32 @@ fn run_model(
     let machine = machine.map(MachineSpec::parse_any).transpose().map_err(PyValueError::new_err)?;
     let costs = costs.map(CostProfile::from_toml).transpose().map_err(PyValueError::new_err)?;
     let opts = thplab_model::RunOptions { machine, knobs, costs, seed, check, trace: None };
-    let r = py.detach(|| thplab_model::run(&w, &opts)).map_err(PyValueError::new_err)?;
+    let r = py.detach(|| thplab_model::run(&w, &opts)).map_err(|e| to_py_err(py, e))?;
     Ok(r.to_json())
+}
+
+/// A run's error as the Python exception of its kind (python/thplab/errors.py): bad input
+/// is a ValueError (the API turns it into InputError, exit 2); a broken invariant an
+/// InvariantError (exit 3) carrying `invariant`, `sim_time_ns` and `repro`; a live
+/// failure a LiveError (exit 4).
+fn to_py_err(py: Python<'_>, e: thplab_workload::Error) -> PyErr {
+    use thplab_workload::Error;
+    let class = match &e {
+        Error::BadInput { .. } => return PyValueError::new_err(e.to_string()),
+        Error::Invariant { .. } => "InvariantError",
+        Error::Live { .. } => "LiveError",
+    };
+    let built = (|| -> PyResult<PyErr> {
+        let cls = py.import("thplab.errors")?.getattr(class)?;
+        let exc = cls.call1((e.to_string(),))?;
+        if let Error::Invariant { invariant, sim_time_ns, repro, .. } = &e {
+            exc.setattr("invariant", invariant)?;
+            exc.setattr("sim_time_ns", *sim_time_ns)?;
+            exc.setattr("repro", repro.clone())?;
+        }
+        Ok(PyErr::from_value(exc))
+    })();
+    built.unwrap_or_else(|err| err)
 }
 
 #[pyfunction]

@@ -3,6 +3,7 @@
 //! and the Python layer alike.
 
 pub mod costs;
+pub mod error;
 pub mod knobs;
 pub mod machine;
 pub mod result;
@@ -11,6 +12,7 @@ pub mod trace;
 pub mod units;
 pub mod workload;
 
+pub use error::Error;
 pub use machine::MachineSpec;
 pub use result::RunResult;
 pub use workload::{parse_workload, Op, Workload};

@@ -23,7 +23,11 @@ pub struct PhaseResult {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 pub struct OpError {
+    /// The index of the op in the process's ops (of the top-level repeat for a nested op).
     pub op_index: usize,
+    /// The op's path when it is inside a repeat (`ops[3].ops[1]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub op: String,
     /// The errno name the kernel returns (EINVAL, ENOMEM, ...).
     pub errno: String,

@@ -255,6 +255,8 @@ pub enum Op {
     },
     /// A phase marker: counters and times are reported per phase.
     Phase { name: String },
+    /// Run `ops` `count` times (nestable): a loop in the process, not an unrolled list.
+    Repeat { count: u64, ops: Vec<Op> },
 }
 
 fn is_false(b: &bool) -> bool {
@@ -279,6 +281,7 @@ impl Op {
             Op::DropCaches { .. } => "drop_caches",
             Op::MovePages { .. } => "move_pages",
             Op::Phase { .. } => "phase",
+            Op::Repeat { .. } => "repeat",
         }
     }
     pub fn range(&self) -> Option<&RangeSpec> {
@@ -313,7 +316,26 @@ pub const OPS: &[(&str, &[&str])] = &[
     ("drop_caches", &["value"]),
     ("move_pages", &["region", "offset", "length", "every", "node"]),
     ("phase", &["name"]),
+    ("repeat", &["count", "ops"]),
 ];
+
+/// At most this many nested repeats.
+pub const MAX_REPEAT_DEPTH: usize = 8;
+
+/// Visit every op of a list in program order, repeat bodies once each, with its path
+/// (`ops[3].ops[1]`).
+pub fn walk_ops<'a>(ops: &'a [Op], f: &mut impl FnMut(&str, &'a Op)) {
+    fn go<'a>(ops: &'a [Op], prefix: &str, f: &mut impl FnMut(&str, &'a Op)) {
+        for (i, op) in ops.iter().enumerate() {
+            let path = format!("{prefix}ops[{i}]");
+            f(&path, op);
+            if let Op::Repeat { ops, .. } = op {
+                go(ops, &format!("{path}."), f);
+            }
+        }
+    }
+    go(ops, "", f)
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Process {
@@ -460,7 +482,7 @@ pub fn workload_from_value(v: &Value) -> Result<Workload, String> {
         let ops_a = ops_v.as_array().ok_or_else(|| format!("{ctx}.ops: expected a list"))?;
         let mut ops = vec![];
         for (oi, ov) in ops_a.iter().enumerate() {
-            ops.push(parse_op(ov).map_err(|e| format!("{ctx}.ops[{oi}] {e}"))?);
+            ops.push(parse_op(ov, &format!("{ctx}.ops[{oi}]"), 0)?);
         }
         let proc_ = Process { name: pname, start, ops };
         check_process(&proc_).map_err(|e| format!("{ctx}.{e}"))?;
@@ -469,13 +491,27 @@ pub fn workload_from_value(v: &Value) -> Result<Workload, String> {
     Ok(Workload { name, description, seed, machine, knobs, record, processes })
 }
 
-fn parse_op(v: &Value) -> Result<Op, String> {
-    let o = v.as_object().ok_or("expected an object with an `op` field")?;
+/// Parse one op at `path` (errors start with it); repeat bodies recursively.
+fn parse_op(v: &Value, path: &str, depth: usize) -> Result<Op, String> {
+    let o = v.as_object().ok_or_else(|| format!("{path} expected an object with an `op` field"))?;
     let kind = match o.get("op") {
         Some(Value::String(s)) => s.as_str(),
-        Some(_) => return Err("`op` must be a string".into()),
-        None => return Err("missing `op` field".into()),
+        Some(_) => return Err(format!("{path} `op` must be a string")),
+        None => return Err(format!("{path} missing `op` field")),
     };
+    parse_op_fields(o, kind, v, depth).map_err(|e| {
+        if e.starts_with(".ops[") {
+            format!("{path}{e}")
+        } else {
+            format!("{path} {e}")
+        }
+    })
+}
+
+fn parse_op_fields(o: &serde_json::Map<String, Value>, kind: &str, v: &Value, depth: usize) -> Result<Op, String> {
+    if kind == "repeat" {
+        return parse_repeat(o, depth);
+    }
     let fields = OPS.iter().find(|(n, _)| *n == kind).map(|(_, f)| *f).ok_or_else(|| {
         format!(
             "unknown operation `{kind}`; known operations: {}",
@@ -488,6 +524,32 @@ fn parse_op(v: &Value) -> Result<Op, String> {
         }
     }
     serde_json::from_value::<Op>(v.clone()).map_err(|e| format!("({kind}): {e}"))
+}
+
+/// `{"op": "repeat", "count": N, "ops": [...]}`
+fn parse_repeat(o: &serde_json::Map<String, Value>, depth: usize) -> Result<Op, String> {
+    for k in o.keys() {
+        if !["op", "count", "ops"].contains(&k.as_str()) {
+            return Err(format!("(repeat): unknown field `{k}`; expected one of: count, ops"));
+        }
+    }
+    if depth >= MAX_REPEAT_DEPTH {
+        return Err(format!("(repeat): repeats nest at most {MAX_REPEAT_DEPTH} deep"));
+    }
+    let count = o
+        .get("count")
+        .and_then(|c| c.as_u64())
+        .filter(|c| (1..=1_000_000_000).contains(c))
+        .ok_or("(repeat): count must be an integer from 1 to 1000000000")?;
+    let list = o.get("ops").and_then(|l| l.as_array()).ok_or("(repeat): ops must be a list of operations")?;
+    if list.is_empty() {
+        return Err("(repeat): ops must not be empty".into());
+    }
+    let mut ops = vec![];
+    for (j, ov) in list.iter().enumerate() {
+        ops.push(parse_op(ov, &format!(".ops[{j}]"), depth + 1)?);
+    }
+    Ok(Op::Repeat { count, ops })
 }
 
 fn aligned(ctx: &str, what: &str, v: Option<Size>) -> Result<(), String> {
@@ -503,8 +565,29 @@ fn aligned(ctx: &str, what: &str, v: Option<Size>) -> Result<(), String> {
 fn check_process(p: &Process) -> Result<(), String> {
     let mut regions: BTreeMap<&str, u64> = BTreeMap::new();
     let mut kallocs: BTreeMap<&str, u64> = BTreeMap::new();
-    for (oi, op) in p.ops.iter().enumerate() {
-        let ctx = format!("ops[{oi}] ({})", op.kind());
+    check_ops(&p.ops, "", 1, &mut regions, &mut kallocs)
+}
+
+/// Check a list of ops at `prefix` (`ops[3].` inside a repeat) that runs `times` times.
+/// Regions and kalloc sets are defined once: not inside a repeat that runs more than once.
+fn check_ops<'a>(
+    ops: &'a [Op],
+    prefix: &str,
+    times: u64,
+    regions: &mut BTreeMap<&'a str, u64>,
+    kallocs: &mut BTreeMap<&'a str, u64>,
+) -> Result<(), String> {
+    for (oi, op) in ops.iter().enumerate() {
+        let ctx = format!("{prefix}ops[{oi}] ({})", op.kind());
+        if times > 1 && matches!(op, Op::Mmap { .. } | Op::Kalloc { .. }) {
+            return Err(format!(
+                "{ctx}: defines a region inside a repeat that runs {times} times; define it before the repeat"
+            ));
+        }
+        if let Op::Repeat { count, ops: body } = op {
+            check_ops(body, &format!("{prefix}ops[{oi}]."), times.saturating_mul(*count), regions, kallocs)?;
+            continue;
+        }
         match op {
             Op::Mmap { name, size, align, .. } => {
                 if size.0 == 0 {
@@ -692,6 +775,29 @@ mod tests {
         let e = parse_workload(r#"{"knobs":{"transparent_hugepage/enabled":"sometimes"},"processes":[{"ops":[]}]}"#)
             .unwrap_err();
         assert!(e.contains("accepted values: always, madvise, never"), "{e}");
+    }
+
+    #[test]
+    fn repeat_nests_and_errors_name_the_path() {
+        let w = r#"{"processes":[{"ops":[{"op":"mmap","name":"r","size":"4M"},
+            {"op":"repeat","count":3,"ops":[{"op":"write","region":"r"},
+              {"op":"repeat","count":2,"ops":[{"op":"sleep","duration":"1ms"}]}]}]}]}"#;
+        let p = parse_workload(w).unwrap();
+        let Op::Repeat { count: 3, ops } = &p.processes[0].ops[1] else { panic!() };
+        assert!(matches!(&ops[1], Op::Repeat { count: 2, .. }));
+        assert_eq!(parse_workload(&p.to_json()).unwrap(), p, "round trip");
+        let mut paths = vec![];
+        walk_ops(&p.processes[0].ops, &mut |path, _| paths.push(path.to_string()));
+        assert_eq!(paths, ["ops[0]", "ops[1]", "ops[1].ops[0]", "ops[1].ops[1]", "ops[1].ops[1].ops[0]"]);
+        let e = parse_workload(&w.replace(r#""duration":"1ms""#, r#""duration":"1ms","x":1"#)).unwrap_err();
+        assert!(e.starts_with("processes[0].ops[1].ops[1].ops[0] (sleep): unknown field `x`"), "{e}");
+        let e = parse_workload(&w.replace(r#""region":"r"}"#, r#""region":"q"}"#)).unwrap_err();
+        assert!(e.contains("processes[0].ops[1].ops[0] (write): no region named `q`"), "{e}");
+        let e = parse_workload(&w.replace(r#""count":2"#, r#""count":0"#)).unwrap_err();
+        assert!(e.starts_with("processes[0].ops[1].ops[1] (repeat): count must be"), "{e}");
+        let inner_mmap = w.replace(r#"{"op":"write","region":"r"}"#, r#"{"op":"mmap","name":"s","size":"4M"}"#);
+        let e = parse_workload(&inner_mmap).unwrap_err();
+        assert!(e.contains("ops[1].ops[0] (mmap): defines a region inside a repeat that runs 3 times"), "{e}");
     }
 
     #[test]

@@ -123,9 +123,11 @@ def hot_cold_workload(quick: bool = False) -> dict[str, Any]:
             {"op": "phase", "name": "run"},
         ]
         if hot:
-            for _ in range(rounds):
-                ops.append({"op": "access", "region": "mem", "pattern": "random", "count": burst})
-                ops.append({"op": "sleep", "duration": "1s"})
+            burst_ops = [
+                {"op": "access", "region": "mem", "pattern": "random", "count": burst},
+                {"op": "sleep", "duration": "1s"},
+            ]
+            ops.append({"op": "repeat", "count": rounds, "ops": burst_ops})
         else:
             # "accesses its memory briefly and then calls MADV_COLD": a few bursts, so that
             # all three tasks are on khugepaged's list when the advice comes

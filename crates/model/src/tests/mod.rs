@@ -77,3 +77,88 @@ fn module_dependencies_form_a_dag() {
         }
     }
 }
+
+/// Typed errors (issue 13 item 3): bad input names the field (exit status 2); a broken
+/// invariant reports which, when, and saves the workload with the command that replays it
+/// (exit status 3).
+#[test]
+fn errors_bad_input_and_invariant() {
+    use crate::{run, RunOptions};
+    use thplab_workload::{parse_workload, Error};
+    let w =
+        parse_workload(r#"{"processes":[{"ops":[{"op":"mmap","name":"r","size":"4M"},{"op":"write","region":"r"}]}]}"#)
+            .unwrap();
+    let o = RunOptions { trace: Some(vec!["mm_nope".into()]), ..Default::default() };
+    let e = run(&w, &o).unwrap_err();
+    assert_eq!(e.exit_status(), 2);
+    assert!(matches!(&e, Error::BadInput { field, .. } if field == "--trace[0]"), "{e:?}");
+    let o = RunOptions { knobs: vec![("vm.compact_memory".into(), "1".into())], ..Default::default() };
+    assert!(matches!(run(&w, &o).unwrap_err(), Error::BadInput { field, .. } if field == "vm.compact_memory"));
+
+    let dir = std::env::temp_dir().join(format!("thplab-repro-test-{}", std::process::id()));
+    std::env::set_var("THPLAB_REPRO_DIR", &dir);
+    crate::check::INJECT.with(|c| c.set(true));
+    let o = RunOptions { check: true, seed: Some(7), ..Default::default() };
+    let e = run(&w, &o).unwrap_err();
+    crate::check::INJECT.with(|c| c.set(false));
+    assert_eq!(e.exit_status(), 3);
+    let Error::Invariant { invariant, sim_time_ns, repro: Some(repro), .. } = &e else { panic!("{e:?}") };
+    assert_eq!(invariant, "injected");
+    assert!(*sim_time_ns > 0, "the time of the check");
+    assert!(repro.starts_with("thplab run ") && repro.ends_with(" --check"), "{repro}");
+    // the saved workload replays: same machine, knobs and seed
+    let saved = repro.trim_start_matches("thplab run ").trim_end_matches(" --check");
+    let again = parse_workload(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    assert_eq!(again.seed, 7);
+    assert!(again.machine.is_some());
+    assert_eq!(again.knobs.len(), thplab_workload::knobs::defaults().len());
+    assert_eq!(run(&again, &RunOptions { check: true, ..Default::default() }).unwrap().processes.len(), 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `repeat` (a loop, never unrolled in memory) runs exactly what its unrolled list runs,
+/// and an op error inside it reports the op's path.
+#[test]
+fn repeat_runs_like_the_unrolled_list() {
+    use crate::{run, RunOptions};
+    use thplab_workload::parse_workload;
+    let body = r#"{"op":"access","region":"r","pattern":"random","count":5000},{"op":"madvise","region":"r","offset":"2M","length":"2M","advice":"pageout"},{"op":"sleep","duration":"3ms"}"#;
+    let head = r#"{"op":"mmap","name":"r","size":"8M"},{"op":"madvise","region":"r","advice":"hugepage"},{"op":"write","region":"r"}"#;
+    let unrolled = format!(
+        r#"{{"machine":"1G,swap=zram:1G","processes":[{{"ops":[{head},{body},{body},{body},{body},{body},{body}]}}]}}"#
+    );
+    let looped = format!(
+        r#"{{"machine":"1G,swap=zram:1G","processes":[{{"ops":[{head},{{"op":"repeat","count":2,"ops":[{{"op":"repeat","count":3,"ops":[{body}]}}]}}]}}]}}"#
+    );
+    let o = RunOptions { check: true, ..Default::default() };
+    let a = run(&parse_workload(&unrolled).unwrap(), &o).unwrap();
+    let b = run(&parse_workload(&looped).unwrap(), &o).unwrap();
+    assert!(a.vmstat_delta.get("pswpout").copied().unwrap_or(0) > 0, "the body did something");
+    assert_eq!(serde_json::to_value(&a).unwrap(), serde_json::to_value(&b).unwrap());
+
+    let w = r#"{"processes":[{"ops":[{"op":"mmap","name":"r","size":"4M"},{"op":"repeat","count":2,"ops":[
+        {"op":"munmap","region":"r"},{"op":"madvise","region":"r","advice":"hugepage"}]}]}]}"#;
+    let r = run(&parse_workload(w).unwrap(), &RunOptions::default()).unwrap();
+    let errs = &r.processes[0].errors;
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs.iter().all(|e| e.op_index == 1 && e.path.as_deref() == Some("ops[1].ops[1]") && e.errno == "ENOMEM"));
+}
+
+/// The series has per-process columns as each process's smaps_rollup shows it.
+#[test]
+fn series_has_per_process_columns() {
+    use crate::{run, RunOptions};
+    use thplab_workload::parse_workload;
+    let w = r#"{"knobs":{"transparent_hugepage/enabled":"always"},"record":{"series_interval":"1ms"},"processes":[
+        {"name":"a","ops":[{"op":"mmap","name":"r","size":"8M"},{"op":"write","region":"r"},{"op":"sleep","duration":"20ms"}]},
+        {"name":"b","ops":[{"op":"sleep","duration":"5ms"},{"op":"mmap","name":"r","size":"4M","align":"2M"},{"op":"madvise","region":"r","advice":"nohugepage"},{"op":"write","region":"r"},{"op":"sleep","duration":"20ms"}]}]}"#;
+    let r = run(&parse_workload(w).unwrap(), &RunOptions { check: true, ..Default::default() }).unwrap();
+    let col = |n: &str| r.series.columns.iter().position(|c| c == n).unwrap_or_else(|| panic!("{n}"));
+    let (ah, aa, bh, ba) =
+        (col("AnonHugePages_kB[a]"), col("AnonPages_kB[a]"), col("AnonHugePages_kB[b]"), col("AnonPages_kB[b]"));
+    let mid = r.series.rows.iter().find(|row| row[0] >= 10e6).unwrap();
+    assert_eq!((mid[ah], mid[aa]), (8192.0, 8192.0), "a: 8 MiB of THPs");
+    assert_eq!((mid[bh], mid[ba]), (0.0, 4096.0), "b: 4 MiB of base pages");
+    let last = r.series.rows.last().unwrap();
+    assert_eq!((last[aa], last[ba]), (0.0, 0.0), "both exited");
+}

@@ -1,0 +1,379 @@
+//! The engine: a deterministic discrete-event loop running the workload's processes
+//! on the machine's simulated CPUs (process i is pinned to CPU i mod ncpus; a CPU runs
+//! one step at a time, FIFO by ready time then pid). Every operation is cut into steps
+//! (a 2 MiB chunk of a write, a batch of accesses, a batch of munmap pieces); a step's
+//! kernel work is charged from the cost profile and advances the process's clock.
+//! Kernel threads (kswapd, kcompactd, khugepaged) run as timed tasks beside them.
+//!
+//! queue.rs: the event queue and the clock; task.rs: the processes; ops/: one handler per
+//! family of workload ops; sampler.rs: the time series; report.rs: the result.
+
+mod ops;
+mod queue;
+mod report;
+mod sampler;
+mod task;
+
+pub use queue::kthread_name;
+
+use crate::kernel::Kernel;
+use crate::kthread::{Kthread, KthreadNext};
+use crate::mm_types::*;
+use crate::mmap::Mm;
+use crate::tlb::Tlb;
+use crate::trace::Trace;
+use queue::{drain_wakeups, enter_step, Event, EventQueue, Kt};
+use sampler::{series_columns, Sampler};
+use serde_json::{json, Value};
+use task::*;
+use thplab_workload::costs::CostProfile;
+use thplab_workload::knobs;
+use thplab_workload::machine::MachineSpec;
+use thplab_workload::result::*;
+use thplab_workload::trace::trace_mask;
+use thplab_workload::workload::{MachineArg, Workload};
+use thplab_workload::Error;
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub machine: Option<MachineSpec>,
+    pub knobs: Vec<(String, String)>,
+    pub costs: Option<CostProfile>,
+    pub seed: Option<u64>,
+    pub check: bool,
+    /// Tracepoints to export instead of the workload's record.trace (`thplab run --trace`).
+    pub trace: Option<Vec<String>>,
+}
+
+pub use thplab_workload::rng::{Rng, Zipf};
+
+pub fn resolve_machine(w: &Workload, o: &RunOptions) -> Result<MachineSpec, String> {
+    if let Some(m) = &o.machine {
+        m.validate()?;
+        return Ok(m.clone());
+    }
+    match &w.machine {
+        Some(MachineArg::Shorthand(s)) => MachineSpec::parse_shorthand(s),
+        Some(MachineArg::Spec(m)) => Ok(m.clone()),
+        None => MachineSpec::parse_shorthand("24G"),
+    }
+}
+
+pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, Error> {
+    run_keep(w, o).map(|(r, _)| r)
+}
+
+/// Like `run`, also returning the kernel's final state (for benchmarks and tests).
+pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Error> {
+    let machine = resolve_machine(w, o)?;
+    let ks = run_knobs(w, o)?;
+    let costs = o.costs.clone().unwrap_or_default();
+    costs.validate()?;
+    let seed = o.seed.unwrap_or(w.seed);
+    let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
+    k.rec.record_latency = w.record.fault_latency;
+    k.rec.trace = match &o.trace {
+        Some(t) => Trace::new(trace_mask(t, "--trace")?),
+        None => Trace::new(trace_mask(&w.record.trace, "workload.record.trace")?),
+    };
+    let buddy_before = k.pm.buddyinfo();
+    let boot_snap = k.vmstat_snapshot();
+    let zram_before = k.zram_mm_stats();
+    let mut e = Engine::new(k, w, &machine, seed);
+    e.run(|k, now| crate::check::check(k).map_err(|v| invariant_error(w, o, &machine, &ks, seed, now, v)), o.check)?;
+    let Engine { mut k, tasks, kts, phases, sampler, now, .. } = e;
+    let end = report::RunEnd {
+        w,
+        machine: &machine,
+        knobs: ks,
+        seed,
+        now,
+        tasks: &tasks,
+        kts: &kts,
+        phases,
+        series: sampler.series,
+        buddy_before,
+        boot_snap,
+        zram_before,
+    };
+    let result = report::build_result(&mut k, end);
+    Ok((result, k))
+}
+
+/// The knobs a run starts with: the defaults, the workload's, then the options'.
+fn run_knobs(w: &Workload, o: &RunOptions) -> Result<knobs::KnobSet, Error> {
+    let mut ks = knobs::defaults();
+    for (k, v) in &w.knobs {
+        ks.insert(k.clone(), v.clone());
+    }
+    for (k, v) in &o.knobs {
+        let (c, v) = knobs::check_assignment(k, v)?;
+        if matches!(c.as_str(), "vm.compact_memory" | "vm.drop_caches") {
+            let message = format!("knob `{c}` is a trigger; use it as a workload operation (set) instead");
+            return Err(Error::BadInput { field: c, message });
+        }
+        ks.insert(c, v);
+    }
+    Ok(ks)
+}
+
+/// The event loop's state: the kernel, the processes, the kernel threads, the queue.
+struct Engine<'w> {
+    k: Kernel,
+    w: &'w Workload,
+    tasks: Vec<Task>,
+    kts: Vec<Kt>,
+    queue: EventQueue,
+    /// when each CPU is free again
+    cpu_free: Vec<u64>,
+    phases: Vec<PhaseResult>,
+    sampler: Sampler,
+    /// the latest time the loop reached
+    now: u64,
+    steps: u64,
+    /// processes not finished
+    live: usize,
+}
+
+impl<'w> Engine<'w> {
+    /// Boot: one mm and task per process, the kernel threads in their initial waits.
+    fn new(mut k: Kernel, w: &'w Workload, machine: &MachineSpec, seed: u64) -> Engine<'w> {
+        let ncpus = k.pm.nr_cpus.max(1);
+        let mut tasks: Vec<Task> = vec![];
+        for (pid, p) in w.processes.iter().enumerate() {
+            let cpu = pid as u32 % ncpus;
+            let node = k.pm.nodes.iter().position(|n| n.cpus.contains(&cpu)).unwrap_or(0);
+            k.mms.push(Mm::new(MmId(pid as u32), &p.name, cpu, node, Tlb::new(&machine.tlb)));
+            tasks.push(Task::new(pid, cpu, p.start.0, seed));
+        }
+        let mut queue = EventQueue::default();
+        for t in &tasks {
+            queue.push(t.ready, Event::Task { pid: t.pid });
+        }
+        let mut kts: Vec<Kt> = k
+            .kthreads()
+            .into_iter()
+            .map(|kind| {
+                let cpu = match kind {
+                    Kthread::Kswapd(n) | Kthread::Kcompactd(n) => k.pm.nodes[n].cpus.first().copied().unwrap_or(0),
+                    Kthread::Khugepaged => 0,
+                };
+                Kt { kind, cpu: cpu % ncpus, gen: 0, scheduled: None, busy_ns: 0, runs: 0 }
+            })
+            .collect();
+        for (i, kt) in kts.iter_mut().enumerate() {
+            match k.kthread_initial(kt.kind) {
+                KthreadNext::Sleep(d) => kt.schedule(&mut queue, i, d),
+                KthreadNext::Again => kt.schedule(&mut queue, i, 0),
+                KthreadNext::Wait => {}
+            }
+        }
+        let sampler = Sampler {
+            interval: w.record.series_interval.0,
+            next: 0,
+            series: Series {
+                columns: series_columns(&w.processes.iter().map(|p| p.name.clone()).collect::<Vec<_>>()),
+                rows: vec![],
+            },
+        };
+        let live = tasks.len();
+        Engine {
+            k,
+            w,
+            tasks,
+            kts,
+            queue,
+            cpu_free: vec![0u64; ncpus as usize],
+            phases: vec![],
+            sampler,
+            now: 0,
+            steps: 0,
+            live,
+        }
+    }
+
+    /// Run until every process has finished; with `checking`, `check` runs every
+    /// CHECK_EVERY_STEPS steps and at the end.
+    fn run(&mut self, check: impl Fn(&Kernel, u64) -> Result<(), Error>, checking: bool) -> Result<(), Error> {
+        while let Some((t, ev)) = self.queue.pop() {
+            if self.live == 0 {
+                break;
+            }
+            match ev {
+                Event::Kthread { idx, gen } | Event::KthreadYield { idx, gen } => self.kthread_event(t, idx, gen),
+                Event::Task { pid } => {
+                    if self.task_event(t, pid) && checking && self.steps.is_multiple_of(CHECK_EVERY_STEPS) {
+                        check(&self.k, self.now)?;
+                    }
+                }
+            }
+        }
+        for t in &self.tasks {
+            self.now = self.now.max(t.end_ns);
+        }
+        self.sampler.finish(&self.k, self.now);
+        if checking {
+            check(&self.k, self.now)?;
+        }
+        Ok(())
+    }
+
+    /// A kernel thread's turn (unless superseded, or its CPU is busy: then it waits).
+    fn kthread_event(&mut self, t: u64, idx: usize, gen: u64) {
+        let kt = &mut self.kts[idx];
+        if gen != kt.gen {
+            return;
+        }
+        let cpu = kt.cpu as usize;
+        let start = t.max(self.cpu_free[cpu]);
+        if start > t {
+            self.queue.push(start, Event::Kthread { idx, gen });
+            return;
+        }
+        self.now = self.now.max(start);
+        self.sampler.catch_up(&self.k, self.now);
+        enter_step(&mut self.k, start);
+        self.k.clock.cpu = kt.cpu;
+        self.k.pm.cpu = kt.cpu;
+        // a long job (a proactive compaction round) stops at its next cond_resched()
+        // past the next event, so that other tasks see its work as it happens
+        self.k.clock.yield_at = self.queue.next_at();
+        let next = self.k.kthread_step(kt.kind);
+        self.k.clock.yield_at = u64::MAX;
+        let end = start + self.k.clock.cost;
+        self.cpu_free[cpu] = end;
+        kt.busy_ns += self.k.clock.cost;
+        kt.runs += 1;
+        kt.gen += 1;
+        kt.scheduled = None;
+        match next {
+            KthreadNext::Sleep(d) => kt.schedule(&mut self.queue, idx, end + d),
+            KthreadNext::Again => kt.schedule_yield(&mut self.queue, idx, end),
+            KthreadNext::Wait => {}
+        }
+        drain_wakeups(&mut self.k, &mut self.kts, &mut self.queue);
+        self.steps += 1;
+    }
+
+    /// A process's turn: one step of its current op. Returns whether a step ran.
+    fn task_event(&mut self, t: u64, pid: usize) -> bool {
+        let k = &mut self.k;
+        let task = &mut self.tasks[pid];
+        if task.done {
+            return false;
+        }
+        let cpu = task.cpu as usize;
+        let start = t.max(self.cpu_free[cpu]);
+        if start > t {
+            // the CPU is busy: wait in line
+            self.queue.push(start, Event::Task { pid });
+            return false;
+        }
+        self.now = self.now.max(start);
+        self.sampler.catch_up(k, self.now);
+        if task.phase.is_none() {
+            task.phase = Some(Phase { name: "main".into(), start, sys: 0, snap: k.vmstat_snapshot() });
+        }
+        enter_step(k, start);
+        k.clock.cpu = task.cpu;
+        k.pm.cpu = task.cpu;
+        let ops = &self.w.processes[pid].ops;
+        let outcome = if k.oom.is_victim(task.mm) || !k.mms[task.mm].alive {
+            task.killed = task.killed.clone().or_else(|| Some("oom_kill".into()));
+            StepOutcome::Exit
+        } else {
+            match task.pc.current(ops) {
+                Some(op) => ops::step(k, task, op, &mut self.phases),
+                None => StepOutcome::Exit,
+            }
+        };
+        self.steps += 1;
+        self.after_step(pid, start, outcome);
+        self.collect_oom_victims();
+        drain_wakeups(&mut self.k, &mut self.kts, &mut self.queue);
+        true
+    }
+
+    /// Account a step's time and schedule the process's next one.
+    fn after_step(&mut self, pid: usize, start: u64, outcome: StepOutcome) {
+        let cost = self.k.clock.cost;
+        let task = &mut self.tasks[pid];
+        let cpu = task.cpu as usize;
+        let (user_ns, sleep, op_done) = match outcome {
+            StepOutcome::Continue { user_ns } => (user_ns, 0, false),
+            StepOutcome::OpDone { user_ns, sleep } => (user_ns, sleep, true),
+            StepOutcome::Exit => {
+                let end = start + cost;
+                self.cpu_free[cpu] = end;
+                finish_task(&mut self.k, task, end, &mut self.phases, &self.w.processes[pid].name);
+                self.now = self.now.max(end);
+                self.live -= 1;
+                return;
+            }
+        };
+        task.sys_ns += cost;
+        if let Some(p) = &mut task.phase {
+            p.sys += cost;
+        }
+        task.access_ns += user_ns;
+        if op_done {
+            task.pc.advance();
+            task.cursor = 0;
+            task.access_left_ns = None;
+        }
+        let end = start + cost + user_ns;
+        self.cpu_free[cpu] = end;
+        task.ready = end + sleep;
+        self.queue.push(task.ready, Event::Task { pid });
+    }
+
+    /// Processes the OOM killer chose while this step ran end now.
+    fn collect_oom_victims(&mut self) {
+        for v in std::mem::take(&mut self.k.oom.victims) {
+            let t = &mut self.tasks[v.idx()];
+            if !t.done {
+                t.killed = Some("oom_kill".into());
+                finish_task(&mut self.k, t, self.now, &mut self.phases, &self.w.processes[v.idx()].name);
+                self.live -= 1;
+            }
+        }
+    }
+}
+
+/// A broken invariant as the run's error: the workload, with the machine, every knob and
+/// the seed it ran with, is saved to `$THPLAB_REPRO_DIR` (default: the current directory)
+/// as thplab-invariant-HASH.json (and the cost profile beside it, when one was given), and
+/// the error carries the command that replays it.
+fn invariant_error(
+    w: &Workload,
+    o: &RunOptions,
+    machine: &MachineSpec,
+    knobs: &knobs::KnobSet,
+    seed: u64,
+    now: u64,
+    v: crate::check::InvariantViolation,
+) -> Error {
+    let mut doc = w.to_value();
+    doc["machine"] = serde_json::to_value(machine).unwrap_or(Value::Null);
+    doc["knobs"] = serde_json::to_value(knobs).unwrap_or(Value::Null);
+    doc["seed"] = json!(seed);
+    if let Some(t) = &o.trace {
+        doc["record"]["trace"] = json!(t);
+    }
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let dir = std::env::var_os("THPLAB_REPRO_DIR").map_or_else(|| std::path::PathBuf::from("."), Into::into);
+    let path = dir.join(format!("thplab-invariant-{:016x}.json", hash));
+    let mut repro = None;
+    if std::fs::create_dir_all(&dir).is_ok() && std::fs::write(&path, text).is_ok() {
+        let mut cmd = format!("thplab run {} --check", path.display());
+        if let Some(c) = &o.costs {
+            let cp = path.with_extension("costs.toml");
+            if std::fs::write(&cp, c.to_toml()).is_ok() {
+                cmd.push_str(&format!(" --costs {}", cp.display()));
+            }
+        }
+        repro = Some(cmd);
+    }
+    Error::Invariant { invariant: v.invariant.to_string(), detail: v.detail, sim_time_ns: now, repro }
+}

@@ -1,0 +1,56 @@
+//! The range ops: munmap, madvise, mprotect and move_pages over each piece of a range.
+
+use super::super::task::*;
+use crate::kernel::Kernel;
+use crate::mmap::{VM_READ, VM_WRITE};
+use thplab_workload::workload::{Op, Prot};
+
+/// munmap(2), madvise(2), mprotect(2) or move_pages(2) for each piece, a batch of pieces per step.
+pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
+    let (Op::Munmap { range } | Op::Madvise { range, .. } | Op::Mprotect { range, .. } | Op::MovePages { range, .. }) =
+        op
+    else {
+        unreachable!()
+    };
+    let pid = task.mm;
+    let oi = task.pc.index();
+    let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
+    let Some((addr, size)) = region(task, &range.region) else { return done };
+    let pieces = range.pieces(size);
+    let end = (task.cursor + PIECES_PER_STEP).min(pieces.len() as u64);
+    for &(off, len) in &pieces[task.cursor as usize..end as usize] {
+        let (s, e) = (addr + off, addr + off + len);
+        k.charge(k.costs.syscall_ns);
+        match op {
+            Op::Munmap { .. } => {
+                k.mms[pid].unmap_range(s, e);
+                k.zap_range(pid, s, e, true);
+            }
+            Op::Madvise { advice, .. } => {
+                if let Err(e) = k.madvise(pid, s, e, *advice) {
+                    err(task, oi, op, e, format!("madvise({:#x}, {}, {}) failed", s, len, advice.name()));
+                }
+            }
+            Op::Mprotect { prot, .. } => {
+                let flags = match prot {
+                    Prot::None => 0,
+                    Prot::R => VM_READ,
+                    Prot::Rw => VM_READ | VM_WRITE,
+                };
+                // change_pmd_range(): huge PMDs (and PMD swap entries) only partly in the range are split
+                k.mprotect_split_pmds(pid, s, e);
+                if !k.mms[pid].modify_flags(s, e, |f| (f & !(VM_READ | VM_WRITE)) | flags) {
+                    err(task, oi, op, "ENOMEM", format!("mprotect({:#x}, {}) on an unmapped range", s, len));
+                }
+                k.mms[pid].tlb.flush_range(s, e);
+            }
+            Op::MovePages { node, .. } => {
+                if let Err(e) = k.move_pages(pid, s, e, *node as usize) {
+                    err(task, oi, op, e, format!("move_pages to node {node}: no such node"));
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+    advance(task, end, pieces.len() as u64)
+}
