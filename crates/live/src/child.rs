@@ -42,6 +42,8 @@ struct State {
     ksets: HashMap<String, KSet>,
     thp_lat: Vec<u64>,
     fault_lat: Vec<u64>,
+    /// (phase name, thp_lat.len(), fault_lat.len()) where each phase began
+    lat_marks: Vec<(String, usize, usize)>,
     access_ns: u64,
     sink: u64,
     corpus: Vec<u8>,
@@ -273,6 +275,7 @@ impl<'a> Child<'a> {
             ksets: HashMap::new(),
             thp_lat: vec![],
             fault_lat: vec![],
+            lat_marks: vec![("main".into(), 0, 0)],
             access_ns: 0,
             sink: 0,
             corpus: text_corpus(),
@@ -286,7 +289,10 @@ impl<'a> Child<'a> {
         self.run_ops(&self.process.ops, None, "", &mut st);
         std::hint::black_box(st.sink);
         if self.fault_latency {
-            send(self.to_parent, json!({"t": "lat", "thp_fault": st.thp_lat, "fault": st.fault_lat}));
+            send(
+                self.to_parent,
+                json!({"t": "lat", "thp_fault": st.thp_lat, "fault": st.fault_lat, "marks": st.lat_marks}),
+            );
         }
         send(
             self.to_parent,
@@ -310,6 +316,7 @@ impl<'a> Child<'a> {
         match op {
             Op::Repeat { .. } => unreachable!("run_ops loops over repeats"),
             Op::Phase { name } => {
+                st.lat_marks.push((name.clone(), st.thp_lat.len(), st.fault_lat.len()));
                 send(
                     self.to_parent,
                     json!({"t": "phase", "name": name, "i": i, "ns": now_ns(), "stime": self_stime_ns(), "rq": self_run_delay_ns()}),

@@ -131,7 +131,8 @@ pub fn machine_found(swap: &[Value]) -> Value {
         let mem = (mem / (2 << 20)) * (2 << 20);
         nodes.push(json!({"mem": thplab_workload::units::fmt_size(mem), "cpus": cpus}));
     }
-    json!({"nodes": nodes, "swap": swap, "name": "host (as found by thplab-live)"})
+    // a running host's free lists are in no address order (MachineSpec::aged)
+    json!({"nodes": nodes, "swap": swap, "name": "host (as found by thplab-live)", "aged": true})
 }
 
 /// The THP per-size stats files (hugepages-<N>kB/stats/*), as counters `<size>/<stat>`.
@@ -249,4 +250,28 @@ pub fn run_delay_ns(pid: u32) -> u64 {
     read_trim(&format!("/proc/{pid}/schedstat"))
         .and_then(|t| t.split_whitespace().nth(1).and_then(|x| x.parse().ok()))
         .unwrap_or(0)
+}
+
+/// CPU time (user + system, ns) of the memory-management kernel threads: kswapdN,
+/// kcompactdN and khugepaged, from /proc/PID/stat (utime and stime in clock ticks).
+pub fn kthread_cpu_ns() -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().filter(|s| s.bytes().all(|b| b.is_ascii_digit())) else { continue };
+        let Some(comm) = read_trim(&format!("/proc/{pid}/comm")) else { continue };
+        if !(comm.starts_with("kswapd") || comm.starts_with("kcompactd") || comm == "khugepaged") {
+            continue;
+        }
+        let Ok(stat) = read_file(&format!("/proc/{pid}/stat")) else { continue };
+        // fields after the parenthesised comm: state is field 3, utime 14, stime 15
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        out.insert(comm, ticks * 1_000_000_000 / tick);
+    }
+    out
 }

@@ -213,21 +213,14 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
         })
         .collect();
 
-    // Memory: refuse a run that would map more than a safe share of MemAvailable.
-    let mut total = 0u64;
-    for p in &w.processes {
-        // regions are defined once (never inside a repeat that runs more than once)
-        walk_ops(&p.ops, &mut |_, op| match op {
-            Op::Mmap { size, align, .. } => total += size.0 + align.map_or(0, |x| x.0),
-            Op::Kalloc { size, .. } => total += size.0,
-            _ => {}
-        });
-    }
+    // Memory: refuse a run that could hold more than a safe share of MemAvailable at once
+    // (footprint.rs: touched 2 MiB blocks, less what munmap/MADV_DONTNEED drop, plus kalloc).
+    let total = crate::footprint::peak_bytes(&w);
     let avail = meminfo().get("MemAvailable").copied().unwrap_or(0) * 1024;
     let limit = (avail as f64 * a.max_mem_share) as u64;
     if total > limit {
         return Err(format!(
-            "refused: the workload maps {} in total, more than {:.0}% of MemAvailable ({} of {}); shrink it (or raise --max-mem-share)",
+            "refused: the workload can hold {} at once, more than {:.0}% of MemAvailable ({} of {}); shrink it (or raise --max-mem-share)",
             fmt_size(total / 4096 * 4096),
             a.max_mem_share * 100.0,
             fmt_size(limit / 4096 * 4096),
@@ -431,6 +424,8 @@ fn supervise(
     let zram_before: BTreeMap<String, Value> =
         zram_devs.iter().filter_map(|d| host::zram_mm_stat(d).map(|v| (d.clone(), v))).collect();
     let swaps_text = read_file("/proc/swaps").unwrap_or_default();
+    let kthreads_before = host::kthread_cpu_ns();
+    PHASE_ENDS.lock().unwrap().clear();
     let vm_before = vmstat();
     let t0 = now_ns();
 
@@ -453,6 +448,7 @@ fn supervise(
     let mut phases: Vec<PhaseResult> = vec![];
     let mut thp_lat: Vec<u64> = vec![];
     let mut fault_lat: Vec<u64> = vec![];
+    let mut phase_lat: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut series = Series::default();
     let interval = w.record.series_interval.0;
     let mut next_sample = if interval > 0 { t0 } else { u64::MAX };
@@ -534,7 +530,7 @@ fn supervise(
                         let line: Vec<u8> = ps.buf.drain(..=pos).collect();
                         let v: Value = serde_json::from_slice(&line)
                             .map_err(|e| RunError::Failed(format!("bad message from process {}: {e}", ps.name)))?;
-                        handle_msg(ps, &v, t0, &mut phases, &mut thp_lat, &mut fault_lat);
+                        handle_msg(ps, &v, t0, &mut phases, (&mut thp_lat, &mut fault_lat, &mut phase_lat));
                     }
                 } else if k == 0 || (k < 0 && errno() != libc::EINTR) {
                     // The child is gone.
@@ -561,6 +557,7 @@ fn supervise(
     let vm_after = vmstat();
     let meminfo_end = meminfo();
     let buddy_after = read_file("/proc/buddyinfo").unwrap_or_default();
+    let kthreads_after = host::kthread_cpu_ns();
     let pagetypeinfo = read_file("/proc/pagetypeinfo").unwrap_or_default();
     let mthp_after = host::mthp_stats();
     let khp_after = host::khugepaged_stats();
@@ -580,6 +577,10 @@ fn supervise(
     if w.record.fault_latency {
         latency.insert("thp_fault".to_string(), percentiles(&mut thp_lat));
         latency.insert("fault".to_string(), percentiles(&mut fault_lat));
+        // per phase: "thp_fault@PROCESS:PHASE"
+        for (k, mut v) in phase_lat {
+            latency.insert(k, percentiles(&mut v));
+        }
     }
     phases.sort_by_key(|ph| (ph.start_ns, ph.name.clone()));
     let mut extra: BTreeMap<String, Value> = BTreeMap::new();
@@ -614,6 +615,13 @@ fn supervise(
     extra.insert("mthp_stats".into(), json!(mthp_full));
     extra.insert("khugepaged_delta".into(), json!(delta(&khp_before, &khp_after)));
     extra.insert("knobs_before_run".into(), json!(knobs_before));
+    // the model's shape: CPU time of kswapd, kcompactd and khugepaged over the run
+    let kt: Vec<Value> = kthreads_after
+        .iter()
+        .map(|(n, ns)| json!({"name": n, "cpu_ns": ns.saturating_sub(kthreads_before.get(n).copied().unwrap_or(0))}))
+        .collect();
+    extra.insert("kthreads".into(), json!(kt));
+    extra.insert("phase_end".into(), json!(std::mem::take(&mut *PHASE_ENDS.lock().unwrap())));
     extra.insert("setup_ns".into(), json!(t0 - t_begin));
     // What other tasks on a shared machine cost each phase: its process's run-queue wait.
     // `thplab validate` compares the model with elapsed time less this wait.
@@ -726,6 +734,8 @@ static ZRAM_DEVS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new
 static ZRAM_PHASES: std::sync::Mutex<Vec<(String, Value)>> = std::sync::Mutex::new(Vec::new());
 /// Per phase, the time its process waited for a CPU held by other tasks (schedstat run_delay).
 static PHASE_RUN_DELAY: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+/// Per phase end: /proc/buddyinfo and the memory kernel threads' CPU time so far.
+static PHASE_ENDS: std::sync::Mutex<Vec<Value>> = std::sync::Mutex::new(Vec::new());
 
 fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, phases: &mut Vec<PhaseResult>) {
     let (end_ns, end_stime, end_rq) = end;
@@ -738,6 +748,11 @@ fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, 
                 }
             }
             PHASE_RUN_DELAY.lock().unwrap().push((name.clone(), end_rq.saturating_sub(rq)));
+            PHASE_ENDS.lock().unwrap().push(json!({
+                "phase_end": name,
+                "buddyinfo": read_file("/proc/buddyinfo").unwrap_or_default(),
+                "kthreads_cpu_ns": host::kthread_cpu_ns(),
+            }));
             phases.push(PhaseResult {
                 name,
                 process: ps.name.clone(),
@@ -760,8 +775,7 @@ fn handle_msg(
     v: &Value,
     t0: u64,
     phases: &mut Vec<PhaseResult>,
-    thp_lat: &mut Vec<u64>,
-    fault_lat: &mut Vec<u64>,
+    (thp_lat, fault_lat, phase_lat): (&mut Vec<u64>, &mut Vec<u64>, &mut BTreeMap<String, Vec<u64>>),
 ) {
     let u = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
     match v["t"].as_str().unwrap_or("") {
@@ -794,8 +808,22 @@ fn handle_msg(
             message: v["msg"].as_str().unwrap_or("").into(),
         }),
         "lat" => {
-            thp_lat.extend(v["thp_fault"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()));
-            fault_lat.extend(v["fault"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()));
+            let thp: Vec<u64> = v["thp_fault"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()).collect();
+            let flt: Vec<u64> = v["fault"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()).collect();
+            // split by the phase marks the child reported: (name, thp index, fault index)
+            let marks: Vec<(String, usize, usize)> =
+                serde_json::from_value(v["marks"].clone()).unwrap_or_else(|_| vec![("main".into(), 0, 0)]);
+            for (i, (name, a, b)) in marks.iter().enumerate() {
+                let (a2, b2) = marks.get(i + 1).map_or((thp.len(), flt.len()), |m| (m.1, m.2));
+                for (kind, src, lo, hi) in [("thp_fault", &thp, *a, a2), ("fault", &flt, *b, b2)] {
+                    if hi > lo {
+                        let key = format!("{kind}@{}:{name}", ps.name);
+                        phase_lat.entry(key).or_default().extend_from_slice(&src[lo..hi]);
+                    }
+                }
+            }
+            thp_lat.extend(thp);
+            fault_lat.extend(flt);
         }
         "done" => {
             let n = usize::MAX;

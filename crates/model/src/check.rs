@@ -7,6 +7,8 @@ use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::pgtable::*;
 
+const MIGRATE_MOVABLE_MT: u8 = crate::mmzone::MIGRATE_MOVABLE;
+
 /// A broken invariant: which one, and what the checker found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InvariantViolation {
@@ -23,9 +25,13 @@ impl std::fmt::Display for InvariantViolation {
 /// Run every check; the first violation found.
 pub fn check(k: &Kernel) -> Result<(), InvariantViolation> {
     let v = |invariant: &'static str| move |detail: String| InvariantViolation { invariant, detail };
-    let free_total = check_buddy(k).map_err(v("buddy: free blocks agree with the frames and counts"))?;
+    let (free_total, held) = check_buddy(k).map_err(v("buddy: free blocks agree with the frames and counts"))?;
+    check_free_lists(k).map_err(v("free lists: list links, orders and migratetypes agree"))?;
+    check_pcp_lists(k, held).map_err(v("pcp: per-CPU lists agree with the frames and pcp->count"))?;
+    check_compaction_state(k).map_err(v("compaction: skip bits and cached scanner pfns lie in their zones"))?;
     check_page_tables(k).map_err(v("page tables: PTEs, reverse maps and rss agree"))?;
-    check_accounting(k, free_total).map_err(v("accounting: every page counted once, counters agree"))?;
+    check_accounting(k, free_total + held.pcp + held.isolated)
+        .map_err(v("accounting: every page counted once, counters agree"))?;
     check_lru_lists(k).map_err(v("lru: list membership agrees with the frames"))?;
     check_swap(k).map_err(v("swap: slot counts, swap cache and devices agree"))?;
     check_large_folios(k).map_err(v("large folios: order, tails, mapcount and per-size counts agree"))?;
@@ -45,16 +51,43 @@ thread_local! {
     pub static INJECT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Buddy: frames vs counts, per zone. Returns the free pages.
-fn check_buddy(k: &Kernel) -> Result<u64, String> {
+/// Pages off the buddy lists but not in use: on per-CPU lists, or isolated by a compactor.
+#[derive(Default, Clone, Copy)]
+struct Held {
+    pcp: u64,
+    isolated: u64,
+}
+
+/// Buddy: frames vs counts, per zone. Returns the free pages, and the pages on per-CPU
+/// lists and isolated by compaction (found by their frames).
+fn check_buddy(k: &Kernel) -> Result<(u64, Held), String> {
     let pm = &k.pm;
     // 1. buddy: frames vs counts, per zone
     let mut free_total = 0;
+    let mut held = Held::default();
     for z in &pm.zones {
         let mut free = 0u64;
         let mut p = z.start_pfn;
         while p < z.end_pfn() {
             let f = pm.frames[p as usize];
+            if tag(f) == TAG_PCP {
+                let o = free_order(f);
+                if p & ((1 << o) - 1) != 0 || p + (1 << o) > z.end_pfn() {
+                    return Err(format!("per-CPU/isolated block at pfn {p} order {o} is misaligned"));
+                }
+                for q in p + 1..p + (1 << o) {
+                    if pm.frames[q as usize] != 0 {
+                        return Err(format!("pfn {q} inside per-CPU/isolated block {p}/{o} is not a free tail"));
+                    }
+                }
+                if free_mt(f) == ISOLATED_FREE_MT {
+                    held.isolated += 1 << o;
+                } else {
+                    held.pcp += 1 << o;
+                }
+                p += 1 << o;
+                continue;
+            }
             if is_free_head(f) {
                 let o = free_order(f);
                 if p & ((1 << o) - 1) != 0 || p + (1 << o) > z.end_pfn() {
@@ -83,7 +116,130 @@ fn check_buddy(k: &Kernel) -> Result<u64, String> {
         }
         free_total += free;
     }
-    Ok(free_total)
+    Ok((free_total, held))
+}
+
+/// The free lists: every entry is a free block of the list's order whose frame names the
+/// list's migratetype, each list's length is its nr_free, and the links agree both ways.
+fn check_free_lists(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
+    for z in &pm.zones {
+        for (o, fa) in z.free_area.iter().enumerate() {
+            for (mt, l) in fa.lists.iter().enumerate() {
+                let (mut n, mut p, mut prev) = (0u64, l.head, NIL);
+                while p != NIL {
+                    let f = pm.frames[p as usize];
+                    if !is_free_head(f) || free_order(f) as usize != o || free_mt(f) as usize != mt {
+                        return Err(format!("zone {} free list {o}/{mt} holds pfn {p} (frame {f:#x})", z.name));
+                    }
+                    if List::prev(&pm.links, p) != prev {
+                        return Err(format!("zone {} free list {o}/{mt}: broken back link at pfn {p}", z.name));
+                    }
+                    n += 1;
+                    if n > fa.nr_free[mt] {
+                        return Err(format!(
+                            "zone {} free list {o}/{mt} is longer than nr_free {}",
+                            z.name, fa.nr_free[mt]
+                        ));
+                    }
+                    prev = p;
+                    p = List::next(&pm.links, p);
+                }
+                if n != fa.nr_free[mt] || l.tail != prev || l.len != n {
+                    return Err(format!("zone {} free list {o}/{mt}: {n} entries, nr_free {}", z.name, fa.nr_free[mt]));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Per-CPU lists: every entry is a per-CPU block of the list's order and migratetype,
+/// pcp->count is what the lists hold, and together they hold what the frames say.
+fn check_pcp_lists(k: &Kernel, held: Held) -> Result<(), String> {
+    let pm = &k.pm;
+    let mut total = 0u64;
+    for cpu in 0..pm.nr_cpus {
+        for (zi, z) in pm.zones.iter().enumerate() {
+            let pcp = pm.pcp_of(cpu, zi);
+            let mut count = 0u64;
+            for (li, l) in pcp.lists.iter().enumerate() {
+                let thp = li >= crate::page_alloc::NR_PCP_LISTS - 2;
+                let order = if thp { HPAGE_PMD_ORDER } else { (li / 3) as u32 };
+                // the THP lists: [unmovable or reclaimable, movable]
+                let mt_ok = |mt: u8| {
+                    if thp {
+                        (mt == MIGRATE_MOVABLE_MT) == (li == crate::page_alloc::NR_PCP_LISTS - 1)
+                    } else {
+                        mt as usize == li % 3
+                    }
+                };
+                let mut p = l.head;
+                while p != NIL {
+                    let f = pm.frames[p as usize];
+                    if tag(f) != TAG_PCP || free_order(f) != order || !mt_ok(free_mt(f)) {
+                        return Err(format!("cpu {cpu} zone {} pcp list {li} holds pfn {p} (frame {f:#x})", z.name));
+                    }
+                    if pm.zone_of(p as u64) != zi {
+                        return Err(format!("cpu {cpu} zone {} pcp list {li} holds pfn {p} of another zone", z.name));
+                    }
+                    count += 1 << order;
+                    p = List::next(&pm.links, p);
+                }
+            }
+            if count != pcp.count {
+                return Err(format!(
+                    "cpu {cpu} zone {}: pcp lists hold {count} pages, pcp->count {}",
+                    z.name, pcp.count
+                ));
+            }
+            // pcp->high is not checked against [high_min, high_max]: zone_pcp_update()
+            // (pageset_update) moves the bounds and nr_pcp_high() clamps high at its next use
+            total += count;
+        }
+    }
+    if total != held.pcp {
+        return Err(format!("per-CPU lists hold {total} pages, frames say {}", held.pcp));
+    }
+    let isolated: u64 = k
+        .pgdat
+        .iter()
+        .filter_map(|n| n.kcompactd.running_cc())
+        .map(|cc| cc.isolated_free().map(|(_, o)| 1u64 << o).sum::<u64>())
+        .sum();
+    if isolated != held.isolated {
+        return Err(format!("compactors hold {isolated} isolated free pages, frames say {}", held.isolated));
+    }
+    Ok(())
+}
+
+/// Compaction state: skip bits only on pageblocks of populated zones and never on a
+/// block whose start is not in a zone; cached scanner positions inside their zones.
+fn check_compaction_state(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
+    for (pb, &z) in pm.pb_zone.iter().enumerate() {
+        let pfn = (pb as u64) << PAGEBLOCK_ORDER;
+        if z == u8::MAX && pm.pb_skip(pfn) {
+            return Err(format!("pageblock {pb} outside every zone has its skip bit set"));
+        }
+    }
+    for z in &pm.zones {
+        if !z.populated() {
+            continue;
+        }
+        let ok = |p: u64| p >= z.start_pfn && p <= z.end_pfn();
+        if !ok(z.compact_cached_free_pfn) || !z.compact_cached_migrate_pfn.iter().all(|&p| ok(p)) {
+            return Err(format!(
+                "zone {}: cached compaction pfns {:?}/{} outside [{}, {}]",
+                z.name,
+                z.compact_cached_migrate_pfn,
+                z.compact_cached_free_pfn,
+                z.start_pfn,
+                z.end_pfn()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Page tables and reverse maps agree; rss and nr_anon_pages count what is mapped.
@@ -144,6 +300,7 @@ fn check_page_tables(k: &Kernel) -> Result<(), String> {
 }
 
 /// Every page is accounted for exactly once; the counters agree with the frames.
+/// `free_total`: pages free to the buddy allocator, on per-CPU lists or isolated by a compactor.
 fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
     let pm = &k.pm;
     // 3. every page is accounted for exactly once
@@ -176,7 +333,7 @@ fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
     }
     let managed = pm.total_managed();
     if free_total + anon + kernel + pgt + zero != managed {
-        return Err(format!("pages: free {free_total} + anon {anon} + kernel {kernel} + pgtables {pgt} + zero {zero} != managed {managed}"));
+        return Err(format!("pages: free/pcp {free_total} + anon {anon} + kernel {kernel} + pgtables {pgt} + zero {zero} != managed {managed}"));
     }
     if pgt != k.nr_pgtable_pages() || pgt != k.slots.live {
         return Err(format!("page-table pages {pgt}, counter {}, slots {}", k.nr_pgtable_pages(), k.slots.live));

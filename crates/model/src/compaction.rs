@@ -1,67 +1,80 @@
 //! Memory compaction (mm/compaction.c): direct compaction from the allocator's slow path,
-//! kcompactd (woken by kswapd, and proactive compaction on its 500 ms timer), and manual
-//! compaction (vm.compact_memory). Written from the kernel's behaviour; each function
-//! names the kernel function it models.
+//! kcompactd (woken by kswapd or by allocations that may not compact themselves, and
+//! proactive compaction on its 500 ms timer), and manual compaction (vm.compact_memory).
+//! Written from the kernel's behaviour; each function names the kernel function it models.
 //!
-//! **compact_zone.** The migrate scanner walks up from the zone start (or the cached
-//! position), pageblock by pageblock, isolating up to COMPACT_CLUSTER_MAX (32) movable
-//! base pages per batch; the free scanner walks down from the zone end isolating free
-//! buddy blocks (taken off the buddy lists, `PhysMem::isolate_free_page`) as migration
-//! targets; isolated pages are moved with `move_folio` (contents, mapping and LRU follow).
-//! Never isolated: KERNEL/PGTABLE/ZERO/RESERVED frames, pages off the LRU or already
-//! isolated (held by someone else: the model's stand-in for pinned pages), unevictable
-//! (mlocked) pages unless vm.compact_unevictable_allowed, and PMD THPs
-//! (skip_isolation_on_order: order >= pageblock_order is never migrated by compaction).
-//! Async direct compaction only takes sources from pageblocks of the allocation's
-//! migratetype and gives up on an order-aligned block at the first page it cannot
-//! isolate (skip_on_failure). The free scanner only takes targets in MOVABLE pageblocks
-//! whose first page is not already a free block of the requested order or larger.
+//! **compact_zone.** Two scanners meet in the middle of the zone. The migrate scanner
+//! starts at the cached position (or the zone start) and isolates up to
+//! COMPACT_CLUSTER_MAX (32) movable base pages per iteration; for costly orders it first
+//! searches the MOVABLE free lists of orders below the request for a pageblock that
+//! already has free pages (fast_find_migrateblock). The free scanner starts at the
+//! cached position (or the zone end), first takes free pages straight from the free lists
+//! near its end of the zone (fast_isolate_freepages, fast_isolate_around), then walks down
+//! pageblock by pageblock with a stride (32 in async mode, shrinking to 1 when it finds
+//! something). Isolated free blocks are kept per order and split on demand
+//! (compaction_alloc); isolated pages move with `move_folio`, their old frames go to the
+//! current CPU's per-CPU list. When the migrate scanner leaves an order-aligned block it
+//! drains the local per-CPU lists (lru_add_drain_cpu_zone) so that freed pages merge, and
+//! a direct compactor's capture_control takes the first block of its order that merges.
 //!
-//! **Simplifications** (documented): fast_find_migrateblock() and
-//! fast_isolate_freepages() (free-list searches that jump the scanners) are not modelled:
-//! both scanners are linear. Isolated free blocks are split on demand, lowest pfn first
-//! (v6.9+ compaction_alloc), not split to order 0 up front. __reset_isolation_suitable()
-//! clears every non-persistent skip bit and restarts both scanners at the zone ends
-//! instead of sampling blocks. No per-cpu lists, no lock contention: COMPACT_CONTENDED
-//! only arises when the free scanner stops on the min watermark before the scanners meet.
-//! There is no capture_control: after COMPACT_SUCCESS the allocator takes the block from
-//! the free lists (nothing else runs in between in the model).
+//! Pageblock skip bits: a block where nothing could be isolated is marked; async and
+//! sync-light compaction skip marked blocks (test_and_set_skip makes two compactors not
+//! scan the same block); a direct compaction whose scanners met asks kswapd to clear them
+//! when it goes to sleep (compact_blockskip_flush), and compaction restarting after the
+//! maximum deferral clears them (__reset_isolation_suitable, sampling every 8th page).
 //!
-//! **Costs** (reusing the profile; no new fields): each struct-page visit of a scanner
-//! (one step of isolate_migratepages_block / isolate_freepages_block; a whole free buddy
-//! or compound folio is one step, as in the kernel) costs `pte_walk_ns`; each pageblock
-//! the block walkers consider costs `pmd_walk_ns`; isolating a free block costs
-//! `page_alloc_ns` and returning one `page_free_ns`; each migrated base page costs
-//! `migrate_4k_ns` (charged by move_folio: unmap, copy, remap, TLB flush).
+//! Never isolated: KERNEL/PGTABLE/ZERO/RESERVED frames and per-CPU-list pages, pages off
+//! the LRU or already isolated (the model's stand-in for pinned pages), unevictable
+//! (mlocked) pages unless vm.compact_unevictable_allowed, PMD THPs
+//! (skip_isolation_on_order). Async direct compaction only takes sources from pageblocks
+//! of the allocation's migratetype and gives up on an order-aligned block at the first
+//! page it cannot isolate (skip_on_failure).
 //!
-//! **kcompactd.** One per node. Woken by kswapd (`wakeup_kcompactd`) it runs
-//! kcompactd_do_work() (SYNC_LIGHT, skipping deferred / watermark-ok / unsuitable zones,
-//! deferring on COMPLETE or PARTIAL_SKIPPED). Every 500 ms, when
-//! vm.compaction_proactiveness > 0, it computes the node's fragmentation score and, above
-//! the high watermark, compacts every zone (order -1, whole zone, ignoring skip hints,
-//! SYNC_LIGHT) until each zone's score is at most the low watermark; when a round did
-//! not lower the node score it backs off for 500 ms << 6 = 32 s. A proactive round runs
-//! in slices of KCOMPACTD_SLICE_NS of simulated CPU time so that it interleaves with the
-//! workload (the kernel's cond_resched points); between slices the isolated free pages
-//! go back to the buddy lists (the kernel keeps them in cc->freepages).
+//! **Costs** (`CostProfile`, calibrated by `thplab calibrate`): each loop step of the
+//! migrate scanner `compact_scan_migrate_ns` and of the free scanner
+//! `compact_scan_free_ns`, each pageblock a block walker considers `compact_block_ns`,
+//! each free-list entry examined `compact_freelist_ns`, each page isolated from its LRU
+//! `compact_isolate_ns` (under the node's simulated lru_lock), each free block isolated
+//! `page_alloc_ns` and each returned `page_free_ns`, each migrated base page
+//! `migrate_4k_ns` (charged by move_folio). Latency emerges from the work done.
+//!
+//! **kcompactd.** One per node, as in kcompactd(): a timed wait of 500 ms (no timeout at
+//! proactiveness 0); woken with a request it runs kcompactd_do_work() (SYNC_LIGHT,
+//! skipping deferred / watermark-ok / unsuitable zones, draining the per-CPU lists and
+//! deferring on COMPLETE or PARTIAL_SKIPPED); on a timeout, or when the proactiveness
+//! sysctl is written, it compacts proactively while the node's fragmentation score is
+//! above the high watermark (order -1, whole zones, skip hints ignored, SYNC_LIGHT, until
+//! each zone's score is at most the low watermark), backing off for 500 ms << 6 = 32 s
+//! when a round did not lower the score. A long round stops at a cond_resched() point
+//! (one compact_zone iteration) once the engine has another event due
+//! (`Clock::yield_at`) and resumes in the next step: other tasks see its work as it is
+//! done. Between steps the isolated free pages stay the round's (cc->freepages).
 
 use crate::consts::*;
 use crate::gfp::*;
 use crate::kernel::Kernel;
 use crate::kthread::Kthread;
 use crate::kthread::KthreadNext;
+use crate::locking::LockId;
 use crate::mm_types::*;
 use crate::mmzone::*;
 use crate::trace::trace_event;
 use crate::vmstat::{self, Ev};
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CompactPriority {
     SyncFull,
     SyncLight,
     Async,
 }
+/// MIN_COMPACT_PRIORITY, MIN_COMPACT_COSTLY_PRIORITY, DEF_COMPACT_PRIORITY and
+/// INIT_COMPACT_PRIORITY (include/linux/compaction.h).
+pub const MIN_COMPACT_PRIORITY: CompactPriority = CompactPriority::SyncFull;
+pub const MIN_COMPACT_COSTLY_PRIORITY: CompactPriority = CompactPriority::SyncLight;
+pub const DEF_COMPACT_PRIORITY: CompactPriority = CompactPriority::SyncLight;
+pub const INIT_COMPACT_PRIORITY: CompactPriority = CompactPriority::Async;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompactResult {
@@ -83,8 +96,6 @@ pub const COMPACT_MAX_DEFER_SHIFT: u32 = 6;
 pub const COMPACT_CLUSTER_MAX: usize = 32;
 /// COMPACTION_HPAGE_ORDER (HPAGE_PMD_ORDER)
 pub const COMPACTION_HPAGE_ORDER: u32 = HPAGE_PMD_ORDER;
-/// Simulated CPU time of one kcompactd engine step during a proactive round.
-pub const KCOMPACTD_SLICE_NS: u64 = 2_000_000;
 
 const PB: u64 = PAGEBLOCK_NR_PAGES;
 
@@ -96,6 +107,16 @@ fn pageblock_start(pfn: u64) -> u64 {
 #[inline]
 fn pageblock_end(pfn: u64) -> u64 {
     pageblock_start(pfn) + PB
+}
+/// block_start_pfn() / block_end_pfn() of an order
+#[inline]
+fn block_start_order(pfn: u64, order: i32) -> u64 {
+    let o = order.max(0) as u32;
+    pfn & !((1u64 << o) - 1)
+}
+#[inline]
+fn block_end_order(pfn: u64, order: i32) -> u64 {
+    block_start_order(pfn, order) + (1u64 << order.max(0) as u32)
 }
 
 /// enum migrate_mode
@@ -129,12 +150,23 @@ pub fn fragmentation_score_wmark(proactiveness: u64, leeway: bool, low: bool) ->
     }
 }
 
+/// struct capture_control: a direct compactor waiting for a block of `order` in zone `zi`.
+#[derive(Clone, Debug)]
+pub struct CaptureControl {
+    pub zi: usize,
+    pub order: u32,
+    pub migratetype: u8,
+    pub page: Option<u64>,
+}
+
 /// struct compact_control (the parts the model uses).
 #[derive(Clone, Debug)]
 pub struct CompactControl {
     pub zi: usize,
     /// -1: compact everything (vm.compact_memory, proactive)
     pub order: i32,
+    /// the order fast_isolate_freepages() searches first
+    search_order: i32,
     pub migratetype: u8,
     pub alloc_flags: AllocFlags,
     pub highest_zoneidx: usize,
@@ -146,13 +178,20 @@ pub struct CompactControl {
     pub proactive: bool,
     /// count compact_daemon_*_scanned too (kcompactd)
     pub daemon: bool,
+    /// lock contention or a signal ended the compaction (COMPACT_CONTENDED)
+    pub contended: bool,
     pub migrate_pfn: u64,
     pub free_pfn: u64,
+    /// fast_find_migrateblock's first find, where a failed search restarts the linear scan
+    fast_start_pfn: Option<u64>,
+    fast_start_used: bool,
+    fast_search_fail: u32,
+    /// isolated base pages awaiting migration
     migratepages: Vec<u64>,
-    nr_migratepages: usize,
-    /// isolated free blocks (pfn, order), split on demand
-    freepages: Vec<(u64, u32)>,
-    nr_freepages: usize,
+    nr_migratepages: u64,
+    /// isolated free blocks per order (cc->freepages[]), split on demand
+    pub(crate) freepages: Vec<VecDeque<u64>>,
+    nr_freepages: u64,
     pub total_migrate_scanned: u64,
     pub total_free_scanned: u64,
     counted_migrate: u64,
@@ -167,6 +206,7 @@ impl CompactControl {
         CompactControl {
             zi,
             order,
+            search_order: order,
             migratetype: gfp_migratetype(gfp),
             alloc_flags: 0,
             highest_zoneidx: ZONE_NORMAL,
@@ -177,11 +217,15 @@ impl CompactControl {
             ignore_block_suitable: false,
             proactive: false,
             daemon: false,
+            contended: false,
             migrate_pfn: 0,
             free_pfn: 0,
+            fast_start_pfn: None,
+            fast_start_used: false,
+            fast_search_fail: 0,
             migratepages: Vec::with_capacity(COMPACT_CLUSTER_MAX),
             nr_migratepages: 0,
-            freepages: vec![],
+            freepages: vec![VecDeque::new(); NR_PAGE_ORDERS],
             nr_freepages: 0,
             total_migrate_scanned: 0,
             total_free_scanned: 0,
@@ -196,14 +240,22 @@ impl CompactControl {
     fn scanners_met(&self) -> bool {
         (self.free_pfn >> PAGEBLOCK_ORDER) <= (self.migrate_pfn >> PAGEBLOCK_ORDER)
     }
+    /// freelist_scan_limit(): how many free-list entries a fast search may look at.
+    fn freelist_scan_limit(&self) -> u64 {
+        (COMPACT_CLUSTER_MAX as u64 >> self.fast_search_fail.min(63)) + 1
+    }
+    /// The isolated free blocks, (pfn, order): the checker counts them as owned.
+    pub fn isolated_free(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.freepages.iter().enumerate().flat_map(|(o, l)| l.iter().map(move |&p| (p, o as u32)))
+    }
 }
 
-/// A proactive round in progress (proactive_compact_node), resumable between slices.
+/// A proactive round in progress (compact_node(pgdat, true)), resumable between steps.
 #[derive(Clone, Debug)]
-struct ProactiveRound {
+pub(crate) struct ProactiveRound {
     zones: Vec<usize>,
     pos: usize,
-    cc: Option<CompactControl>,
+    pub(crate) cc: Option<CompactControl>,
     prev_score: u64,
 }
 
@@ -217,7 +269,9 @@ pub struct Kcompactd {
     pub deadline: Option<u64>,
     /// the next wait's timeout (500 ms, or 32 s after a fruitless proactive round)
     pub timeout_ns: u64,
-    round: Option<ProactiveRound>,
+    pub(crate) round: Option<ProactiveRound>,
+    /// kcompactd_do_work() in progress (its compact_zone, resumable between steps)
+    pub(crate) work: Option<DoWork>,
     pub proactive_rounds: u64,
     pub proactive_backoffs: u64,
     pub do_work_runs: u64,
@@ -231,11 +285,29 @@ impl Default for Kcompactd {
             deadline: None,
             timeout_ns: HPAGE_FRAG_CHECK_INTERVAL_NS,
             round: None,
+            work: None,
             proactive_rounds: 0,
             proactive_backoffs: 0,
             do_work_runs: 0,
         }
     }
+}
+impl Kcompactd {
+    /// The compact_control of a compaction in progress, if any (the checker's view of
+    /// its isolated free pages).
+    pub fn running_cc(&self) -> Option<&CompactControl> {
+        self.round.as_ref().and_then(|r| r.cc.as_ref()).or(self.work.as_ref().and_then(|w| w.cc.as_ref()))
+    }
+}
+
+/// kcompactd_do_work() in progress.
+#[derive(Clone, Debug)]
+pub(crate) struct DoWork {
+    order: u32,
+    highest: usize,
+    zones: Vec<usize>,
+    pos: usize,
+    pub(crate) cc: Option<CompactControl>,
 }
 
 /// A zone's deferral state, as the mm_compaction_defer_template tracepoints record it.
@@ -273,6 +345,14 @@ fn result_name(r: CompactResult) -> &'static str {
 /// The kernel's enum order (for max()).
 fn rank(r: CompactResult) -> u8 {
     r as u8
+}
+
+/// isolate_migratepages() outcome
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Isolate {
+    Abort,
+    None,
+    Success,
 }
 
 impl Kernel {
@@ -336,46 +416,124 @@ impl Kernel {
         z.compact_cached_free_pfn = pageblock_start(z.end_pfn() - 1);
     }
 
-    /// pageblock_skip_persistent(): the block starts with a compound page of order >=
-    /// pageblock_order (a PMD THP, the huge zero page); its skip bit stays.
-    fn pageblock_skip_persistent(&self, pfn: u64) -> bool {
-        let f = self.pm.frames[pageblock_start(pfn) as usize];
-        (tag(f) == TAG_ANON && folio_order(&self.pm.frames, pageblock_start(pfn)) >= PAGEBLOCK_ORDER)
-            || tag(f) == TAG_ZERO
+    /// PageCompound(page) && compound_order(compound_head(page)) >= pageblock_order: the
+    /// frame belongs to a PMD THP or the huge zero page.
+    fn in_pmd_folio(&self, pfn: u64) -> bool {
+        let f = self.pm.frames[pfn as usize];
+        match tag(f) {
+            TAG_ANON => {
+                compound(f) != COMPOUND_BASE
+                    && folio_order(&self.pm.frames, folio_head(&self.pm.frames, pfn)) >= PAGEBLOCK_ORDER
+            }
+            TAG_ZERO => true,
+            _ => false,
+        }
     }
 
-    /// __reset_isolation_suitable() (simplified: see the module doc).
+    /// pageblock_skip_persistent(): the page is part of a compound page of order >=
+    /// pageblock_order (a PMD THP, the huge zero page): its block's skip bit stays.
+    fn pageblock_skip_persistent(&self, pfn: u64) -> bool {
+        self.in_pmd_folio(pfn)
+    }
+
+    /// PageLRU(): a base page or a THP head on an LRU list.
+    fn page_lru(&self, pfn: u64) -> bool {
+        let f = self.pm.frames[pfn as usize];
+        tag(f) == TAG_ANON && compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE
+    }
+
+    /// __reset_isolation_pfn(): clear the block's skip bit if a sample of its pages (every
+    /// 2^PAGE_ALLOC_COSTLY_ORDER-th) finds an LRU page (a source) or a free page (a target).
+    fn reset_isolation_pfn(&mut self, zi: usize, pfn: u64, check_source: bool, check_target: bool) -> bool {
+        let (zs, ze) = (self.pm.zones[zi].start_pfn, self.pm.zones[zi].end_pfn());
+        self.charge(self.costs.compact_block_ns);
+        if self.pageblock_skip_persistent(pfn) {
+            return false;
+        }
+        if check_source && check_target && !self.pm.pb_skip(pfn) {
+            return true;
+        }
+        if !check_source && check_target && self.pm.pb_mt(pfn) != MIGRATE_MOVABLE {
+            return false;
+        }
+        let block = pageblock_start(pfn).max(zs);
+        let end = (pageblock_end(pfn) - 1).min(ze - 1);
+        let mut p = block;
+        let mut samples = 0;
+        let mut found = false;
+        while p <= end {
+            samples += 1;
+            if (check_source && self.page_lru(p)) || (check_target && is_free_head(self.pm.frames[p as usize])) {
+                self.pm.set_pb_skip(block, false);
+                found = true;
+                break;
+            }
+            p += 1 << PAGE_ALLOC_COSTLY_ORDER;
+        }
+        self.charge(samples * self.costs.compact_scan_migrate_ns);
+        found
+    }
+
+    /// __reset_isolation_suitable(): after a full compaction (compact_blockskip_flush),
+    /// walk the zone from both ends clearing skip bits where a sample finds a source or a
+    /// target, and restart both scanners at the outermost such blocks.
     fn reset_isolation_suitable_zone(&mut self, zi: usize) {
         if !self.pm.zones[zi].compact_blockskip_flush {
             return;
         }
         self.pm.zones[zi].compact_blockskip_flush = false;
-        let (s, e) = (self.pm.zones[zi].start_pfn, self.pm.zones[zi].end_pfn());
-        let mut pb = pageblock_start(s);
-        let mut blocks = 0;
-        while pb < e {
-            if !self.pageblock_skip_persistent(pb.max(s)) {
-                self.pm.set_pb_skip(pb.max(s), false);
+        let (zs, ze) = (self.pm.zones[zi].start_pfn, self.pm.zones[zi].end_pfn());
+        let mut migrate_pfn = zs;
+        let mut free_pfn = ze - 1;
+        let (mut reset_migrate, mut reset_free) = (free_pfn, migrate_pfn);
+        let (mut source_set, mut free_set) = (false, false);
+        while migrate_pfn < free_pfn {
+            if self.reset_isolation_pfn(zi, migrate_pfn, true, source_set) && migrate_pfn < reset_migrate {
+                source_set = true;
+                reset_migrate = migrate_pfn;
+                let z = &mut self.pm.zones[zi];
+                z.compact_init_migrate_pfn = reset_migrate;
+                z.compact_cached_migrate_pfn = [reset_migrate; 2];
             }
-            pb += PB;
-            blocks += 1;
+            if self.reset_isolation_pfn(zi, free_pfn, free_set, true) && free_pfn > reset_free {
+                free_set = true;
+                reset_free = free_pfn;
+                let z = &mut self.pm.zones[zi];
+                z.compact_init_free_pfn = reset_free;
+                z.compact_cached_free_pfn = reset_free;
+            }
+            migrate_pfn += PB;
+            free_pfn = free_pfn.saturating_sub(PB);
         }
-        self.charge(blocks * self.costs.pmd_walk_ns);
-        let z = &mut self.pm.zones[zi];
-        z.compact_init_migrate_pfn = s;
-        z.compact_init_free_pfn = pageblock_start(e - 1);
-        self.reset_cached_positions(zi);
+        if reset_migrate >= reset_free {
+            let z = &mut self.pm.zones[zi];
+            z.compact_cached_migrate_pfn = [migrate_pfn; 2];
+            z.compact_cached_free_pfn = free_pfn;
+        }
     }
 
-    /// reset_isolation_suitable(pgdat): kswapd calls this before sleeping; it clears the
-    /// skip bits of zones where a direct compaction's scanners met.
+    /// reset_isolation_suitable(pgdat): kswapd calls this before sleeping.
     pub fn reset_isolation_suitable(&mut self, nid: usize) {
-        let zs = self.pm.nodes[nid].zones.clone();
-        for zi in zs {
-            if self.pm.zones[zi].populated() && self.pm.zones[zi].compact_blockskip_flush {
-                self.reset_isolation_suitable_zone(zi);
-            }
+        for zi in self.node_zones(nid, MAX_NR_ZONES - 1) {
+            self.reset_isolation_suitable_zone(zi);
         }
+    }
+
+    /// isolation_suitable()
+    fn isolation_suitable(&self, cc: &CompactControl, pfn: u64) -> bool {
+        cc.ignore_skip_hint || !self.pm.pb_skip(pfn)
+    }
+
+    /// test_and_set_skip(): mark the block skipped; true if it already was.
+    fn test_and_set_skip(&mut self, cc: &CompactControl, pfn: u64) -> bool {
+        if cc.ignore_skip_hint {
+            return false;
+        }
+        let skip = self.pm.pb_skip(pfn);
+        if !skip {
+            self.pm.set_pb_skip(pfn, true);
+        }
+        skip
     }
 
     /// update_cached_migrate()
@@ -407,6 +565,21 @@ impl Kernel {
         vmstat::fragmentation_score_node(n.zones.iter().map(|&z| &self.pm.zones[z]), n.present)
     }
 
+    /// Free pages of zone `zi` a kcompactd holds isolated in a compact_zone() it paused
+    /// at a cond_resched() point (its cc->freepages and cc->migratepages).
+    pub fn kcompactd_isolated_pages(&self, zi: usize) -> (u64, u64) {
+        let mut held = (0, 0);
+        for pg in &self.pgdat {
+            let st = &pg.kcompactd;
+            let ccs = st.round.iter().filter_map(|r| r.cc.as_ref()).chain(st.work.iter().filter_map(|w| w.cc.as_ref()));
+            for cc in ccs.filter(|cc| cc.zi == zi) {
+                held.0 += cc.nr_freepages;
+                held.1 += cc.migratepages.len() as u64;
+            }
+        }
+        held
+    }
+
     /// fragmentation_score_wmark() with the configured proactiveness and formula.
     pub fn fragmentation_score_wmark(&self, low: bool) -> u64 {
         fragmentation_score_wmark(self.cfg.compaction_proactiveness, self.cfg.proactive_leeway, low)
@@ -422,23 +595,74 @@ impl Kernel {
 
     // ---------------- suitability ----------------
 
-    /// compaction_suitable(): enough order-0 free pages above the (low for costly
-    /// orders, else min) watermark plus compact_gap (2 << order), and for costly orders
-    /// a fragmentation index above vm.extfrag_threshold (or -1000).
-    pub fn compaction_suitable(&self, zi: usize, order: i32, highest_zoneidx: usize) -> bool {
+    /// __compaction_suitable(): order-0 pages above the watermark plus compact_gap
+    /// (2 << order), plus the low-min gap for costly orders.
+    fn __compaction_suitable(&self, zi: usize, order: u32, watermark: u64, highest: usize, free: u64) -> bool {
         let z = &self.pm.zones[zi];
-        let o = order.max(0) as u32;
-        let mark = if o > PAGE_ALLOC_COSTLY_ORDER { z.wmark(WMARK_LOW) } else { z.wmark(WMARK_MIN) } + (2u64 << o);
-        if !self.pm.zone_watermark_ok(zi, 0, mark, highest_zoneidx, 0) {
+        let mut mark = watermark + (2u64 << order);
+        if order > PAGE_ALLOC_COSTLY_ORDER {
+            mark += z.wmark(WMARK_LOW) - z.wmark(WMARK_MIN);
+        }
+        self.pm.zone_watermark_ok_free(zi, 0, mark, highest, 0, free)
+    }
+
+    /// compaction_suitable(): the watermark test above, and for costly orders a
+    /// fragmentation index above vm.extfrag_threshold (a failure due to fragmentation,
+    /// not to lack of memory).
+    pub fn compaction_suitable(&self, zi: usize, order: u32, watermark: u64, highest: usize) -> bool {
+        let z = &self.pm.zones[zi];
+        if !self.__compaction_suitable(zi, order, watermark, highest, z.free_pages) {
             return false;
         }
-        if o > PAGE_ALLOC_COSTLY_ORDER {
-            let fragindex = vmstat::fragmentation_index(z, o);
+        if order > PAGE_ALLOC_COSTLY_ORDER {
+            let fragindex = vmstat::fragmentation_index(z, order);
             if fragindex >= 0 && fragindex <= self.cfg.extfrag_threshold as i64 {
                 return false;
             }
         }
         true
+    }
+
+    /// compaction_suit_allocation_order(): SUCCESS if the allocation can already be
+    /// satisfied, SKIPPED if compaction is unlikely to help, CONTINUE otherwise.
+    /// kcompactd under vm.defrag_mode counts only free whole pageblocks.
+    fn compaction_suit_allocation_order(
+        &self,
+        zi: usize,
+        order: u32,
+        highest: usize,
+        alloc_flags: AllocFlags,
+        is_async: bool,
+        kcompactd: bool,
+    ) -> CompactResult {
+        let z = &self.pm.zones[zi];
+        let free = if kcompactd && self.cfg.defrag_mode { z.free_pages_blocks() } else { z.free_pages };
+        let wmark = z.wmark((alloc_flags & ALLOC_WMARK_MASK) as usize);
+        if self.pm.zone_watermark_ok_free(zi, order, wmark, highest, alloc_flags, free) {
+            return CompactResult::Success;
+        }
+        // costly async attempts need the watermark plus compact_gap in order-0 pages
+        // (without CONFIG_CMA, as on this project's kernel, ALLOC_CMA is 0: every request)
+        if order > PAGE_ALLOC_COSTLY_ORDER
+            && is_async
+            && !self.pm.zone_watermark_ok(zi, 0, wmark + (2u64 << order), highest, 0)
+        {
+            return CompactResult::Skipped;
+        }
+        if !self.compaction_suitable(zi, order, wmark, highest) {
+            return CompactResult::Skipped;
+        }
+        CompactResult::Continue
+    }
+
+    /// compaction_zonelist_suitable(): would compaction have room in some zone if reclaim
+    /// freed a share (1/order) of the reclaimable pages?
+    pub fn compaction_zonelist_suitable(&self, zonelist: &[usize], order: u32) -> bool {
+        zonelist.iter().any(|&zi| {
+            let z = &self.pm.zones[zi];
+            let available = self.zone_reclaimable_pages(zi) / order.max(1) as u64 + z.free_pages;
+            self.__compaction_suitable(zi, order, z.wmark(WMARK_MIN), ZONE_NORMAL, available)
+        })
     }
 
     // ---------------- the migrate scanner ----------------
@@ -459,154 +683,228 @@ impl Kernel {
         }
     }
 
-    /// isolate_migratepages(): find the next suitable source pageblock below the free
-    /// scanner and isolate from it. Returns true when pages were isolated.
-    fn isolate_migratepages(&mut self, cc: &mut CompactControl) -> bool {
+    /// fast_find_migrateblock(): for costly orders, look through the MOVABLE free lists of
+    /// orders below the request (PAGE_ALLOC_COSTLY_ORDER and up) for a free block in the
+    /// first part of the scan space whose pageblock is not skipped: migrating from a block
+    /// that already has free pages frees it sooner. Examined entries rotate to the list's
+    /// tail so the next search sees others.
+    fn fast_find_migrateblock(&mut self, cc: &mut CompactControl) -> u64 {
+        let limit = cc.freelist_scan_limit();
+        let mut nr_scanned = 0u64;
+        let mut pfn = cc.migrate_pfn;
         let zs = self.pm.zones[cc.zi].start_pfn;
-        // fast_find_migrateblock() is not modelled: the scan is linear.
-        let mut low_pfn = cc.migrate_pfn;
-        let mut block_start = pageblock_start(low_pfn).max(zs);
-        let mut block_end = pageblock_end(low_pfn);
-        let mut blocks = 0u64;
+        if cc.ignore_skip_hint || cc.finish_pageblock {
+            return pfn;
+        }
+        if pfn != zs && pfn != pageblock_start(pfn) {
+            return pfn;
+        }
+        if cc.order <= PAGE_ALLOC_COSTLY_ORDER as i32 {
+            return pfn;
+        }
+        if cc.direct_compaction && cc.migratetype != MIGRATE_MOVABLE {
+            return pfn;
+        }
+        let mut distance = (cc.free_pfn.saturating_sub(cc.migrate_pfn)) >> 1;
+        if cc.migrate_pfn != zs {
+            distance >>= 2;
+        }
+        let high_pfn = pageblock_start(cc.migrate_pfn + distance);
         let mut found = false;
-        while block_end <= cc.free_pfn {
-            blocks += 1;
-            let skipped =
-                (low_pfn.is_multiple_of(PB) || low_pfn == zs) && !cc.ignore_skip_hint && self.pm.pb_skip(block_start);
-            if !skipped {
-                if !self.suitable_migration_source(cc, block_start) {
-                    self.update_cached_migrate(cc, block_end);
-                } else {
-                    self.isolate_migratepages_block(cc, low_pfn, block_end);
+        let mut order = cc.order - 1;
+        while order >= PAGE_ALLOC_COSTLY_ORDER as i32 && !found && nr_scanned < limit {
+            let o = order as u32;
+            order -= 1;
+            if self.pm.zones[cc.zi].nr_free_order(o as usize) == 0 {
+                continue;
+            }
+            let mut fp = self.pm.free_list(cc.zi, o, MIGRATE_MOVABLE).head;
+            while fp != NIL {
+                let next = List::next(&self.pm.links, fp);
+                let was = nr_scanned;
+                nr_scanned += 1;
+                if was >= limit {
+                    self.pm.rotate_free_list(cc.zi, o, MIGRATE_MOVABLE, fp as u64, true);
+                    break;
+                }
+                let free_pfn = fp as u64;
+                if free_pfn < high_pfn {
+                    if self.pm.pb_skip(free_pfn) {
+                        fp = next;
+                        continue;
+                    }
+                    self.pm.rotate_free_list(cc.zi, o, MIGRATE_MOVABLE, free_pfn, true);
+                    // update_fast_start_pfn()
+                    if !cc.fast_start_used {
+                        cc.fast_start_pfn = Some(cc.fast_start_pfn.map_or(free_pfn, |s| s.min(free_pfn)));
+                    }
+                    pfn = pageblock_start(free_pfn).max(zs);
+                    cc.fast_search_fail = 0;
                     found = true;
                     break;
                 }
+                fp = next;
             }
+        }
+        cc.total_migrate_scanned += nr_scanned;
+        self.charge(nr_scanned * self.costs.compact_freelist_ns);
+        if !found {
+            cc.fast_search_fail += 1;
+            // reinit_migrate_pfn(): a failed search restarts the linear scan at the
+            // lowest block a search found before
+            if let (Some(s), false) = (cc.fast_start_pfn, cc.fast_start_used) {
+                cc.migrate_pfn = s;
+                cc.fast_start_used = true;
+            }
+            pfn = cc.migrate_pfn;
+        }
+        pfn
+    }
+
+    /// isolate_migratepages(): find the next suitable source pageblock below the free
+    /// scanner (fast search first) and isolate from it.
+    fn isolate_migratepages(&mut self, cc: &mut CompactControl) -> Isolate {
+        let zs = self.pm.zones[cc.zi].start_pfn;
+        let mut low_pfn = self.fast_find_migrateblock(cc);
+        let mut block_start = pageblock_start(low_pfn).max(zs);
+        let mut fast_find_block = low_pfn != cc.migrate_pfn && cc.fast_search_fail == 0;
+        let mut block_end = pageblock_end(low_pfn);
+        let mut blocks = 0u64;
+        let mut result = Isolate::None;
+        while block_end <= cc.free_pfn {
+            blocks += 1;
+            let aligned = low_pfn.is_multiple_of(PB) || low_pfn == zs;
+            let skip = aligned && !fast_find_block && !self.isolation_suitable(cc, block_start);
+            if !skip {
+                if !self.suitable_migration_source(cc, block_start) {
+                    self.update_cached_migrate(cc, block_end);
+                } else {
+                    if !self.isolate_migratepages_block(cc, low_pfn, block_end) {
+                        result = Isolate::Abort;
+                    }
+                    break;
+                }
+            }
+            fast_find_block = false;
             cc.migrate_pfn = block_end;
             low_pfn = block_end;
             block_start = block_end;
             block_end += PB;
         }
-        self.charge(blocks * self.costs.pmd_walk_ns);
-        let _ = found;
-        cc.nr_migratepages = cc.migratepages.len();
-        cc.nr_migratepages > 0
+        self.charge(blocks * self.costs.compact_block_ns);
+        if result == Isolate::Abort {
+            return result;
+        }
+        if cc.nr_migratepages > 0 {
+            Isolate::Success
+        } else {
+            Isolate::None
+        }
     }
 
     /// isolate_migratepages_block(): isolate movable base pages of [low, end) onto
-    /// cc.migratepages, at most COMPACT_CLUSTER_MAX unless finishing the block.
-    fn isolate_migratepages_block(&mut self, cc: &mut CompactControl, low: u64, end: u64) {
+    /// cc.migratepages, at most COMPACT_CLUSTER_MAX unless finishing the block. The first
+    /// page taken under the lru_lock marks the block skipped for other compactors
+    /// (test_and_set_skip); a block scanned to its end with nothing isolated is marked
+    /// skipped. Returns false when the scan was aborted.
+    fn isolate_migratepages_block(&mut self, cc: &mut CompactControl, low: u64, end: u64) -> bool {
         let zs = self.pm.zones[cc.zi].start_pfn;
+        cc.migrate_pfn = low;
         let unevictable_ok = self.cfg.compact_unevictable_allowed;
-        let skip_on_failure = cc.direct_compaction && cc.mode == MigrateMode::Async && cc.order > 0;
-        let order_pages = if cc.order > 0 { 1u64 << cc.order } else { 1 };
-        let block_end_order = |pfn: u64| (pfn + 1).div_ceil(order_pages) * order_pages;
-        let mut next_skip_pfn = if skip_on_failure { block_end_order(low) } else { 0 };
+        let skip_on_failure = cc.direct_compaction && cc.mode == MigrateMode::Async;
+        let mut next_skip_pfn = if skip_on_failure { block_end_order(low, cc.order) } else { 0 };
         let mut pfn = low;
-        let mut nr_scanned = 0u64;
-        let mut steps = 0u64;
-        let mut nr_isolated = 0u64;
+        let (mut nr_scanned, mut steps, mut nr_isolated) = (0u64, 0u64, 0u64);
         let mut valid_page: Option<u64> = None;
-        let mut aborted = false;
+        let mut skip_updated = false;
+        let mut locked = false;
         while pfn < end {
             if skip_on_failure && pfn >= next_skip_pfn {
                 if nr_isolated > 0 {
                     break;
                 }
-                next_skip_pfn = block_end_order(pfn);
+                next_skip_pfn = block_end_order(pfn, cc.order);
             }
             nr_scanned += 1;
             steps += 1;
             if valid_page.is_none() && (pfn.is_multiple_of(PB) || pfn == zs) {
-                if !cc.ignore_skip_hint && self.pm.pb_skip(pfn) {
+                if !self.isolation_suitable(cc, pfn) {
                     pfn = end;
-                    aborted = true;
                     break;
                 }
                 valid_page = Some(pfn);
             }
             let f = self.pm.frames[pfn as usize];
-            // Some(n): step over n pfns and count it a failure; None: isolated or skipped fine
-            let fail: Option<u64> = match tag(f) {
-                TAG_FREE => {
-                    // a free buddy: step over it (not a failure)
-                    let o = free_order(f);
-                    let n = 1u64 << o;
-                    nr_scanned += n - 1;
-                    pfn += n;
-                    continue;
+            let t = tag(f);
+            if t == TAG_FREE {
+                // a free buddy: stepped over, not a failure
+                let o = free_order(f);
+                if o > 0 {
+                    pfn += (1 << o) - 1;
+                    nr_scanned += (1 << o) - 1;
                 }
-                TAG_ANON => match compound(f) {
-                    COMPOUND_BASE => {
-                        let l = lru(f);
-                        if l == LRU_NONE || isolated(f) || ((l == LRU_UNEVICTABLE || mlocked(f)) && !unevictable_ok) {
-                            Some(1)
-                        } else {
-                            cc.migratepages.push(pfn);
-                            nr_isolated += 1;
-                            if cc.migratepages.len() >= COMPACT_CLUSTER_MAX && !cc.finish_pageblock {
-                                pfn += 1;
-                                break;
+                pfn += 1;
+                continue;
+            }
+            let mut ok = false;
+            if (t == TAG_ANON && compound(f) == COMPOUND_HEAD) || (t == TAG_ZERO && pfn == pageblock_start(pfn)) {
+                // a PMD folio: skip_isolation_on_order() is true for order >= pageblock_order;
+                // the model skips mTHP folios too (approximation: 6.18 migrates those below
+                // the target order, docs/mthp.md)
+                let n = if t == TAG_ANON { 1u64 << folio_order(&self.pm.frames, pfn) } else { HPAGE_PMD_NR };
+                pfn += n - 1;
+                nr_scanned += n - 1;
+            } else if t == TAG_ANON && compound(f) == COMPOUND_BASE {
+                let l = lru(f);
+                let pinned = isolated(f);
+                let unevictable = l == LRU_UNEVICTABLE || mlocked(f);
+                if l != LRU_NONE && !pinned && (!unevictable || unevictable_ok) {
+                    if !locked {
+                        locked = true;
+                        if !skip_updated {
+                            if let Some(v) = valid_page {
+                                skip_updated = true;
+                                if self.test_and_set_skip(cc, v) && !cc.finish_pageblock {
+                                    pfn = end;
+                                    break;
+                                }
                             }
-                            None
                         }
                     }
-                    // a PMD THP: skip_isolation_on_order(9, order) is always true; the
-                    // model skips mTHP folios too (approximation: 6.18 migrates those
-                    // below the target order, docs/mthp.md)
-                    COMPOUND_HEAD => {
-                        let n = 1u64 << folio_order(&self.pm.frames, pfn);
-                        nr_scanned += n - 1;
-                        Some(n)
-                    }
-                    // a tail (entered mid-folio): compound_order() of a tail is 0
-                    _ => Some(1),
-                },
-                TAG_ZERO => {
-                    if pfn.is_multiple_of(HPAGE_PMD_NR) {
-                        nr_scanned += HPAGE_PMD_NR - 1;
-                        Some(HPAGE_PMD_NR)
-                    } else {
-                        Some(1)
-                    }
-                }
-                TAG_KERNEL => {
-                    // not compound, not on the LRU: the kernel visits every page of the
-                    // allocation; step over the block at once but count every page
-                    let o = free_order(f);
-                    let next = (pageblock_start(pfn).max(pfn & !((1u64 << o) - 1)) + (1u64 << o)).min(end);
-                    let n = next.max(pfn + 1) - pfn;
-                    if skip_on_failure {
-                        Some(1)
-                    } else {
-                        nr_scanned += n - 1;
-                        steps += n - 1;
-                        Some(n)
-                    }
-                }
-                _ => Some(1),
-            };
-            match fail {
-                None => pfn += 1,
-                Some(n) => {
-                    pfn += n;
-                    if skip_on_failure {
-                        // isolate_fail: give up on this order-aligned block
-                        if nr_isolated > 0 {
-                            cc.migratepages.clear();
-                            nr_isolated = 0;
-                        }
-                        if pfn < next_skip_pfn {
-                            pfn = next_skip_pfn;
-                            next_skip_pfn += order_pages;
-                        }
-                    }
+                    ok = true;
                 }
             }
+            if ok {
+                cc.migratepages.push(pfn);
+                cc.nr_migratepages += 1;
+                nr_isolated += 1;
+                pfn += 1;
+                if cc.nr_migratepages >= COMPACT_CLUSTER_MAX as u64 && !cc.finish_pageblock && !cc.contended {
+                    break;
+                }
+                continue;
+            }
+            // isolate_fail
+            pfn += 1;
+            if !skip_on_failure {
+                continue;
+            }
+            if nr_isolated > 0 {
+                // we cannot form the order-aligned block anyway: put them back
+                cc.migratepages.truncate(cc.migratepages.len() - nr_isolated as usize);
+                cc.nr_migratepages -= nr_isolated;
+                nr_isolated = 0;
+            }
+            if pfn < next_skip_pfn {
+                pfn = next_skip_pfn;
+                next_skip_pfn += 1u64 << cc.order.max(0);
+            }
         }
-        pfn = pfn.min(end);
+        if pfn > end {
+            pfn = end;
+        }
         if pfn == end && (nr_isolated == 0 || cc.finish_pageblock) {
-            if let (Some(v), false) = (valid_page, aborted) {
+            if let (Some(v), false) = (valid_page, skip_updated) {
                 self.pm.set_pb_skip(v, true);
             }
             self.update_cached_migrate(cc, pfn);
@@ -614,17 +912,12 @@ impl Kernel {
         cc.total_migrate_scanned += nr_scanned;
         if nr_isolated > 0 {
             self.rec.vm.add(Ev::COMPACT_ISOLATED, nr_isolated);
+            let nid = self.pm.zones[cc.zi].node;
+            self.lock_acquire(LockId::Lru(nid), nr_isolated * self.costs.compact_isolate_ns);
         }
-        trace_event!(
-            self,
-            mm_compaction_isolate_migratepages,
-            start_pfn = low,
-            end_pfn = pfn,
-            nr_scanned = nr_scanned,
-            nr_taken = nr_isolated,
-        );
         cc.migrate_pfn = pfn;
-        self.charge(steps * self.costs.pte_walk_ns);
+        self.charge(steps * self.costs.compact_scan_migrate_ns);
+        true
     }
 
     // ---------------- the free scanner ----------------
@@ -644,34 +937,39 @@ impl Kernel {
         self.pm.pb_mt(pfn) == MIGRATE_MOVABLE
     }
 
+    /// Take the free block at `pfn` for the compactor (__isolate_free_page); its first
+    /// frame marks it as isolated. Returns its order.
+    fn isolate_free_block(&mut self, cc: &mut CompactControl, pfn: u64) -> Option<u32> {
+        let o = self.pm.isolate_free_page(cc.zi, pfn)?;
+        self.pm.frames[pfn as usize] = make_isolated_free(o);
+        cc.nr_freepages += 1 << o;
+        cc.freepages[o as usize].push_back(pfn);
+        self.rec.vm.add(Ev::COMPACT_ISOLATED, 1 << o);
+        self.charge(self.costs.page_alloc_ns);
+        Some(o)
+    }
+
     /// isolate_freepages_block(): isolate free blocks of [*start, end) stepping by
     /// `stride`, until enough for the pending migration batch. Returns pages isolated.
     fn isolate_freepages_block(&mut self, cc: &mut CompactControl, start: &mut u64, end: u64, stride: u64) -> u64 {
         let mut pfn = *start;
-        let mut nr_scanned = 0u64;
-        let mut steps = 0u64;
-        let mut total = 0u64;
-        let mut blocks = 0u64;
+        let (mut nr_scanned, mut steps, mut total) = (0u64, 0u64, 0u64);
         while pfn < end {
             nr_scanned += 1;
             steps += 1;
-            let f = self.pm.frames[pfn as usize];
-            let t = tag(f);
-            if (t == TAG_ANON && compound(f) == COMPOUND_HEAD) || (t == TAG_ZERO && pfn.is_multiple_of(HPAGE_PMD_NR)) {
-                let n = if t == TAG_ANON { 1u64 << folio_order(&self.pm.frames, pfn) } else { HPAGE_PMD_NR };
-                if pfn + n <= end {
-                    pfn += n - 1;
-                    nr_scanned += n - 1;
+            if self.in_pmd_folio(pfn) {
+                // a compound page: skipped at once when it fits the block
+                let head = pageblock_start(pfn);
+                if head == pfn && pfn + HPAGE_PMD_NR <= end {
+                    pfn += HPAGE_PMD_NR - 1;
+                    nr_scanned += HPAGE_PMD_NR - 1;
                 }
-            } else if t == TAG_FREE {
-                let Some(o) = self.pm.isolate_free_page(cc.zi, pfn) else { break };
+            } else if is_free_head(self.pm.frames[pfn as usize]) {
+                let Some(o) = self.isolate_free_block(cc, pfn) else { break };
                 let n = 1u64 << o;
-                blocks += 1;
                 nr_scanned += n - 1;
                 total += n;
-                cc.nr_freepages += n as usize;
-                cc.freepages.push((pfn, o));
-                if cc.nr_freepages >= cc.nr_migratepages {
+                if cc.nr_migratepages <= cc.nr_freepages {
                     pfn += n;
                     break;
                 }
@@ -682,27 +980,164 @@ impl Kernel {
         if pfn > end {
             pfn = end;
         }
-        trace_event!(
-            self,
-            mm_compaction_isolate_freepages,
-            start_pfn = *start,
-            end_pfn = pfn,
-            nr_scanned = nr_scanned,
-            nr_taken = total,
-        );
         *start = pfn;
         cc.total_free_scanned += nr_scanned;
-        if total > 0 {
-            self.rec.vm.add(Ev::COMPACT_ISOLATED, total);
-        }
-        self.charge(steps * self.costs.pte_walk_ns + blocks * self.costs.page_alloc_ns);
+        self.charge(steps * self.costs.compact_scan_free_ns);
         total
     }
 
-    /// isolate_freepages(): walk down from cc.free_pfn, pageblock by pageblock, above the
-    /// migrate scanner, isolating free pages from suitable target blocks.
+    /// next_search_order(): fast_isolate_freepages searches orders round-robin.
+    fn next_search_order(cc: &mut CompactControl, order: i32) -> i32 {
+        let mut order = order - 1;
+        if order < 0 {
+            order = cc.order - 1;
+        }
+        if order == cc.search_order {
+            cc.search_order -= 1;
+            if cc.search_order < 0 {
+                cc.search_order = cc.order - 1;
+            }
+            return -1;
+        }
+        order
+    }
+
+    /// fast_isolate_freepages(): search the MOVABLE free lists of orders below the request,
+    /// from their tails, for a free block in the top quarter (else the top half) of the
+    /// scan space; isolate it and what else is free in its pageblock (fast_isolate_around).
+    /// Examined entries rotate so the next search sees others; at the start of a scan the
+    /// highest block found moves the free scanner there.
+    fn fast_isolate_freepages(&mut self, cc: &mut CompactControl) {
+        if cc.order <= 0 {
+            return;
+        }
+        let zi = cc.zi;
+        let zs = self.pm.zones[zi].start_pfn;
+        let mut limit = (cc.freelist_scan_limit() >> 1).max(1);
+        let (mut nr_scanned, mut highest) = (0u64, 0u64);
+        let mut page: Option<u64> = None;
+        let mut scan_start = false;
+        if cc.free_pfn >= self.pm.zones[zi].compact_init_free_pfn {
+            limit = PB >> 1;
+            scan_start = true;
+        }
+        let distance = cc.free_pfn.saturating_sub(cc.migrate_pfn);
+        let mut low_pfn = pageblock_start(cc.free_pfn - (distance >> 2));
+        let min_pfn = pageblock_start(cc.free_pfn - (distance >> 1));
+        if min_pfn > low_pfn {
+            low_pfn = min_pfn;
+        }
+        cc.search_order = cc.search_order.min(cc.order - 1);
+        let mut order = cc.search_order;
+        while page.is_none() && order >= 0 {
+            let o = order as u32;
+            if self.pm.zones[zi].nr_free_order(o as usize) == 0 {
+                order = Self::next_search_order(cc, order);
+                continue;
+            }
+            let mut order_scanned = 0u64;
+            let mut high_pfn = 0u64;
+            let mut fp = self.pm.free_list(zi, o, MIGRATE_MOVABLE).tail;
+            let mut last = NIL;
+            while fp != NIL {
+                order_scanned += 1;
+                nr_scanned += 1;
+                last = fp;
+                let pfn = fp as u64;
+                if pfn >= highest {
+                    highest = pageblock_start(pfn).max(zs);
+                }
+                if pfn >= low_pfn {
+                    cc.fast_search_fail = 0;
+                    cc.search_order = order;
+                    page = Some(pfn);
+                    break;
+                }
+                if pfn >= min_pfn && pfn > high_pfn {
+                    high_pfn = pfn;
+                    limit >>= 1;
+                }
+                if order_scanned >= limit {
+                    break;
+                }
+                fp = List::prev(&self.pm.links, fp);
+            }
+            if page.is_none() && high_pfn != 0 {
+                page = Some(high_pfn);
+                last = high_pfn as u32;
+            }
+            if last != NIL {
+                self.pm.rotate_free_list(zi, o, MIGRATE_MOVABLE, last as u64, false);
+            }
+            if let Some(p) = page {
+                if self.isolate_free_block(cc, p).is_some() {
+                    nr_scanned += (1u64 << o) - 1;
+                } else {
+                    // if isolation fails, abort the search
+                    order = cc.search_order + 1;
+                    page = None;
+                }
+            }
+            if cc.nr_freepages >= cc.nr_migratepages {
+                break;
+            }
+            if order_scanned >= limit {
+                limit = (limit >> 1).max(1);
+            }
+            if page.is_none() {
+                order = Self::next_search_order(cc, order);
+            }
+        }
+        self.charge(nr_scanned * self.costs.compact_freelist_ns);
+        let mut around = page;
+        if page.is_none() {
+            cc.fast_search_fail += 1;
+            if scan_start {
+                if highest >= min_pfn {
+                    around = Some(highest);
+                    cc.free_pfn = highest;
+                } else if cc.direct_compaction && min_pfn >= zs {
+                    around = Some(min_pfn).filter(|&p| self.suitable_migration_target(cc, p));
+                    cc.free_pfn = min_pfn;
+                }
+            }
+        }
+        let z = &mut self.pm.zones[zi];
+        if highest != 0 && highest >= z.compact_cached_free_pfn {
+            z.compact_cached_free_pfn = highest.saturating_sub(PB);
+        }
+        cc.total_free_scanned += nr_scanned;
+        if let Some(p) = around {
+            self.fast_isolate_around(cc, p);
+        }
+    }
+
+    /// fast_isolate_around(): isolate what is free in the found block's pageblock (not
+    /// for async direct compaction); a block left with nothing is marked skipped.
+    fn fast_isolate_around(&mut self, cc: &mut CompactControl, pfn: u64) {
+        if cc.nr_freepages >= cc.nr_migratepages {
+            return;
+        }
+        if cc.direct_compaction && cc.mode == MigrateMode::Async {
+            return;
+        }
+        let (zs, ze) = (self.pm.zones[cc.zi].start_pfn, self.pm.zones[cc.zi].end_pfn());
+        let mut start = pageblock_start(pfn).max(zs);
+        let end = pageblock_end(pfn).min(ze);
+        let page = start;
+        self.isolate_freepages_block(cc, &mut start, end, 1);
+        if start == end {
+            self.pm.set_pb_skip(page, true);
+        }
+    }
+
+    /// isolate_freepages(): the fast search, then walk down from cc.free_pfn, pageblock by
+    /// pageblock, above the migrate scanner, isolating free pages from suitable blocks.
     fn isolate_freepages(&mut self, cc: &mut CompactControl) {
-        // fast_isolate_freepages() is not modelled: the scan is linear.
+        self.fast_isolate_freepages(cc);
+        if cc.nr_freepages > 0 {
+            return;
+        }
         let (zs, ze) = (self.pm.zones[cc.zi].start_pfn, self.pm.zones[cc.zi].end_pfn());
         let mut isolate_start = cc.free_pfn as i64;
         let mut block_start = pageblock_start(cc.free_pfn) as i64;
@@ -712,9 +1147,9 @@ impl Kernel {
         let mut blocks = 0u64;
         while block_start >= low {
             blocks += 1;
-            let page = (block_start as u64).max(zs);
-            if self.suitable_migration_target(cc, page) && (cc.ignore_skip_hint || !self.pm.pb_skip(page)) {
-                let mut s = (isolate_start as u64).max(zs);
+            let page = block_start as u64;
+            if page >= zs && self.suitable_migration_target(cc, page) && self.isolation_suitable(cc, page) {
+                let mut s = isolate_start as u64;
                 let nr = self.isolate_freepages_block(cc, &mut s, block_end, stride);
                 isolate_start = s as i64;
                 if s == block_end {
@@ -728,41 +1163,59 @@ impl Kernel {
                 } else if s < block_end {
                     break;
                 }
-                stride = if nr > 0 { 1 } else { (stride << 1).min(COMPACT_CLUSTER_MAX as u64) };
+                if nr > 0 {
+                    stride = 1;
+                } else {
+                    stride = (stride << 1).min(COMPACT_CLUSTER_MAX as u64);
+                }
             }
             block_end = block_start as u64;
             block_start -= PB as i64;
             isolate_start = block_start;
         }
-        self.charge(blocks * self.costs.pmd_walk_ns);
+        self.charge(blocks * self.costs.compact_block_ns);
         cc.free_pfn = isolate_start.max(0) as u64;
     }
 
-    /// compaction_alloc(): a target page for one migration (order 0), isolating more
-    /// free pages when the list is empty.
+    /// compaction_alloc(): a target page for one base page, from the isolated blocks
+    /// (the smallest that fits, split on demand), isolating more once when none is left.
     fn compaction_alloc(&mut self, cc: &mut CompactControl) -> Option<u64> {
-        if cc.freepages.is_empty() {
-            self.isolate_freepages(cc);
-            if cc.freepages.is_empty() {
+        let mut has_isolated = false;
+        loop {
+            if let Some(o) = (0..NR_PAGE_ORDERS).find(|&o| !cc.freepages[o].is_empty()) {
+                let pfn = cc.freepages[o].pop_front().unwrap();
+                let mut o = o as u32;
+                while o > 0 {
+                    o -= 1;
+                    let half = pfn + (1u64 << o);
+                    self.pm.frames[half as usize] = make_isolated_free(o);
+                    cc.freepages[o as usize].push_front(half);
+                }
+                self.pm.frames[pfn as usize] = 0;
+                cc.nr_freepages -= 1;
+                cc.nr_migratepages = cc.nr_migratepages.saturating_sub(1);
+                return Some(pfn);
+            }
+            if has_isolated {
                 return None;
             }
+            self.isolate_freepages(cc);
+            has_isolated = true;
         }
-        let (pfn, o) = cc.freepages.pop().unwrap();
-        for k in (0..o).rev() {
-            cc.freepages.push((pfn + (1 << k), k));
-        }
-        cc.nr_freepages -= 1;
-        Some(pfn)
     }
 
-    /// release_freepages(): return unused targets to the buddy lists; the highest pfn.
-    fn release_freepages(&mut self, cc: &mut CompactControl) -> u64 {
+    /// release_free_list(): the unused isolated blocks go back (__free_pages: the per-CPU
+    /// lists for the orders they keep); returns the highest pfn.
+    fn release_free_list(&mut self, cc: &mut CompactControl) -> u64 {
         let mut high = 0;
-        let n = cc.freepages.len() as u64;
-        for (pfn, o) in std::mem::take(&mut cc.freepages) {
-            let mt = self.pm.pb_mt(pfn);
-            self.pm.free_one_page(cc.zi, pfn, o, mt);
-            high = high.max(pfn);
+        let mut n = 0;
+        for o in 0..NR_PAGE_ORDERS {
+            for pfn in std::mem::take(&mut cc.freepages[o]) {
+                self.pm.frames[pfn as usize] = 0;
+                self.pm.free_pages(Pfn(pfn), o as u32, &mut self.rec.vm);
+                high = high.max(pfn);
+                n += 1;
+            }
         }
         cc.nr_freepages = 0;
         self.charge(n * self.costs.page_free_ns);
@@ -770,11 +1223,11 @@ impl Kernel {
     }
 
     /// migrate_pages(..., compaction_alloc, compaction_free, mode, MR_COMPACTION) for the
-    /// isolated batch. Returns true on -ENOMEM (no target page could be found).
+    /// isolated batch. Returns true on -ENOMEM (no target page could be found); the pages
+    /// not reached stay where they are (putback_movable_pages).
     fn compact_migrate_pages(&mut self, cc: &mut CompactControl) -> bool {
         let pages = std::mem::take(&mut cc.migratepages);
-        let mut enomem = false;
-        let mut moved = 0;
+        let (mut moved, mut enomem) = (0, false);
         for &src in &pages {
             match self.compaction_alloc(cc) {
                 Some(dst) => {
@@ -789,7 +1242,7 @@ impl Kernel {
             }
         }
         self.rec.vm.add(Ev::PGMIGRATE_SUCCESS, moved);
-        trace_event!(self, mm_compaction_migratepages, nr_migrated = moved, nr_failed = enomem as u64);
+        trace_event!(self, mm_compaction_migratepages, nr_migratepages = pages.len(), nr_succeeded = moved);
         cc.migratepages = pages;
         cc.migratepages.clear();
         cc.nr_migratepages = 0;
@@ -798,24 +1251,26 @@ impl Kernel {
 
     // ---------------- compact_zone ----------------
 
-    /// compact_finished(): __compact_finished() and its tracepoint (the model never
-    /// returns NO_SUITABLE_PAGE, which the kernel turns into CONTINUE here).
+    /// __compact_finished() (+ compact_finished(): NO_SUITABLE_PAGE means continue).
     fn compact_finished(&mut self, cc: &CompactControl) -> CompactResult {
-        let ret = self.compact_finished_check(cc);
-        let z = &self.pm.zones[cc.zi];
+        let zi = cc.zi;
+        let ret = self.__compact_finished(cc);
         trace_event!(
             self,
             mm_compaction_finished,
-            nid = z.node,
-            zone = z.name,
+            nid = self.pm.zones[zi].node,
+            zone = self.pm.zones[zi].name,
             order = cc.order,
-            ret = result_name(ret)
+            ret = result_name(ret),
         );
-        ret
+        if ret == CompactResult::NoSuitablePage {
+            CompactResult::Continue
+        } else {
+            ret
+        }
     }
 
-    /// __compact_finished()
-    fn compact_finished_check(&mut self, cc: &CompactControl) -> CompactResult {
+    fn __compact_finished(&mut self, cc: &CompactControl) -> CompactResult {
         let zi = cc.zi;
         if cc.scanners_met() {
             self.reset_cached_positions(zi);
@@ -824,41 +1279,63 @@ impl Kernel {
             }
             return if cc.whole_zone { CompactResult::Complete } else { CompactResult::PartialSkipped };
         }
-        if cc.proactive {
+        let ret = if cc.proactive {
             if self.kswapd_is_running(self.pm.zones[zi].node) {
                 return CompactResult::PartialSkipped;
             }
             let score = vmstat::fragmentation_score_zone(&self.pm.zones[zi]);
-            return if score > self.fragmentation_score_wmark(true) {
+            if score > self.fragmentation_score_wmark(true) {
                 CompactResult::Continue
             } else {
                 CompactResult::Success
-            };
-        }
-        if cc.order < 0 {
-            return CompactResult::Continue;
-        }
-        if !cc.migrate_pfn.is_multiple_of(PB) {
-            return CompactResult::Continue;
-        }
-        let mt = cc.migratetype;
-        for order in cc.order as u32..=MAX_PAGE_ORDER {
-            if self.pm.zones[zi].free_area[order as usize].nr_free[mt as usize] > 0 {
-                return CompactResult::Success;
             }
-            // v6.15 defrag_mode: only whole pageblocks may be claimed
-            if self.cfg.defrag_mode && order < PAGEBLOCK_ORDER {
-                continue;
+        } else {
+            if cc.order < 0 {
+                return CompactResult::Continue;
             }
-            if self.pm.find_suitable_fallback(zi, order, mt, true) >= 0 {
-                return CompactResult::Success;
+            if !cc.migrate_pfn.is_multiple_of(PB) {
+                return CompactResult::Continue;
             }
+            // vm.defrag_mode: kcompactd works until the high watermark is met in free
+            // whole pageblocks
+            if self.cfg.defrag_mode && !cc.direct_compaction {
+                let z = &self.pm.zones[zi];
+                let high = z.wmark(WMARK_HIGH);
+                let ok = self.pm.zone_watermark_ok_free(
+                    zi,
+                    cc.order as u32,
+                    high,
+                    cc.highest_zoneidx,
+                    cc.alloc_flags,
+                    z.free_pages_blocks(),
+                );
+                return if ok { CompactResult::Success } else { CompactResult::Continue };
+            }
+            let mt = cc.migratetype;
+            let mut r = CompactResult::NoSuitablePage;
+            for order in cc.order as u32..=MAX_PAGE_ORDER {
+                if self.pm.zones[zi].free_area[order as usize].nr_free[mt as usize] > 0 {
+                    r = CompactResult::Success;
+                    break;
+                }
+                if self.pm.find_suitable_fallback(zi, order, mt, true) >= 0 {
+                    r = CompactResult::Success;
+                    break;
+                }
+            }
+            if r == CompactResult::Success {
+                return r;
+            }
+            r
+        };
+        if cc.contended {
+            return CompactResult::Contended;
         }
-        CompactResult::Continue
+        ret
     }
 
-    /// Count the scanners' progress since the last count (compact_zone's epilogue, and
-    /// kcompactd's compact_daemon_* counters).
+    /// Count the scanners' work (compact_zone's epilogue, and kcompactd's
+    /// compact_daemon_* counters).
     fn count_scanned(&mut self, cc: &mut CompactControl) {
         let m = cc.total_migrate_scanned - cc.counted_migrate;
         let f = cc.total_free_scanned - cc.counted_free;
@@ -876,23 +1353,16 @@ impl Kernel {
     fn compact_zone_begin(&mut self, cc: &mut CompactControl) -> Option<CompactResult> {
         let zi = cc.zi;
         if cc.order >= 0 {
-            let mark = self.pm.zones[zi].wmark((cc.alloc_flags & ALLOC_WMARK_MASK) as usize);
-            if self.pm.zone_watermark_ok(zi, cc.order as u32, mark, cc.highest_zoneidx, cc.alloc_flags) {
-                return Some(CompactResult::Success);
-            }
-            let suitable = self.compaction_suitable(zi, cc.order, cc.highest_zoneidx);
-            let ret = if suitable { CompactResult::Continue } else { CompactResult::Skipped };
-            let z = &self.pm.zones[zi];
-            trace_event!(
-                self,
-                mm_compaction_suitable,
-                nid = z.node,
-                zone = z.name,
-                order = cc.order,
-                ret = result_name(ret)
+            let r = self.compaction_suit_allocation_order(
+                zi,
+                cc.order as u32,
+                cc.highest_zoneidx,
+                cc.alloc_flags,
+                cc.mode == MigrateMode::Async,
+                !cc.direct_compaction,
             );
-            if !suitable {
-                return Some(CompactResult::Skipped);
+            if r != CompactResult::Continue {
+                return Some(r);
             }
         }
         if self.compaction_restarting(zi, cc.order) {
@@ -900,6 +1370,8 @@ impl Kernel {
         }
         let (s, e) = (self.pm.zones[zi].start_pfn, self.pm.zones[zi].end_pfn());
         let sync = cc.mode != MigrateMode::Async;
+        cc.fast_start_pfn = None;
+        cc.fast_start_used = false;
         if cc.whole_zone {
             cc.migrate_pfn = s;
             cc.free_pfn = pageblock_start(e - 1);
@@ -932,13 +1404,14 @@ impl Kernel {
             migrate_pfn = cc.migrate_pfn,
             free_pfn = cc.free_pfn,
             zone_end = e,
-            sync = sync,
+            mode = if sync { "sync" } else { "async" },
         );
         None
     }
 
-    /// compact_zone()'s loop. With `budget` (an absolute `self.clock.cost` value) the loop
-    /// pauses when the budget is spent and returns None; call again to resume.
+    /// compact_zone()'s loop. With `budget` (an absolute time) the loop stops at the next
+    /// iteration (a cond_resched point) once the budget is reached and returns None; the
+    /// caller resumes it later. A direct compactor's captured block ends it with SUCCESS.
     fn compact_zone_run(&mut self, cc: &mut CompactControl, budget: Option<u64>) -> Option<CompactResult> {
         let zs = self.pm.zones[cc.zi].start_pfn;
         loop {
@@ -946,45 +1419,61 @@ impl Kernel {
             if ret != CompactResult::Continue {
                 return Some(self.compact_zone_end(cc, ret));
             }
-            if budget.is_some_and(|b| self.clock.cost >= b) {
-                // pause: hand the isolated targets back; resume at the highest of them
-                if cc.nr_freepages > 0 {
-                    let high = pageblock_start(self.release_freepages(cc));
-                    cc.free_pfn = cc.free_pfn.max(high);
-                }
-                self.count_scanned(cc);
+            if budget.is_some_and(|b| self.clock.now + self.clock.cost >= b) {
                 return None;
             }
             let iteration_start = cc.migrate_pfn;
             cc.finish_pageblock = pageblock_start(cc.last_migrated_pfn) == pageblock_start(iteration_start);
             loop {
-                if !self.isolate_migratepages(cc) {
-                    if cc.update_cached {
-                        let z = &mut self.pm.zones[cc.zi];
-                        z.compact_cached_migrate_pfn[1] = z.compact_cached_migrate_pfn[0];
-                    }
-                    break;
-                }
-                cc.update_cached = false;
-                cc.last_migrated_pfn = zs.max(pageblock_start(cc.migrate_pfn - 1));
-                let enomem = self.compact_migrate_pages(cc);
-                if enomem {
-                    if !cc.scanners_met() {
+                match self.isolate_migratepages(cc) {
+                    Isolate::Abort => {
+                        cc.migratepages.clear();
+                        cc.nr_migratepages = 0;
                         return Some(self.compact_zone_end(cc, CompactResult::Contended));
                     }
-                    if !cc.migrate_pfn.is_multiple_of(PB)
-                        && !cc.ignore_skip_hint
-                        && !cc.finish_pageblock
-                        && cc.mode < MigrateMode::Sync
-                    {
-                        cc.finish_pageblock = true;
-                        if cc.order == COMPACTION_HPAGE_ORDER as i32 {
-                            cc.last_migrated_pfn = 0;
+                    Isolate::None => {
+                        if cc.update_cached {
+                            let z = &mut self.pm.zones[cc.zi];
+                            z.compact_cached_migrate_pfn[1] = z.compact_cached_migrate_pfn[0];
                         }
-                        continue;
+                    }
+                    Isolate::Success => {
+                        cc.update_cached = false;
+                        cc.last_migrated_pfn = zs.max(pageblock_start(cc.migrate_pfn - 1));
+                        let enomem = self.compact_migrate_pages(cc);
+                        if enomem {
+                            if !cc.scanners_met() {
+                                return Some(self.compact_zone_end(cc, CompactResult::Contended));
+                            }
+                            if !cc.migrate_pfn.is_multiple_of(PB)
+                                && !cc.ignore_skip_hint
+                                && !cc.finish_pageblock
+                                && cc.mode < MigrateMode::Sync
+                            {
+                                cc.finish_pageblock = true;
+                                if cc.order == COMPACTION_HPAGE_ORDER as i32 {
+                                    cc.last_migrated_pfn = 0;
+                                }
+                                continue;
+                            }
+                        }
+                        if self.pm.capture.as_ref().is_some_and(|c| c.page.is_some()) {
+                            return Some(self.compact_zone_end(cc, CompactResult::Success));
+                        }
                     }
                 }
                 break;
+            }
+            // check_drain: the migrate scanner left the order-aligned block it migrated
+            // from: flush this CPU's per-CPU lists so the freed pages merge
+            if cc.order > 0 && cc.last_migrated_pfn != 0 {
+                let cur = block_start_order(cc.migrate_pfn, cc.order);
+                if cc.last_migrated_pfn < cur {
+                    // (a block the drain completes is captured; the loop notices it after
+                    // its next migration, as the kernel's does)
+                    self.pm.drain_local_pages(cc.zi);
+                    cc.last_migrated_pfn = 0;
+                }
             }
         }
     }
@@ -993,7 +1482,7 @@ impl Kernel {
     /// count the scanners.
     fn compact_zone_end(&mut self, cc: &mut CompactControl, ret: CompactResult) -> CompactResult {
         if cc.nr_freepages > 0 {
-            let free_pfn = pageblock_start(self.release_freepages(cc));
+            let free_pfn = pageblock_start(self.release_free_list(cc));
             let z = &mut self.pm.zones[cc.zi];
             if free_pfn > z.compact_cached_free_pfn {
                 z.compact_cached_free_pfn = free_pfn;
@@ -1027,7 +1516,8 @@ impl Kernel {
         self.compact_zone_run(cc, None).expect("no budget")
     }
 
-    /// compact_zone_order(): direct compaction of one zone at a priority.
+    /// compact_zone_order(): direct compaction of one zone at a priority, with a
+    /// capture_control for the task. Returns the result and the captured block.
     fn compact_zone_order(
         &mut self,
         zi: usize,
@@ -1036,22 +1526,28 @@ impl Kernel {
         prio: CompactPriority,
         alloc_flags: AllocFlags,
         highest_zoneidx: usize,
-    ) -> CompactResult {
+    ) -> (CompactResult, Option<u64>) {
         let mode = if prio == CompactPriority::Async { MigrateMode::Async } else { MigrateMode::SyncLight };
         let mut cc = CompactControl::new(zi, order as i32, gfp, mode);
         cc.alloc_flags = alloc_flags;
         cc.highest_zoneidx = highest_zoneidx;
         cc.direct_compaction = true;
-        let min_prio = prio == CompactPriority::SyncFull;
+        let min_prio = prio == MIN_COMPACT_PRIORITY;
         cc.whole_zone = min_prio;
         cc.ignore_skip_hint = min_prio;
         cc.ignore_block_suitable = min_prio;
-        self.compact_zone(&mut cc)
+        self.pm.capture = Some(CaptureControl { zi, order, migratetype: cc.migratetype, page: None });
+        let mut ret = self.compact_zone(&mut cc);
+        let page = self.pm.capture.take().and_then(|c| c.page);
+        if page.is_some() {
+            ret = CompactResult::Success;
+        }
+        (ret, page)
     }
 
     /// try_to_compact_pages(): direct compaction over the zonelist, skipping deferred
-    /// zones (except at the minimum priority), deferring zones where sync compaction
-    /// ran to the end without success.
+    /// zones (except at the minimum priority), deferring zones where sync compaction ran
+    /// to the end without success. Returns the result and a captured block (pfn, zone).
     pub fn try_to_compact_pages(
         &mut self,
         gfp: Gfp,
@@ -1059,27 +1555,27 @@ impl Kernel {
         alloc_flags: AllocFlags,
         zonelist: &[usize],
         prio: CompactPriority,
-    ) -> CompactResult {
+    ) -> (CompactResult, Option<(u64, usize)>) {
         if gfp & __GFP_IO == 0 {
-            return CompactResult::Skipped;
+            return (CompactResult::Skipped, None);
         }
         trace_event!(self, mm_compaction_try_to_compact_pages, order = order, gfp_mask = gfp, prio = prio as u32);
         let o = order as i32;
         let mut rc = CompactResult::Skipped;
         for &zi in zonelist {
-            if prio != CompactPriority::SyncFull && self.compaction_deferred(zi, o) {
+            if prio > MIN_COMPACT_PRIORITY && self.compaction_deferred(zi, o) {
                 if rank(CompactResult::Deferred) > rank(rc) {
                     rc = CompactResult::Deferred;
                 }
                 continue;
             }
-            let status = self.compact_zone_order(zi, order, gfp, prio, alloc_flags, ZONE_NORMAL);
+            let (status, page) = self.compact_zone_order(zi, order, gfp, prio, alloc_flags, ZONE_NORMAL);
             if rank(status) > rank(rc) {
                 rc = status;
             }
             if status == CompactResult::Success {
                 self.compaction_defer_reset(zi, o, false);
-                break;
+                return (rc, page.map(|p| (p, zi)));
             }
             if prio != CompactPriority::Async
                 && matches!(status, CompactResult::Complete | CompactResult::PartialSkipped)
@@ -1087,19 +1583,25 @@ impl Kernel {
                 self.defer_compaction(zi, o);
             }
         }
-        rc
+        (rc, None)
     }
 
-    /// compact_node(): order -1, MIGRATE_SYNC, whole zones, ignoring skip hints.
+    /// A compact_control for compact_node(): order -1, whole zones, skip hints ignored;
+    /// MIGRATE_SYNC for vm.compact_memory, SYNC_LIGHT and proactive for kcompactd.
+    fn compact_node_cc(&self, zi: usize, proactive: bool) -> CompactControl {
+        let mode = if proactive { MigrateMode::SyncLight } else { MigrateMode::Sync };
+        let mut cc = CompactControl::new(zi, -1, GFP_KERNEL, mode);
+        cc.ignore_skip_hint = true;
+        cc.whole_zone = true;
+        cc.proactive = proactive;
+        cc.daemon = proactive;
+        cc
+    }
+
+    /// compact_node(pgdat, false): vm.compact_memory for one node.
     pub fn compact_node(&mut self, nid: usize) {
-        let zs = self.pm.nodes[nid].zones.clone();
-        for zi in zs {
-            if !self.pm.zones[zi].populated() {
-                continue;
-            }
-            let mut cc = CompactControl::new(zi, -1, GFP_KERNEL, MigrateMode::Sync);
-            cc.ignore_skip_hint = true;
-            cc.whole_zone = true;
+        for zi in self.node_zones(nid, MAX_NR_ZONES - 1) {
+            let mut cc = self.compact_node_cc(zi, false);
             self.compact_zone(&mut cc);
         }
     }
@@ -1124,6 +1626,7 @@ impl Kernel {
                 continue;
             }
             self.pgdat[nid].kcompactd.proactive_trigger = true;
+            trace_event!(self, mm_compaction_wakeup_kcompactd, nid = nid, order = -1, highest_zoneidx = ZONE_NORMAL);
             self.wake(Kthread::Kcompactd(nid));
         }
     }
@@ -1140,26 +1643,35 @@ impl Kernel {
         v
     }
 
-    /// kcompactd_node_suitable()
+    /// The watermark kcompactd works to: min, or high under vm.defrag_mode.
+    fn kcompactd_alloc_flags(&self) -> AllocFlags {
+        if self.cfg.defrag_mode {
+            ALLOC_WMARK_HIGH
+        } else {
+            ALLOC_WMARK_MIN
+        }
+    }
+
+    /// kcompactd_node_suitable(): some zone would need and allow compaction for the
+    /// recorded request.
     fn kcompactd_node_suitable(&self, nid: usize) -> bool {
         let st = &self.pgdat[nid].kcompactd;
         let (order, highest) = (st.max_order, st.highest_zoneidx);
-        for zi in self.node_zones(nid, highest) {
-            let min = self.pm.zones[zi].wmark(WMARK_MIN);
-            if self.pm.zone_watermark_ok(zi, order, min, highest, 0) {
-                continue;
-            }
-            if self.compaction_suitable(zi, order as i32, highest) {
-                return true;
-            }
-        }
-        false
+        let flags = self.kcompactd_alloc_flags();
+        self.node_zones(nid, highest).into_iter().any(|zi| {
+            self.compaction_suit_allocation_order(zi, order, highest, flags, false, true) == CompactResult::Continue
+        })
     }
 
-    /// wakeup_kcompactd(pgdat, order, highest_zoneidx) with highest_zoneidx = ZONE_NORMAL
-    /// (the model's allocations never restrict zones further): record the request and
-    /// wake kcompactd if it is waiting and some zone is suitable for compaction.
-    pub fn wakeup_kcompactd(&mut self, nid: usize, order: u32) {
+    /// kcompactd is waiting (wq_has_sleeper): not in the middle of a job.
+    fn kcompactd_sleeping(&self, nid: usize) -> bool {
+        let st = &self.pgdat[nid].kcompactd;
+        st.round.is_none() && st.work.is_none()
+    }
+
+    /// wakeup_kcompactd(pgdat, order, highest_zoneidx): record the request; wake kcompactd
+    /// if it is waiting and some zone is suitable for compaction.
+    pub fn wakeup_kcompactd(&mut self, nid: usize, order: u32, highest_zoneidx: usize) {
         if order == 0 {
             return;
         }
@@ -1167,55 +1679,91 @@ impl Kernel {
         if st.max_order < order {
             st.max_order = order;
         }
-        if st.highest_zoneidx > ZONE_NORMAL {
-            st.highest_zoneidx = ZONE_NORMAL;
+        if st.highest_zoneidx > highest_zoneidx {
+            st.highest_zoneidx = highest_zoneidx;
         }
-        // wq_has_sleeper(): not while a proactive round is running
-        if st.round.is_some() {
+        if !self.kcompactd_sleeping(nid) || !self.kcompactd_node_suitable(nid) {
             return;
         }
-        if !self.kcompactd_node_suitable(nid) {
-            return;
-        }
-        trace_event!(self, mm_compaction_wakeup_kcompactd, nid = nid, order = order, highest_zoneidx = ZONE_NORMAL);
+        trace_event!(self, mm_compaction_wakeup_kcompactd, nid = nid, order = order, highest_zoneidx = highest_zoneidx);
         self.wake(Kthread::Kcompactd(nid));
     }
 
-    /// kcompactd_do_work()
-    fn kcompactd_do_work(&mut self, nid: usize) {
-        let (order, highest) = (self.pgdat[nid].kcompactd.max_order, self.pgdat[nid].kcompactd.highest_zoneidx);
-        self.pgdat[nid].kcompactd.do_work_runs += 1;
-        trace_event!(self, mm_compaction_kcompactd_wake, nid = nid, order = order, highest_zoneidx = highest);
-        self.rec.vm.count(Ev::COMPACT_DAEMON_WAKE);
-        let o = order as i32;
-        for zi in self.node_zones(nid, highest) {
-            let zidx = self.pm.zones[zi].idx;
-            if self.compaction_deferred(zi, o) {
-                continue;
+    /// kcompactd_do_work(): compact the node's zones (SYNC_LIGHT, skip hints honoured)
+    /// so that a block of the requested order is allocatable; a zone where the scanners
+    /// met without success has its per-CPU lists drained and is deferred. Runs (and
+    /// resumes) until done or the step's budget is spent; true when done.
+    fn kcompactd_do_work(&mut self, nid: usize, budget: u64) -> bool {
+        let mut w = match self.pgdat[nid].kcompactd.work.take() {
+            Some(w) => w,
+            None => {
+                let st = &self.pgdat[nid].kcompactd;
+                let (order, highest) = (st.max_order, st.highest_zoneidx);
+                trace_event!(self, mm_compaction_kcompactd_wake, nid = nid, order = order, highest_zoneidx = highest);
+                self.rec.vm.count(Ev::COMPACT_DAEMON_WAKE);
+                self.pgdat[nid].kcompactd.do_work_runs += 1;
+                DoWork { order, highest, zones: self.node_zones(nid, highest), pos: 0, cc: None }
             }
-            let min = self.pm.zones[zi].wmark(WMARK_MIN);
-            if self.pm.zone_watermark_ok(zi, order, min, zidx, 0) {
-                continue;
-            }
-            if !self.compaction_suitable(zi, o, zidx) {
-                continue;
-            }
-            let mut cc = CompactControl::new(zi, o, GFP_KERNEL, MigrateMode::SyncLight);
-            cc.highest_zoneidx = highest;
-            cc.daemon = true;
-            let status = self.compact_zone(&mut cc);
-            match status {
-                CompactResult::Success => self.compaction_defer_reset(zi, o, false),
-                CompactResult::PartialSkipped | CompactResult::Complete => self.defer_compaction(zi, o),
-                _ => {}
+        };
+        let o = w.order as i32;
+        while w.pos < w.zones.len() {
+            let zi = w.zones[w.pos];
+            let mut cc = match w.cc.take() {
+                Some(cc) => cc,
+                None => {
+                    let zidx = self.pm.zones[zi].idx;
+                    let flags = self.kcompactd_alloc_flags();
+                    if self.compaction_deferred(zi, o)
+                        || self.compaction_suit_allocation_order(zi, w.order, zidx, flags, false, true)
+                            != CompactResult::Continue
+                    {
+                        w.pos += 1;
+                        continue;
+                    }
+                    let mut cc = CompactControl::new(zi, o, GFP_KERNEL, MigrateMode::SyncLight);
+                    cc.highest_zoneidx = w.highest;
+                    cc.alloc_flags = flags;
+                    cc.daemon = true;
+                    if let Some(r) = self.compact_zone_begin(&mut cc) {
+                        self.kcompactd_zone_done(zi, o, r);
+                        w.pos += 1;
+                        continue;
+                    }
+                    cc
+                }
+            };
+            match self.compact_zone_run(&mut cc, Some(budget)) {
+                None => {
+                    w.cc = Some(cc);
+                    self.pgdat[nid].kcompactd.work = Some(w);
+                    return false;
+                }
+                Some(r) => {
+                    self.kcompactd_zone_done(zi, o, r);
+                    w.pos += 1;
+                }
             }
         }
         let st = &mut self.pgdat[nid].kcompactd;
-        if st.max_order <= order {
+        if st.max_order <= w.order {
             st.max_order = 0;
         }
-        if st.highest_zoneidx >= highest {
+        if st.highest_zoneidx >= w.highest {
             st.highest_zoneidx = MAX_NR_ZONES - 1;
+        }
+        true
+    }
+
+    /// kcompactd_do_work()'s handling of one zone's result.
+    fn kcompactd_zone_done(&mut self, zi: usize, order: i32, status: CompactResult) {
+        match status {
+            CompactResult::Success => self.compaction_defer_reset(zi, order, false),
+            CompactResult::PartialSkipped | CompactResult::Complete => {
+                // buddy pages may be stranded on the per-CPU lists
+                self.pm.drain_all_pages(Some(zi));
+                self.defer_compaction(zi, order);
+            }
+            _ => {}
         }
     }
 
@@ -1228,60 +1776,71 @@ impl Kernel {
         }
     }
 
-    /// Run (a slice of) the proactive round; true when the round is over.
-    fn proactive_slice(&mut self, round: &mut ProactiveRound) -> bool {
-        let budget = self.clock.cost + KCOMPACTD_SLICE_NS;
+    /// Run (and resume) a proactive round, compact_node(pgdat, true); true when done.
+    fn proactive_slice(&mut self, nid: usize, budget: u64) -> bool {
+        let mut round = self.pgdat[nid].kcompactd.round.take().expect("a round");
         while round.pos < round.zones.len() {
-            if round.cc.is_none() {
-                let zi = round.zones[round.pos];
-                let mut cc = CompactControl::new(zi, -1, GFP_KERNEL, MigrateMode::SyncLight);
-                cc.ignore_skip_hint = true;
-                cc.whole_zone = true;
-                cc.proactive = true;
-                cc.daemon = true;
-                if self.compact_zone_begin(&mut cc).is_some() {
-                    round.pos += 1;
-                    continue;
+            let zi = round.zones[round.pos];
+            let mut cc = match round.cc.take() {
+                Some(cc) => cc,
+                None => {
+                    let mut cc = self.compact_node_cc(zi, true);
+                    if self.compact_zone_begin(&mut cc).is_some() {
+                        round.pos += 1;
+                        continue;
+                    }
+                    cc
                 }
-                round.cc = Some(cc);
-            }
-            let cc = round.cc.as_mut().unwrap();
-            match self.compact_zone_run(cc, Some(budget)) {
-                None => return false,
-                Some(_) => {
-                    round.cc = None;
-                    round.pos += 1;
+            };
+            match self.compact_zone_run(&mut cc, Some(budget)) {
+                None => {
+                    round.cc = Some(cc);
+                    self.pgdat[nid].kcompactd.round = Some(round);
+                    return false;
                 }
+                Some(_) => round.pos += 1,
             }
         }
+        self.pgdat[nid].kcompactd.round = Some(round);
         true
     }
 
-    /// The wait at the top of kcompactd()'s loop.
+    /// The wait at the top of kcompactd()'s loop: no timeout at proactiveness 0; returns
+    /// at once when work is requested.
     fn kcompactd_wait(&mut self, nid: usize) -> KthreadNext {
         let st = &mut self.pgdat[nid].kcompactd;
         if st.max_order > 0 || st.proactive_trigger {
             return KthreadNext::Again;
         }
         trace_event!(self, mm_compaction_kcompactd_sleep, nid = nid);
+        let st = &mut self.pgdat[nid].kcompactd;
         if self.cfg.compaction_proactiveness == 0 {
-            self.pgdat[nid].kcompactd.deadline = None;
+            st.deadline = None;
             return KthreadNext::Wait;
         }
-        let st = &mut self.pgdat[nid].kcompactd;
         let t = st.timeout_ns;
         st.deadline = Some(self.clock.now + self.clock.cost + t);
         KthreadNext::Sleep(t)
     }
 
-    /// One iteration of kcompactd()'s loop (or one slice of a proactive round).
+    /// One pass of kcompactd()'s loop, or the next slice of a job in progress. A job
+    /// stops at a cond_resched point once the engine has another event due.
     pub fn kcompactd_step(&mut self, nid: usize) -> KthreadNext {
-        if let Some(mut round) = self.pgdat[nid].kcompactd.round.take() {
-            if !self.proactive_slice(&mut round) {
-                self.pgdat[nid].kcompactd.round = Some(round);
+        let budget = self.clock.yield_at.max(self.clock.now + 1);
+        if self.pgdat[nid].kcompactd.work.is_some() {
+            if !self.kcompactd_do_work(nid, budget) {
                 return KthreadNext::Again;
             }
+            self.pgdat[nid].kcompactd.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
+            return self.kcompactd_wait(nid);
+        }
+        if self.pgdat[nid].kcompactd.round.is_some() {
+            if !self.proactive_slice(nid, budget) {
+                return KthreadNext::Again;
+            }
+            let round = self.pgdat[nid].kcompactd.round.take().unwrap();
             self.proactive_round_done(nid, round.prev_score);
+            self.pgdat[nid].kcompactd.proactive_trigger = false;
             return self.kcompactd_wait(nid);
         }
         let st = &self.pgdat[nid].kcompactd;
@@ -1293,35 +1852,40 @@ impl Kernel {
                     // an early wake-up with nothing to do: keep waiting
                     return KthreadNext::Sleep(d - now);
                 }
+            } else if self.cfg.compaction_proactiveness == 0 {
+                return KthreadNext::Wait;
             }
         }
         if work && !st.proactive_trigger {
-            self.kcompactd_do_work(nid);
+            self.pgdat[nid].kcompactd.deadline = None;
+            if !self.kcompactd_do_work(nid, budget) {
+                return KthreadNext::Again;
+            }
             self.pgdat[nid].kcompactd.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
             return self.kcompactd_wait(nid);
         }
         // the timer expired (or the proactiveness knob was written)
+        self.pgdat[nid].kcompactd.deadline = None;
         self.pgdat[nid].kcompactd.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
         if self.should_proactive_compact_node(nid) {
             let prev_score = self.fragmentation_score_node(nid);
-            let mut round =
-                ProactiveRound { zones: self.node_zones(nid, MAX_NR_ZONES - 1), pos: 0, cc: None, prev_score };
-            if !self.proactive_slice(&mut round) {
-                self.pgdat[nid].kcompactd.round = Some(round);
+            let zones = self.node_zones(nid, MAX_NR_ZONES - 1);
+            self.pgdat[nid].kcompactd.round = Some(ProactiveRound { zones, pos: 0, cc: None, prev_score });
+            if !self.proactive_slice(nid, budget) {
                 return KthreadNext::Again;
             }
+            self.pgdat[nid].kcompactd.round = None;
             self.proactive_round_done(nid, prev_score);
         }
         self.pgdat[nid].kcompactd.proactive_trigger = false;
         self.kcompactd_wait(nid)
     }
 
-    /// After proactive_compact_node(): back off for 32 s when the score did not drop.
+    /// After compact_node(pgdat, true): back off for 32 s when the score did not drop.
     fn proactive_round_done(&mut self, nid: usize, prev_score: u64) {
         let score = self.fragmentation_score_node(nid);
         let st = &mut self.pgdat[nid].kcompactd;
         st.proactive_rounds += 1;
-        st.proactive_trigger = false;
         if score >= prev_score {
             st.timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS << COMPACT_MAX_DEFER_SHIFT;
             st.proactive_backoffs += 1;
@@ -1373,5 +1937,13 @@ mod tests {
         assert_eq!(fragmentation_score_wmark(96, true, false), 6);
         assert_eq!(fragmentation_score_wmark(0, false, false), 100);
         assert_eq!(fragmentation_score_wmark(0, true, false), 100);
+    }
+
+    #[test]
+    fn priorities_as_the_kernel_orders_them() {
+        // lower value = higher priority: SYNC_FULL < SYNC_LIGHT < ASYNC
+        assert!(MIN_COMPACT_PRIORITY < MIN_COMPACT_COSTLY_PRIORITY);
+        assert_eq!(DEF_COMPACT_PRIORITY, CompactPriority::SyncLight);
+        assert!(INIT_COMPACT_PRIORITY > DEF_COMPACT_PRIORITY);
     }
 }

@@ -63,7 +63,6 @@ impl PgData {
 
 /// The current engine step as the kernel sees it: when it started, what it has cost so
 /// far, the CPU it runs on; and the kernel threads it asked to wake.
-#[derive(Default)]
 pub struct Clock {
     /// the time the current step started (ns)
     pub now: u64,
@@ -73,6 +72,10 @@ pub struct Clock {
     pub cpu: u32,
     /// wake-up requests for kernel threads, (thread, at ns), drained by the engine
     pub wakeups: Vec<(Kthread, u64)>,
+    /// when the engine's next other event is due (ns): a kernel thread doing a long job
+    /// (a proactive compaction round) stops at its next cond_resched() point past it,
+    /// so that other tasks see its work as it happens (u64::MAX: no limit)
+    pub yield_at: u64,
 }
 
 /// The simulated kernel. Each part of its state is owned by the mechanism named beside
@@ -104,9 +107,20 @@ pub struct Kernel {
     pub(crate) clock: Clock,
 }
 
+impl Default for Clock {
+    fn default() -> Self {
+        Clock { now: 0, cost: 0, cpu: 0, wakeups: vec![], yield_at: u64::MAX }
+    }
+}
+
 impl Kernel {
-    pub fn new(m: &MachineSpec, knobs: KnobSet, costs: CostProfile, _seed: u64) -> Result<Kernel, String> {
-        let pm = PhysMem::new(m)?;
+    pub fn new(m: &MachineSpec, knobs: KnobSet, costs: CostProfile, seed: u64) -> Result<Kernel, String> {
+        let mut pm = PhysMem::new(m)?;
+        if m.aged {
+            for zi in 0..pm.zones.len() {
+                pm.shuffle_free_lists(zi, seed);
+            }
+        }
         let nodes = pm.nodes.len();
         let cfg = Config::from_knobs(knobs);
         let swap = SwapState::new(&m.swap, &costs, cfg.thp_swap, pm.nr_cpus)?;

@@ -76,6 +76,9 @@ pub const TAG_ANON: u64 = 3;
 pub const TAG_KERNEL: u64 = 4;
 pub const TAG_ZERO: u64 = 5;
 pub const TAG_PGTABLE: u64 = 6;
+/// A block on a per-CPU page list (struct per_cpu_pages): off the buddy lists, not free
+/// to the buddy allocator, not in use. Its other frames read as free tails.
+pub const TAG_PCP: u64 = 7;
 
 pub const COMPOUND_BASE: u64 = 0;
 pub const COMPOUND_HEAD: u64 = 1;
@@ -107,13 +110,34 @@ const SWAPCACHE_BIT: u64 = 1 << 60;
 pub fn tag(f: u64) -> u64 {
     f >> TAG_SHIFT
 }
+/// A free buddy block's first frame: its order (bits 0..3) and the migratetype of the
+/// free list it is on (bits 4..6; the block's pageblock type when it was listed).
 #[inline]
-pub fn make_free(order: u32) -> u64 {
-    (TAG_FREE << TAG_SHIFT) | order as u64
+pub fn make_free(order: u32, mt: u8) -> u64 {
+    (TAG_FREE << TAG_SHIFT) | order as u64 | (mt as u64) << 4
 }
+/// The order of a free or per-CPU-list block's first frame.
 #[inline]
 pub fn free_order(f: u64) -> u32 {
     (f & 0xf) as u32
+}
+/// The migratetype list a free or per-CPU-list block is on.
+#[inline]
+pub fn free_mt(f: u64) -> u8 {
+    ((f >> 4) & 7) as u8
+}
+/// The pseudo-migratetype of a free block a compactor has isolated as a migration
+/// target (cc->freepages): off the buddy lists, not yet used.
+pub const ISOLATED_FREE_MT: u8 = 7;
+/// The first frame of a free block isolated by compaction.
+#[inline]
+pub fn make_isolated_free(order: u32) -> u64 {
+    make_pcp(order, ISOLATED_FREE_MT)
+}
+/// The first frame of a block on a per-CPU list of migratetype `mt`.
+#[inline]
+pub fn make_pcp(order: u32, mt: u8) -> u64 {
+    (TAG_PCP << TAG_SHIFT) | order as u64 | (mt as u64) << 4
 }
 #[inline]
 pub fn is_free_head(f: u64) -> bool {
@@ -447,6 +471,43 @@ impl List {
         self.len += 1;
         self.pages += nr;
     }
+    /// The entry after `pfn` (towards the tail), NIL at the tail.
+    #[inline]
+    pub fn next(links: &Links, pfn: u32) -> u32 {
+        links.get(pfn)[1]
+    }
+    /// The entry before `pfn` (towards the head), NIL at the head.
+    #[inline]
+    pub fn prev(links: &Links, pfn: u32) -> u32 {
+        links.get(pfn)[0]
+    }
+    /// move_freelist_tail(): move the entries from the head up to and including `pfn`
+    /// behind the tail (list_cut_position + list_splice_tail).
+    pub fn rotate_through(&mut self, links: &mut Links, pfn: u32) {
+        let next = Self::next(links, pfn);
+        if next == NIL {
+            return;
+        }
+        let (old_head, old_tail) = (self.head, self.tail);
+        let t = links.get(old_tail);
+        links.set(old_tail, [t[0], old_head]);
+        let h = links.get(old_head);
+        links.set(old_head, [old_tail, h[1]]);
+        let p = links.get(pfn);
+        links.set(pfn, [p[0], NIL]);
+        let n = links.get(next);
+        links.set(next, [NIL, n[1]]);
+        self.head = next;
+        self.tail = pfn;
+    }
+    /// move_freelist_head(): move the entries before `pfn` behind the tail, so that `pfn`
+    /// becomes the head (list_cut_before + list_splice_tail).
+    pub fn rotate_to(&mut self, links: &mut Links, pfn: u32) {
+        let prev = Self::prev(links, pfn);
+        if prev != NIL {
+            self.rotate_through(links, prev);
+        }
+    }
     pub fn remove(&mut self, links: &mut Links, pfn: u32, nr: u64) {
         let [prev, next] = links.get(pfn);
         if prev != NIL {
@@ -492,7 +553,9 @@ mod tests {
         assert!(!referenced(f) && !swapcache(f));
         assert_eq!(tag(f), TAG_ANON);
         assert_eq!(tag(0), TAG_FREE_TAIL);
-        assert_eq!(free_order(make_free(10)), 10);
+        assert_eq!(free_order(make_free(10, 3)), 10);
+        assert_eq!(free_mt(make_free(10, 3)), 3);
+        assert_eq!((tag(make_pcp(9, 1)), free_order(make_pcp(9, 1)), free_mt(make_pcp(9, 1))), (TAG_PCP, 9, 1));
         // folio order in the first tail; head lookup for PMD and mTHP folios
         let mut frames = vec![0u64; 1024];
         for o in [4u32, 2, 9] {
@@ -523,5 +586,29 @@ mod tests {
         l.remove(&mut links, 900, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
         assert_eq!(links.heap_bytes(), 16 * 8 + 16);
+        // rotations: [1 2 3 4] -> through 2 -> [3 4 1 2] -> to 1 -> [1 2 3 4]
+        let order = |l: &List, links: &Links| {
+            let mut v = vec![];
+            let mut p = l.head;
+            while p != NIL {
+                v.push(p);
+                p = List::next(links, p);
+            }
+            v
+        };
+        let mut l = List::default();
+        for p in 1..=4 {
+            l.push_tail(&mut links, p, 1);
+        }
+        l.rotate_through(&mut links, 2);
+        assert_eq!(order(&l, &links), [3, 4, 1, 2]);
+        assert_eq!((l.head, l.tail), (3, 2));
+        assert_eq!(List::prev(&links, 3), NIL);
+        l.rotate_to(&mut links, 1);
+        assert_eq!(order(&l, &links), [1, 2, 3, 4]);
+        l.rotate_through(&mut links, 4);
+        assert_eq!(order(&l, &links), [1, 2, 3, 4]);
+        l.rotate_to(&mut links, 1);
+        assert_eq!(order(&l, &links), [1, 2, 3, 4]);
     }
 }

@@ -3,8 +3,8 @@
 //! (mm/page_alloc.c: calculate_min_free_kbytes, __setup_per_zone_wmarks,
 //! setup_per_zone_lowmem_reserve; mm/khugepaged.c: set_recommended_min_free_kbytes).
 
-use crate::bitmap::BitTree;
 use crate::consts::*;
+use crate::mm_types::List;
 use thplab_workload::machine::MachineSpec;
 
 /// enum migratetype (no CMA: x86 defconfig kernels print these five in pagetypeinfo).
@@ -42,10 +42,13 @@ pub const WMARK_LOW: usize = 1;
 pub const WMARK_HIGH: usize = 2;
 pub const WMARK_PROMO: usize = 3;
 
-/// One free_area: a free "list" per migratetype, kept as a bitmap of block indices
-/// (lowest pfn first), plus nr_free per migratetype.
+/// One free_area: a free list per migratetype (struct list_head free_list[]), threaded
+/// through the blocks' first frames (PhysMem's links), plus nr_free per migratetype.
+/// Allocation takes the head; frees go to the head, or to the tail when the block is
+/// likely to merge soon (buddy_merge_likely) or at boot (FPI_TO_TAIL).
+#[derive(Default)]
 pub struct FreeArea {
-    pub lists: [BitTree; NR_FREE_LISTS],
+    pub lists: [List; NR_FREE_LISTS],
     pub nr_free: [u64; NR_FREE_LISTS],
 }
 
@@ -57,8 +60,6 @@ pub struct Zone {
     pub spanned: u64,
     pub present: u64,
     pub managed: u64,
-    /// base pfn for bitmap indices (start_pfn aligned down to MAX_PAGE_ORDER)
-    pub base: u64,
     pub free_area: Vec<FreeArea>,
     pub free_pages: u64,
     pub watermark: [u64; 4],
@@ -76,6 +77,15 @@ pub struct Zone {
     /// where __reset_isolation_suitable() last found a migration source / free target
     pub compact_init_migrate_pfn: u64,
     pub compact_init_free_pfn: u64,
+    /// ZONE_BELOW_HIGH: an allocation found the zone below its high watermark (the per-CPU
+    /// lists then hold less); cleared when a pcp free finds it above again
+    pub below_high: bool,
+    /// ZONE_RECLAIM_ACTIVE: kswapd is balancing the node (the per-CPU lists hold less)
+    pub reclaim_active: bool,
+    /// pageset_batch, pageset_high_min, pageset_high_max (zone_set_pageset_high_and_batch)
+    pub pcp_batch: u64,
+    pub pcp_high_min: u64,
+    pub pcp_high_max: u64,
 }
 
 impl Zone {

@@ -4,13 +4,18 @@
 //! zonelist walk of get_page_from_freelist. The slow path (kswapd, direct reclaim,
 //! direct compaction, OOM) is `Kernel::alloc_pages` below.
 //!
-//! Documented simplifications: free "lists" are address-ordered (the lowest free block of
-//! an order and migratetype is taken first, not the most recently freed), and there are
-//! no per-cpu page lists (order-0 pages come straight from the buddy lists). Counts
-//! (nr_free per order and migratetype, NR_FREE_PAGES) are exact.
+//! Free lists are real lists threaded through `links`: blocks go to the head, or to the
+//! tail when buddy_merge_likely() or FPI_TO_TAIL (boot memory, so a fresh machine hands
+//! out memory lowest address first; `MachineSpec::aged` shuffles them). Per-CPU page
+//! lists (struct per_cpu_pages) hold orders 0..=3 per migratetype and order-9 THPs,
+//! with 6.18's batch / high auto-tuning (nr_pcp_alloc, nr_pcp_high, decay_pcp_high);
+//! their pages are not in NR_FREE_PAGES, as in the kernel. Counts (nr_free per order and
+//! migratetype, NR_FREE_PAGES) are exact. See docs/compaction.md.
 
-use crate::bitmap::BitTree;
-use crate::compaction::{CompactPriority, CompactResult};
+use crate::compaction::{
+    CaptureControl, CompactPriority, CompactResult, DEF_COMPACT_PRIORITY, INIT_COMPACT_PRIORITY,
+    MIN_COMPACT_COSTLY_PRIORITY, MIN_COMPACT_PRIORITY,
+};
 use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::mm_types::*;
@@ -24,6 +29,77 @@ pub use crate::gfp::*;
 /// Pageblock flag byte: bits 0..2 migratetype, bit 3 PB_migrate_skip.
 const PB_MT_MASK: u8 = 7;
 const PB_SKIP: u8 = 8;
+
+/// MAX_RECLAIM_RETRIES (mm/internal.h): reclaim loops without progress before giving up.
+const MAX_RECLAIM_RETRIES: u32 = 16;
+/// MIN_PERCPU_PAGELIST_HIGH_FRACTION: pcp->high_max is at most 1/8 of the zone per CPU.
+const MIN_PERCPU_PAGELIST_HIGH_FRACTION: u64 = 8;
+/// CONFIG_PCP_BATCH_SCALE_MAX (default 5): refills and frees scale up to 2^5 batches.
+const PCP_BATCH_SCALE_MAX: u32 = 5;
+/// vmstat_update() runs on each CPU every sysctl_stat_interval (HZ: one second).
+const PCP_DECAY_INTERVAL_MS: u32 = 1000;
+/// NR_LOWORDER_PCP_LISTS + NR_PCP_THP: per migratetype orders 0..=3, then order 9
+/// unmovable/reclaimable and movable.
+pub const NR_PCP_LISTS: usize = MIGRATE_PCPTYPES as usize * (PAGE_ALLOC_COSTLY_ORDER as usize + 1) + 2;
+
+/// The kernel's clamp(): min(max(v, lo), hi), so `hi` wins when a large min_free_kbytes
+/// puts high_min (the low watermark's share) above high_max.
+#[inline]
+fn kclamp(v: u64, lo: u64, hi: u64) -> u64 {
+    v.max(lo).min(hi)
+}
+
+/// pcp_allowed_order(): the per-CPU lists keep orders 0..=PAGE_ALLOC_COSTLY_ORDER and PMD THPs.
+#[inline]
+pub fn pcp_allowed_order(order: u32) -> bool {
+    order <= PAGE_ALLOC_COSTLY_ORDER || order == HPAGE_PMD_ORDER
+}
+/// order_to_pindex()
+#[inline]
+fn order_to_pindex(mt: u8, order: u32) -> usize {
+    if order > PAGE_ALLOC_COSTLY_ORDER {
+        NR_PCP_LISTS - 2 + (mt == MIGRATE_MOVABLE) as usize
+    } else {
+        MIGRATE_PCPTYPES as usize * order as usize + mt as usize
+    }
+}
+/// pindex_to_order()
+#[inline]
+fn pindex_to_order(pindex: usize) -> u32 {
+    if pindex >= NR_PCP_LISTS - 2 {
+        HPAGE_PMD_ORDER
+    } else {
+        (pindex / MIGRATE_PCPTYPES as usize) as u32
+    }
+}
+
+/// struct per_cpu_pages: one CPU's cache of free blocks for one zone.
+#[derive(Clone, Debug, Default)]
+pub struct PerCpuPages {
+    /// pages on the lists
+    pub count: u64,
+    /// the current high mark (auto-tuned), and its bounds
+    pub high: u64,
+    pub high_min: u64,
+    pub high_max: u64,
+    pub batch: u64,
+    /// pages freed since the last allocation (halved by each allocation)
+    pub free_count: u64,
+    /// order-0 refills scale by 2^alloc_factor
+    pub alloc_factor: u32,
+    /// PCPF_PREV_FREE_HIGH_ORDER
+    pub prev_free_high_order: bool,
+    /// PCPF_FREE_HIGH_BATCH: the CPU's share of the data cache holds 3 batches
+    pub free_high_batch: bool,
+    pub lists: [List; NR_PCP_LISTS],
+}
+
+/// rmqueue_bulk()'s __rmqueue mode: once a steal was needed, keep stealing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RmqueueMode {
+    Normal,
+    Steal,
+}
 
 /// Physical memory: the frame array, pageblocks, nodes and zones.
 pub struct PhysMem {
@@ -50,6 +126,14 @@ pub struct PhysMem {
     /// alloc_flags_nofragment()'s zone test, precomputed: ZONE_NORMAL with a populated
     /// ZONE_DMA32 beneath it (or any ZONE_NORMAL on a single-node machine)
     pub nofragment_zone: Vec<bool>,
+    /// per_cpu_pageset of every zone for every CPU, [cpu * zones + zone]
+    pub pcp: Vec<PerCpuPages>,
+    /// the CPU the current step runs on (the engine sets it with the kernel's clock)
+    pub cpu: u32,
+    /// when the per-CPU lists' next decay_pcp_high() is due (ms)
+    next_pcp_decay_ms: u32,
+    /// the current task's capture_control while it direct-compacts (compaction.rs)
+    pub capture: Option<CaptureControl>,
 }
 
 impl PhysMem {
@@ -72,6 +156,10 @@ impl PhysMem {
             nofragment_zone: vec![],
             pb_free_since_ms: vec![0; npb],
             now_ms: 0,
+            pcp: vec![],
+            cpu: 0,
+            next_pcp_decay_ms: PCP_DECAY_INTERVAL_MS,
+            capture: None,
         };
         // every frame starts reserved; managed pages are handed to the buddy allocator below
         pm.frames.iter_mut().for_each(|f| *f = make_reserved());
@@ -83,14 +171,7 @@ impl PhysMem {
         }
         for zl in &lay {
             let present = zl.spanned - zl.holes.iter().map(|(a, b)| b - a).sum::<u64>();
-            let base = zl.start_pfn & !((1 << MAX_PAGE_ORDER) - 1);
-            let span_from_base = zl.start_pfn + zl.spanned - base;
-            let free_area = (0..NR_PAGE_ORDERS)
-                .map(|o| FreeArea {
-                    lists: std::array::from_fn(|_| BitTree::new(span_from_base.div_ceil(1 << o))),
-                    nr_free: [0; NR_FREE_LISTS],
-                })
-                .collect();
+            let free_area = (0..NR_PAGE_ORDERS).map(|_| FreeArea::default()).collect();
             let zi = pm.zones.len();
             pm.zones.push(Zone {
                 node: zl.node,
@@ -100,7 +181,6 @@ impl PhysMem {
                 spanned: zl.spanned,
                 present,
                 managed: present - zl.reserved,
-                base,
                 free_area,
                 free_pages: 0,
                 watermark: [0; 4],
@@ -115,6 +195,11 @@ impl PhysMem {
                 compact_blockskip_flush: false,
                 compact_init_migrate_pfn: 0,
                 compact_init_free_pfn: 0,
+                below_high: false,
+                reclaim_active: false,
+                pcp_batch: 0,
+                pcp_high_min: 0,
+                pcp_high_max: 0,
             });
             let node = &mut pm.nodes[zl.node];
             node.zones.push(zi);
@@ -174,10 +259,15 @@ impl PhysMem {
         pm.zonelists = (0..pm.nodes.len())
             .map(|n| [pm.build_zonelist(n, ZONE_NORMAL, false).into(), pm.build_zonelist(n, ZONE_NORMAL, true).into()])
             .collect();
+        // the per-CPU pagesets (setup_zone_pageset); their high and batch follow the
+        // watermarks (zone_pcp_update from setup_per_zone_wmarks)
+        let pcp0 = PerCpuPages { free_high_batch: true, ..Default::default() };
+        pm.pcp = vec![pcp0; pm.nr_cpus as usize * pm.zones.len()];
         Ok(pm)
     }
 
-    /// memblock_free_all(): hand [s, e) to the buddy allocator in the largest aligned blocks.
+    /// memblock_free_all(): hand [s, e) to the buddy allocator in the largest aligned blocks,
+    /// lowest first, each to the tail of its list: the lists start in address order.
     fn free_range(&mut self, zi: usize, s: u64, e: u64) {
         let mut pfn = s;
         while pfn < e {
@@ -188,7 +278,8 @@ impl PhysMem {
             for p in pfn..pfn + (1 << order) {
                 self.frames[p as usize] = 0;
             }
-            self.free_one_page(zi, pfn, order, self.pb_mt(pfn));
+            // __free_pages_core(): boot memory goes to the tail of the lists (FPI_TO_TAIL)
+            self.free_one_page_split(zi, pfn, order, true);
             pfn += 1 << order;
         }
     }
@@ -234,50 +325,104 @@ impl PhysMem {
         self.zones[self.zone_of(pfn)].node
     }
 
-    // ---- free lists ----
-    #[inline]
-    fn list_idx(z: &Zone, pfn: u64, order: u32) -> u64 {
-        (pfn - z.base) >> order
-    }
-    fn add_to_free_list(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) {
-        self.frames[pfn as usize] = make_free(order);
-        let z = &mut self.zones[zi];
-        let i = Self::list_idx(z, pfn, order);
-        z.free_area[order as usize].lists[mt as usize].set(i);
-        z.free_area[order as usize].nr_free[mt as usize] += 1;
-    }
-    fn del_from_free_list(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) {
-        self.frames[pfn as usize] = 0;
-        let z = &mut self.zones[zi];
-        let i = Self::list_idx(z, pfn, order);
-        debug_assert!(
-            z.free_area[order as usize].lists[mt as usize].get(i),
-            "pfn {pfn} order {order} mt {mt} not on list"
-        );
-        z.free_area[order as usize].lists[mt as usize].clear(i);
-        z.free_area[order as usize].nr_free[mt as usize] -= 1;
-    }
-    /// The free list a free block is on: the lists are keyed by the pageblock's type at the
-    /// time the block was added; blocks are moved whenever a pageblock is retyped, so the
-    /// current pageblock type is the list.
-    fn free_list_of(&self, zi: usize, pfn: u64, order: u32) -> u8 {
-        let z = &self.zones[zi];
-        let i = Self::list_idx(z, pfn, order);
-        let mt = self.pb_mt(pfn);
-        if (mt as usize) < NR_FREE_LISTS && z.free_area[order as usize].lists[mt as usize].get(i) {
-            return mt;
+    // ---- free lists (struct free_area: LIFO/FIFO lists threaded through the links) ----
+
+    /// __add_to_free_list(): at the head, or at the tail (`tail`: a merge is likely soon,
+    /// or FPI_TO_TAIL). The head frame records the order and the list's migratetype.
+    fn add_to_free_list(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, tail: bool) {
+        self.frames[pfn as usize] = make_free(order, mt);
+        let fa = &mut self.zones[zi].free_area[order as usize];
+        if tail {
+            fa.lists[mt as usize].push_tail(&mut self.links, pfn as u32, 1 << order);
+        } else {
+            fa.lists[mt as usize].push_head(&mut self.links, pfn as u32, 1 << order);
         }
-        (0..NR_FREE_LISTS as u8)
-            .find(|&m| z.free_area[order as usize].lists[m as usize].get(i))
-            .expect("free block on a list")
+        fa.nr_free[mt as usize] += 1;
+    }
+    /// __del_page_from_free_list(): the block leaves its list; its head frame becomes a
+    /// plain free tail until the caller says what it is.
+    fn del_from_free_list(&mut self, zi: usize, pfn: u64, order: u32) {
+        let f = self.frames[pfn as usize];
+        debug_assert!(is_free_head(f) && free_order(f) == order, "pfn {pfn} order {order} is not a free block");
+        let mt = free_mt(f);
+        self.frames[pfn as usize] = 0;
+        let fa = &mut self.zones[zi].free_area[order as usize];
+        fa.lists[mt as usize].remove(&mut self.links, pfn as u32, 1 << order);
+        fa.nr_free[mt as usize] -= 1;
+    }
+    /// move_to_free_list(): to the tail of another migratetype's list.
+    fn move_to_free_list(&mut self, zi: usize, pfn: u64, order: u32, to: u8) {
+        self.del_from_free_list(zi, pfn, order);
+        self.add_to_free_list(zi, pfn, order, to, true);
+    }
+    /// The free list `mt` of `order` in zone `zi` (its head is the next block handed out).
+    pub fn free_list(&self, zi: usize, order: u32, mt: u8) -> &List {
+        &self.zones[zi].free_area[order as usize].lists[mt as usize]
+    }
+    /// move_freelist_head() / move_freelist_tail(): rotate a free list so that `pfn`
+    /// comes first (`through` false) or the entries up to `pfn` go last (`through` true).
+    pub fn rotate_free_list(&mut self, zi: usize, order: u32, mt: u8, pfn: u64, through: bool) {
+        let l = &mut self.zones[zi].free_area[order as usize].lists[mt as usize];
+        if through {
+            l.rotate_through(&mut self.links, pfn as u32);
+        } else {
+            l.rotate_to(&mut self.links, pfn as u32);
+        }
     }
 
-    /// __free_one_page(): merge with free buddies up to MAX_PAGE_ORDER.
-    pub fn free_one_page(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) {
+    /// An aged machine (MachineSpec::aged): every free list of the zone in a random
+    /// order (Fisher-Yates with `seed`), as shuffle_free_memory() leaves them.
+    pub fn shuffle_free_lists(&mut self, zi: usize, seed: u64) {
+        let mut rng = thplab_workload::rng::Rng::new(seed ^ zi as u64);
+        for o in 0..NR_PAGE_ORDERS as u32 {
+            for mt in 0..NR_FREE_LISTS as u8 {
+                let mut v = vec![];
+                let mut p = self.zones[zi].free_area[o as usize].lists[mt as usize].head;
+                while p != NIL {
+                    v.push(p as u64);
+                    p = List::next(&self.links, p);
+                }
+                for i in (1..v.len()).rev() {
+                    let j = rng.below(i as u64 + 1) as usize;
+                    v.swap(i, j);
+                }
+                for &p in &v {
+                    self.del_from_free_list(zi, p, o);
+                }
+                for &p in &v {
+                    self.add_to_free_list(zi, p, o, mt, true);
+                }
+            }
+        }
+    }
+
+    /// buddy_merge_likely(): below the two largest orders, is the buddy of the block's
+    /// parent free? Then the block is likely to merge soon: it goes to the list's tail.
+    fn buddy_merge_likely(&self, zi: usize, pfn: u64, order: u32) -> bool {
+        if order >= MAX_PAGE_ORDER - 1 {
+            return false;
+        }
+        let higher = pfn & !((1u64 << (order + 1)) - 1);
+        let higher_buddy = higher ^ (1u64 << (order + 1));
+        if !self.zones[zi].spans(higher_buddy) {
+            return false;
+        }
+        let bf = self.frames[higher_buddy as usize];
+        is_free_head(bf) && free_order(bf) == order + 1
+    }
+
+    /// __free_one_page(): merge with free buddies up to MAX_PAGE_ORDER (not across
+    /// pageblocks of unmergeable types); a direct compactor's capture_control takes the
+    /// block when it reaches the order it waits for. `to_tail`: FPI_TO_TAIL.
+    fn __free_one_page(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, to_tail: bool) {
         let mut pfn = pfn;
         let mut order = order;
         self.zones[zi].free_pages += 1 << order;
         while order < MAX_PAGE_ORDER {
+            if self.compaction_capture(zi, pfn, order, mt) {
+                self.zones[zi].free_pages -= 1 << order;
+                return;
+            }
             let buddy = pfn ^ (1 << order);
             if !self.zones[zi].spans(buddy) {
                 break;
@@ -293,9 +438,9 @@ impl PhysMem {
                     break;
                 }
             }
-            let on = self.free_list_of(zi, buddy, order);
-            self.del_from_free_list(zi, buddy, order, on);
-            if order >= PAGEBLOCK_ORDER && buddy_mt != mt {
+            self.del_from_free_list(zi, buddy, order);
+            if buddy_mt != mt {
+                // match the buddy's type, so that a later expand() lists the halves right
                 self.set_pb_mt(buddy, mt);
             }
             pfn &= buddy;
@@ -308,7 +453,36 @@ impl PhysMem {
                 self.pb_free_since_ms[pb] = self.now_ms;
             }
         }
-        self.add_to_free_list(zi, pfn, order, mt);
+        let tail = to_tail || self.buddy_merge_likely(zi, pfn, order);
+        self.add_to_free_list(zi, pfn, order, mt, tail);
+    }
+
+    /// compaction_capture(): while a task direct-compacts zone `zi`, the first block of the
+    /// requested order freed in that zone is handed to it instead of the free lists.
+    fn compaction_capture(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) -> bool {
+        let Some(c) = &mut self.capture else { return false };
+        if c.zi != zi || c.page.is_some() || order != c.order || mt == MIGRATE_ISOLATE {
+            return false;
+        }
+        // do not let a smaller non-movable request pollute a movable pageblock
+        if order < PAGEBLOCK_ORDER && mt == MIGRATE_MOVABLE && c.migratetype != MIGRATE_MOVABLE {
+            return false;
+        }
+        c.page = Some(pfn);
+        true
+    }
+
+    /// free_one_page() / split_large_buddy(): a block larger than a pageblock is freed
+    /// pageblock by pageblock, each with its pageblock's type.
+    fn free_one_page_split(&mut self, zi: usize, pfn: u64, order: u32, to_tail: bool) {
+        let step = order.min(PAGEBLOCK_ORDER);
+        let end = pfn + (1u64 << order);
+        let mut p = pfn;
+        while p < end {
+            let mt = self.pb_mt(p);
+            self.__free_one_page(zi, p, step, mt, to_tail);
+            p += 1 << step;
+        }
     }
 
     /// Pageblocks of [pfn, pfn + 2^order) the host had taken back (wholly free for at
@@ -331,26 +505,28 @@ impl PhysMem {
         n
     }
 
-    /// expand(): split a block of order `high` down to `low`, freeing the upper halves.
+    /// expand(): split a block of order `high` down to `low`; the upper halves go to the
+    /// head of their lists.
     fn expand(&mut self, zi: usize, pfn: u64, low: u32, high: u32, mt: u8) {
         let mut high = high;
         while high > low {
             high -= 1;
             let half = pfn + (1 << high);
-            self.add_to_free_list(zi, half, high, mt);
+            self.add_to_free_list(zi, half, high, mt, false);
         }
     }
 
-    /// Take a block of exactly `order` off the lists: del from list, expand, account.
+    /// page_del_and_expand(): take a block of exactly `order` off the lists.
     fn page_del_and_expand(&mut self, zi: usize, pfn: u64, order: u32, high: u32, mt: u8) {
-        self.del_from_free_list(zi, pfn, high, mt);
+        self.del_from_free_list(zi, pfn, high);
         self.expand(zi, pfn, order, high, mt);
         self.zones[zi].free_pages -= 1 << order;
     }
 
+    /// get_page_from_free_area(): the first block of a list.
     fn first_free(&self, zi: usize, order: u32, mt: u8) -> Option<u64> {
-        let z = &self.zones[zi];
-        z.free_area[order as usize].lists[mt as usize].first().map(|i| z.base + (i << order))
+        let h = self.zones[zi].free_area[order as usize].lists[mt as usize].head;
+        (h != NIL).then_some(h as u64)
     }
 
     /// __rmqueue_smallest()
@@ -402,7 +578,8 @@ impl PhysMem {
                 p += 1 << free_order(f);
                 continue;
             }
-            if tag(f) == TAG_ANON {
+            // PageLRU: base pages and the heads of THPs on an LRU list
+            if tag(f) == TAG_ANON && compound(f) != COMPOUND_TAIL && lru(f) != LRU_NONE {
                 movable += 1;
             }
             p += 1;
@@ -410,7 +587,7 @@ impl PhysMem {
         Some((start, free, movable))
     }
 
-    /// __move_freepages_block(): move every free block of the pageblock to `to`'s lists.
+    /// __move_freepages_block(): every free block of the pageblock to the tail of `to`'s lists.
     fn move_freepages_block(&mut self, zi: usize, start: u64, to: u8) {
         let end = start + PAGEBLOCK_NR_PAGES;
         let mut p = start;
@@ -418,10 +595,8 @@ impl PhysMem {
             let f = self.frames[p as usize];
             if is_free_head(f) {
                 let o = free_order(f);
-                let on = self.free_list_of(zi, p, o);
-                if on != to {
-                    self.del_from_free_list(zi, p, o, on);
-                    self.add_to_free_list(zi, p, o, to);
+                if free_mt(f) != to {
+                    self.move_to_free_list(zi, p, o, to);
                 }
                 p += 1 << o;
             } else {
@@ -459,7 +634,7 @@ impl PhysMem {
         boost_factor: u64,
     ) -> Option<u64> {
         if cur >= PAGEBLOCK_ORDER {
-            self.del_from_free_list(zi, pfn, cur, block_mt);
+            self.del_from_free_list(zi, pfn, cur);
             self.change_pageblock_range(pfn, cur, start_mt);
             self.expand(zi, pfn, order, cur, start_mt);
             self.zones[zi].free_pages -= 1 << order;
@@ -540,14 +715,40 @@ impl PhysMem {
         boost_factor: u64,
         trace: &mut Trace,
     ) -> Option<u64> {
-        if let Some(p) = self.rmqueue_smallest(zi, order, mt) {
-            return Some(p);
+        self.rmqueue_mode(zi, order, mt, alloc_flags, boost_factor, trace, &mut RmqueueMode::Normal)
+    }
+
+    /// __rmqueue() with rmqueue_bulk()'s memory of where the last page came from: once a
+    /// steal was needed, the next pages of the batch are stolen without searching again.
+    #[allow(clippy::too_many_arguments)]
+    fn rmqueue_mode(
+        &mut self,
+        zi: usize,
+        order: u32,
+        mt: u8,
+        alloc_flags: AllocFlags,
+        boost_factor: u64,
+        trace: &mut Trace,
+        mode: &mut RmqueueMode,
+    ) -> Option<u64> {
+        if *mode == RmqueueMode::Normal {
+            if let Some(p) = self.rmqueue_smallest(zi, order, mt) {
+                return Some(p);
+            }
         }
-        let fallback = match self.rmqueue_claim(zi, order, mt, alloc_flags, boost_factor) {
-            Some(x) => Some(x),
-            None if alloc_flags & ALLOC_NOFRAGMENT == 0 => self.rmqueue_steal(zi, order, mt),
-            None => None,
-        };
+        let mut fallback = None;
+        if *mode != RmqueueMode::Steal {
+            fallback = self.rmqueue_claim(zi, order, mt, alloc_flags, boost_factor);
+            if fallback.is_some() {
+                *mode = RmqueueMode::Normal;
+            }
+        }
+        if fallback.is_none() && alloc_flags & ALLOC_NOFRAGMENT == 0 {
+            fallback = self.rmqueue_steal(zi, order, mt);
+            if fallback.is_some() {
+                *mode = RmqueueMode::Steal;
+            }
+        }
         let (pfn, fallback_order, fallback_mt) = fallback?;
         trace_event!(
             @clock trace,
@@ -562,7 +763,300 @@ impl PhysMem {
         Some(pfn)
     }
 
-    /// __zone_watermark_ok()
+    // ---- per-CPU page lists (struct per_cpu_pages) ----
+
+    fn pcp_index(&self, cpu: u32, zi: usize) -> usize {
+        cpu as usize * self.zones.len() + zi
+    }
+
+    /// zone_batchsize(), zone_highsize() and zone_set_pageset_high_and_batch(): batch is
+    /// ~0.1 % of the zone (at most 1 MiB) / 4, rounded to 2^n - 1; high_min is the low
+    /// watermark split over the node's CPUs, high_max a MIN_PERCPU_PAGELIST_HIGH_FRACTION
+    /// (1/8) of the zone's managed pages split the same way; both at least 4 batches.
+    pub fn zone_pcp_update(&mut self, zi: usize) {
+        let z = &self.zones[zi];
+        let mut batch = (z.managed >> 10).min((1 << 20) / PAGE_SIZE) / 4;
+        batch = batch.max(1);
+        let b = batch + batch / 2;
+        batch = (1u64 << (63 - b.leading_zeros())) - 1;
+        let batch = batch.max(1);
+        let cpus = (self.nodes[z.node].cpus.len() as u64).max(1);
+        let high_min = (z.watermark[WMARK_LOW] / cpus).max(batch << 2);
+        let high_max = (z.managed / MIN_PERCPU_PAGELIST_HIGH_FRACTION / cpus).max(batch << 2);
+        self.zones[zi].pcp_batch = batch;
+        self.zones[zi].pcp_high_min = high_min;
+        self.zones[zi].pcp_high_max = high_max;
+        for cpu in 0..self.nr_cpus {
+            let i = self.pcp_index(cpu, zi);
+            let pcp = &mut self.pcp[i];
+            pcp.batch = batch;
+            pcp.high_min = high_min;
+            pcp.high_max = high_max;
+        }
+    }
+
+    /// Pages on the per-CPU lists of zone `zi` (all CPUs).
+    pub fn pcp_pages(&self, zi: usize) -> u64 {
+        (0..self.nr_cpus).map(|c| self.pcp[self.pcp_index(c, zi)].count).sum()
+    }
+    /// The per-CPU lists of `cpu` for zone `zi` (for the invariant checker and reports).
+    pub fn pcp_of(&self, cpu: u32, zi: usize) -> &PerCpuPages {
+        &self.pcp[self.pcp_index(cpu, zi)]
+    }
+
+    /// nr_pcp_alloc(): how many blocks a refill takes from the buddy lists: the batch,
+    /// doubled for each order-0 refill without a free in between (up to 2^5), kept within
+    /// room under pcp->high, divided by 2^order for high orders (at least 2).
+    fn nr_pcp_alloc(&mut self, i: usize, zi: usize, order: u32) -> u64 {
+        let below_high = self.zones[zi].below_high;
+        let pcp = &mut self.pcp[i];
+        let base = pcp.batch;
+        pcp.high = kclamp(pcp.high, pcp.high_min, pcp.high_max);
+        let mut high = pcp.high;
+        if high < base {
+            return 1;
+        }
+        let mut batch = if order > 0 { base } else { base << pcp.alloc_factor };
+        if pcp.high_min != pcp.high_max && !below_high {
+            pcp.high = (high + batch).min(pcp.high_max);
+            high = pcp.high;
+        }
+        if order == 0 {
+            let max_nr_alloc = high.saturating_sub(pcp.count + base).max(base);
+            if batch <= max_nr_alloc && pcp.alloc_factor < PCP_BATCH_SCALE_MAX {
+                pcp.alloc_factor += 1;
+            }
+            batch = batch.min(max_nr_alloc);
+        }
+        if batch > 1 {
+            batch = (batch >> order).max(2);
+        }
+        batch
+    }
+
+    /// rmqueue_pcplist() / __rmqueue_pcplist(): the current CPU's list for (migratetype,
+    /// order), refilled by rmqueue_bulk() (blocks from __rmqueue, added at the tail) when
+    /// empty; the block at its head is taken.
+    fn rmqueue_pcplist(
+        &mut self,
+        zi: usize,
+        order: u32,
+        mt: u8,
+        flags: AllocFlags,
+        boost_factor: u64,
+        trace: &mut Trace,
+    ) -> Option<u64> {
+        self.pcp_decay_catch_up();
+        let i = self.pcp_index(self.cpu, zi);
+        let li = order_to_pindex(mt, order);
+        self.pcp[i].free_count >>= 1;
+        if self.pcp[i].lists[li].head == NIL {
+            let batch = self.nr_pcp_alloc(i, zi, order);
+            let mut mode = RmqueueMode::Normal;
+            let mut n = 0u64;
+            for _ in 0..batch {
+                let Some(p) = self.rmqueue_mode(zi, order, mt, flags, boost_factor, trace, &mut mode) else { break };
+                self.frames[p as usize] = make_pcp(order, mt);
+                self.pcp[i].lists[li].push_tail(&mut self.links, p as u32, 1 << order);
+                n += 1;
+            }
+            self.pcp[i].count += n << order;
+            if n == 0 {
+                return None;
+            }
+        }
+        let p = self.pcp[i].lists[li].head;
+        self.pcp[i].lists[li].remove(&mut self.links, p, 1 << order);
+        self.pcp[i].count -= 1 << order;
+        self.frames[p as usize] = 0;
+        Some(p as u64)
+    }
+
+    /// free_frozen_page_commit(): to the head of the current CPU's list; when the list
+    /// holds pcp->high pages or more (high auto-tuned by nr_pcp_high), a batch of the
+    /// oldest goes back to the buddy lists (free_pcppages_bulk).
+    fn free_frozen_page_commit(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) {
+        self.pcp_decay_catch_up();
+        let i = self.pcp_index(self.cpu, zi);
+        let li = order_to_pindex(mt, order);
+        {
+            let pcp = &mut self.pcp[i];
+            pcp.alloc_factor >>= 1;
+            self.frames[pfn as usize] = make_pcp(order, mt);
+            pcp.lists[li].push_head(&mut self.links, pfn as u32, 1 << order);
+            pcp.count += 1 << order;
+        }
+        let pcp = &mut self.pcp[i];
+        let batch = pcp.batch;
+        let mut free_high = false;
+        if order > 0 && order <= PAGE_ALLOC_COSTLY_ORDER {
+            free_high = pcp.free_count >= batch + pcp.high_min / 2
+                && pcp.prev_free_high_order
+                && (!pcp.free_high_batch || pcp.count >= batch);
+            pcp.prev_free_high_order = true;
+        } else if pcp.prev_free_high_order {
+            pcp.prev_free_high_order = false;
+        }
+        if pcp.free_count < batch << PCP_BATCH_SCALE_MAX {
+            pcp.free_count += 1 << order;
+        }
+        let high = self.nr_pcp_high(i, zi, batch, free_high);
+        if self.pcp[i].count < high {
+            return;
+        }
+        let n = self.nr_pcp_free(i, batch, high, free_high);
+        self.free_pcppages_bulk(zi, i, n, li);
+        if self.zones[zi].below_high {
+            let mark = self.zones[zi].wmark(WMARK_HIGH);
+            if self.zone_watermark_ok(zi, 0, mark, ZONE_MOVABLE, 0) {
+                self.zones[zi].below_high = false;
+            }
+        }
+    }
+
+    /// nr_pcp_high(): the list's current high mark, auto-tuned between high_min and
+    /// high_max: lowered while reclaim is active or the zone is below its high watermark,
+    /// raised to hold a batch of consecutive frees.
+    fn nr_pcp_high(&mut self, i: usize, zi: usize, batch: u64, free_high: bool) -> u64 {
+        let (reclaim_active, below_high) = (self.zones[zi].reclaim_active, self.zones[zi].below_high);
+        let pcp = &mut self.pcp[i];
+        pcp.high = kclamp(pcp.high, pcp.high_min, pcp.high_max);
+        let high = pcp.high;
+        if high == 0 {
+            return 0;
+        }
+        if free_high {
+            pcp.high = high.saturating_sub(batch << PCP_BATCH_SCALE_MAX).max(pcp.high_min);
+            return 0;
+        }
+        if reclaim_active {
+            let fc = pcp.free_count.max(batch);
+            pcp.high = high.saturating_sub(fc).max(pcp.high_min);
+            return (batch << 2).min(pcp.high);
+        }
+        if pcp.high_min == pcp.high_max {
+            return high;
+        }
+        if below_high {
+            let fc = pcp.free_count.max(batch);
+            pcp.high = high.saturating_sub(fc).max(pcp.high_min);
+            pcp.count.max(pcp.high_min)
+        } else {
+            if pcp.count >= high {
+                let need = pcp.free_count + batch;
+                if pcp.high < need {
+                    pcp.high = kclamp(need, pcp.high_min, pcp.high_max);
+                }
+            }
+            high
+        }
+    }
+
+    /// nr_pcp_free(): how many pages to give back: at least a batch, up to high - batch,
+    /// more for a run of frees.
+    fn nr_pcp_free(&self, i: usize, batch: u64, high: u64, free_high: bool) -> u64 {
+        let pcp = &self.pcp[i];
+        if free_high {
+            return pcp.count.min(batch << PCP_BATCH_SCALE_MAX);
+        }
+        if high < batch {
+            return 1;
+        }
+        pcp.free_count.clamp(batch, (high - batch).max(batch))
+    }
+
+    /// free_pcppages_bulk(): `count` pages back to the buddy lists, the oldest of each
+    /// list first, the lists taken round-robin starting with `pindex`. Each block is freed
+    /// with its pageblock's current type.
+    fn free_pcppages_bulk(&mut self, zi: usize, i: usize, count: u64, pindex: usize) {
+        let mut count = count.min(self.pcp[i].count);
+        let mut li = (pindex + NR_PCP_LISTS - 1) % NR_PCP_LISTS;
+        while count > 0 {
+            loop {
+                li = (li + 1) % NR_PCP_LISTS;
+                if self.pcp[i].lists[li].tail != NIL {
+                    break;
+                }
+            }
+            let order = pindex_to_order(li);
+            loop {
+                let p = self.pcp[i].lists[li].tail;
+                self.pcp[i].lists[li].remove(&mut self.links, p, 1 << order);
+                self.pcp[i].count -= 1 << order;
+                count = count.saturating_sub(1 << order);
+                self.frames[p as usize] = 0;
+                let mt = self.pb_mt(p as u64);
+                self.__free_one_page(zi, p as u64, order, mt, false);
+                if count == 0 || self.pcp[i].lists[li].tail == NIL {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// drain_pages_zone(): everything on `cpu`'s lists for zone `zi` back to the buddy lists.
+    pub fn drain_pages_zone(&mut self, cpu: u32, zi: usize) {
+        let i = self.pcp_index(cpu, zi);
+        let n = self.pcp[i].count;
+        if n > 0 {
+            self.free_pcppages_bulk(zi, i, n, 0);
+        }
+    }
+    /// drain_local_pages(zone): the current CPU's lists for one zone.
+    pub fn drain_local_pages(&mut self, zi: usize) {
+        self.drain_pages_zone(self.cpu, zi);
+    }
+    /// drain_all_pages(zone): every CPU's lists, for one zone or all. Returns pages drained.
+    pub fn drain_all_pages(&mut self, zone: Option<usize>) -> u64 {
+        let zones: Vec<usize> = match zone {
+            Some(z) => vec![z],
+            None => (0..self.zones.len()).collect(),
+        };
+        let mut n = 0;
+        for zi in zones {
+            for cpu in 0..self.nr_cpus {
+                n += self.pcp[self.pcp_index(cpu, zi)].count;
+                self.drain_pages_zone(cpu, zi);
+            }
+        }
+        n
+    }
+
+    /// decay_pcp_high(), run by each CPU's vmstat_update every second: high falls by 1/8
+    /// towards high_min and what is above it goes back to the buddy lists. The model runs
+    /// the decays due since the last call when the allocator is next entered.
+    fn pcp_decay_catch_up(&mut self) {
+        if self.now_ms < self.next_pcp_decay_ms {
+            return;
+        }
+        let mut rounds = (self.now_ms - self.next_pcp_decay_ms) / PCP_DECAY_INTERVAL_MS + 1;
+        self.next_pcp_decay_ms += rounds * PCP_DECAY_INTERVAL_MS;
+        while rounds > 0 {
+            rounds -= 1;
+            let mut todo = false;
+            for i in 0..self.pcp.len() {
+                let zi = i % self.zones.len();
+                let pcp = &mut self.pcp[i];
+                if pcp.high > pcp.high_min {
+                    pcp.high = pcp
+                        .count
+                        .saturating_sub(pcp.batch << PCP_BATCH_SCALE_MAX)
+                        .max(pcp.high - (pcp.high >> 3))
+                        .max(pcp.high_min);
+                    todo |= pcp.high > pcp.high_min;
+                }
+                if pcp.count > pcp.high {
+                    let n = pcp.count - pcp.high;
+                    self.free_pcppages_bulk(zi, i, n, 0);
+                }
+            }
+            if !todo {
+                break;
+            }
+        }
+    }
+
+    /// __zone_watermark_ok() with the zone's free pages.
     pub fn zone_watermark_ok(
         &self,
         zi: usize,
@@ -571,8 +1065,22 @@ impl PhysMem {
         highest_zoneidx: usize,
         alloc_flags: AllocFlags,
     ) -> bool {
+        self.zone_watermark_ok_free(zi, order, mark, highest_zoneidx, alloc_flags, self.zones[zi].free_pages)
+    }
+
+    /// __zone_watermark_ok() with a given count of free pages (NR_FREE_PAGES, or
+    /// NR_FREE_PAGES_BLOCKS under vm.defrag_mode, or free plus reclaimable).
+    pub fn zone_watermark_ok_free(
+        &self,
+        zi: usize,
+        order: u32,
+        mark: u64,
+        highest_zoneidx: usize,
+        alloc_flags: AllocFlags,
+        free_pages: u64,
+    ) -> bool {
         let z = &self.zones[zi];
-        let mut free = z.free_pages as i64 - ((1i64 << order) - 1);
+        let mut free = free_pages as i64 - ((1i64 << order) - 1);
         let mut min = mark as i64;
         if alloc_flags & ALLOC_MIN_RESERVE != 0 {
             min -= min / 2;
@@ -647,7 +1155,9 @@ impl PhysMem {
         f
     }
 
-    /// get_page_from_freelist(): walk the zonelist, check the watermark, take a block.
+    /// get_page_from_freelist(): walk the zonelist, check the watermark, take a block
+    /// (rmqueue: the per-CPU list for orders the pcp keeps, else the buddy lists). A zone
+    /// found below its high watermark is flagged ZONE_BELOW_HIGH (the pcp frees more then).
     #[allow(clippy::too_many_arguments)]
     pub fn get_page_from_freelist(
         &mut self,
@@ -669,6 +1179,7 @@ impl PhysMem {
             let mut restart = false;
             for &zi in zonelist {
                 if no_fallback
+                    && !defrag_mode
                     && self.nodes.len() > 1
                     && zi != preferred
                     && self.zones[zi].node != self.zones[preferred].node
@@ -678,33 +1189,32 @@ impl PhysMem {
                     restart = true;
                     break;
                 }
+                if !self.zones[zi].below_high {
+                    let high = self.zones[zi].wmark(WMARK_HIGH);
+                    if self.zone_watermark_ok(zi, order, high, highest, flags) {
+                        if let Some(p) = self.rmqueue_zone(zi, order, mt, flags, boost_factor, vm, trace) {
+                            return Some(p);
+                        }
+                        continue;
+                    }
+                    self.zones[zi].below_high = true;
+                }
                 let mark = if flags & ALLOC_NO_WATERMARKS != 0 {
                     0
                 } else {
                     self.zones[zi].wmark((flags & ALLOC_WMARK_MASK) as usize)
                 };
-                if !self.zone_watermark_ok(zi, order, mark, highest, flags) {
+                if !self.zone_watermark_ok(zi, order, mark, highest, flags) && flags & ALLOC_NO_WATERMARKS == 0 {
                     continue;
                 }
-                if let Some(pfn) = self.rmqueue(zi, order, mt, flags, boost_factor, trace) {
-                    let z = &self.zones[zi];
-                    let ev = match z.idx {
-                        ZONE_DMA => Ev::PGALLOC_DMA,
-                        ZONE_DMA32 => Ev::PGALLOC_DMA32,
-                        ZONE_MOVABLE => Ev::PGALLOC_MOVABLE,
-                        _ => Ev::PGALLOC_NORMAL,
-                    };
-                    vm.add(ev, 1 << order);
-                    for p in pfn..pfn + (1 << order) {
-                        self.frames[p as usize] = make_kernel(order, p == pfn);
-                    }
-                    return Some((Pfn(pfn), zi));
+                if let Some(p) = self.rmqueue_zone(zi, order, mt, flags, boost_factor, vm, trace) {
+                    return Some(p);
                 }
             }
             if restart {
                 continue;
             }
-            if flags & ALLOC_NOFRAGMENT != 0 && !defrag_mode {
+            if no_fallback && !defrag_mode {
                 flags &= !ALLOC_NOFRAGMENT;
                 continue;
             }
@@ -712,26 +1222,74 @@ impl PhysMem {
         }
     }
 
+    /// rmqueue(): one zone; the frames become the allocation's.
+    #[allow(clippy::too_many_arguments)]
+    fn rmqueue_zone(
+        &mut self,
+        zi: usize,
+        order: u32,
+        mt: u8,
+        flags: AllocFlags,
+        boost_factor: u64,
+        vm: &mut VmStat,
+        trace: &mut Trace,
+    ) -> Option<(Pfn, usize)> {
+        let mut pfn = None;
+        if pcp_allowed_order(order) {
+            pfn = self.rmqueue_pcplist(zi, order, mt, flags, boost_factor, trace);
+        }
+        if pfn.is_none() {
+            pfn = self.rmqueue(zi, order, mt, flags, boost_factor, trace);
+        }
+        let pfn = pfn?;
+        let ev = match self.zones[zi].idx {
+            ZONE_DMA => Ev::PGALLOC_DMA,
+            ZONE_DMA32 => Ev::PGALLOC_DMA32,
+            ZONE_MOVABLE => Ev::PGALLOC_MOVABLE,
+            _ => Ev::PGALLOC_NORMAL,
+        };
+        vm.add(ev, 1 << order);
+        for p in pfn..pfn + (1 << order) {
+            self.frames[p as usize] = make_kernel(order, p == pfn);
+        }
+        Some((Pfn(pfn), zi))
+    }
+
+    /// prep_new_page() for a block a direct compactor captured: it becomes the allocation.
+    pub fn prep_captured(&mut self, pfn: u64, order: u32, zi: usize, vm: &mut VmStat) -> Pfn {
+        let ev = match self.zones[zi].idx {
+            ZONE_DMA => Ev::PGALLOC_DMA,
+            ZONE_DMA32 => Ev::PGALLOC_DMA32,
+            ZONE_MOVABLE => Ev::PGALLOC_MOVABLE,
+            _ => Ev::PGALLOC_NORMAL,
+        };
+        vm.add(ev, 1 << order);
+        for p in pfn..pfn + (1 << order) {
+            self.frames[p as usize] = make_kernel(order, p == pfn);
+        }
+        Pfn(pfn)
+    }
+
     /// __isolate_free_page(): take the free block at `pfn` off the buddy lists for the
     /// compaction free scanner, if the zone stays above its min watermark (+ the block).
     /// Returns the block's order; its frames read as free tails until the caller uses or
-    /// returns them (`free_one_page`). Blocks of order >= pageblock_order - 1 make their
-    /// pageblocks MOVABLE.
+    /// returns them. A block of order >= pageblock_order - 1 makes its pageblocks MOVABLE
+    /// (move_freepages_block).
     pub fn isolate_free_page(&mut self, zi: usize, pfn: u64) -> Option<u32> {
         let order = free_order(self.frames[pfn as usize]);
         let mark = self.zones[zi].watermark[WMARK_MIN] + (1 << order);
         if !self.zone_watermark_ok(zi, 0, mark, 0, 0) {
             return None;
         }
-        let on = self.free_list_of(zi, pfn, order);
-        self.del_from_free_list(zi, pfn, order, on);
+        self.del_from_free_list(zi, pfn, order);
         self.zones[zi].free_pages -= 1 << order;
         if order >= PAGEBLOCK_ORDER - 1 {
             let end = pfn + (1 << order);
-            let mut pb = pfn;
+            let mut pb = pfn & !(PAGEBLOCK_NR_PAGES - 1);
             while pb < end {
                 let mt = self.pb_mt(pb);
-                if mt != MIGRATE_ISOLATE && mt != MIGRATE_HIGHATOMIC {
+                if mt < MIGRATE_PCPTYPES && mt != MIGRATE_MOVABLE && self.count_block(zi, pb).is_some() {
+                    self.move_freepages_block(zi, pb, MIGRATE_MOVABLE);
                     self.set_pb_mt(pb, MIGRATE_MOVABLE);
                 }
                 pb += PAGEBLOCK_NR_PAGES;
@@ -740,7 +1298,9 @@ impl PhysMem {
         Some(order)
     }
 
-    /// Return a block to the buddy allocator (__free_pages): frames must be owned by the caller.
+    /// __free_pages() / free_frozen_pages(): return a block (its frames owned by the
+    /// caller) to the allocator: orders the per-CPU lists keep go to the current CPU's
+    /// list, others to the buddy lists.
     pub fn free_pages(&mut self, pfn: Pfn, order: u32, vm: &mut VmStat) {
         let pfn = pfn.0;
         let zi = self.zone_of(pfn);
@@ -748,8 +1308,19 @@ impl PhysMem {
             self.frames[p as usize] = 0;
         }
         vm.add(Ev::PGFREE, 1 << order);
-        let mt = self.pb_mt(pfn);
-        self.free_one_page(zi, pfn, order, mt);
+        if !pcp_allowed_order(order) {
+            self.free_one_page_split(zi, pfn, order, false);
+            return;
+        }
+        let mut mt = self.pb_mt(pfn);
+        if mt >= MIGRATE_PCPTYPES {
+            if mt == MIGRATE_ISOLATE {
+                self.free_one_page_split(zi, pfn, order, false);
+                return;
+            }
+            mt = MIGRATE_MOVABLE;
+        }
+        self.free_frozen_page_commit(zi, pfn, order, mt);
     }
 
     /// Number of pageblocks of each migratetype in a zone (pagetypeinfo_showblockcount).
@@ -807,6 +1378,12 @@ impl PhysMem {
             z.watermark = zone_wmarks(min_free_kbytes, z.managed, lowmem, watermark_scale_factor);
             z.watermark_boost = 0;
         }
+        // setup_per_zone_wmarks(): the pcp batch and high limits follow the watermarks
+        for zi in 0..self.zones.len() {
+            if self.zones[zi].managed > 0 {
+                self.zone_pcp_update(zi);
+            }
+        }
     }
 
     /// Lowmem pages as nr_free_buffer_pages() sees them (managed above the high watermark).
@@ -825,13 +1402,7 @@ impl PhysMem {
         self.frames.len() * 8
             + self.pageblocks.len() * 2
             + self.links.heap_bytes()
-            + self
-                .zones
-                .iter()
-                .map(|z| {
-                    z.free_area.iter().map(|fa| fa.lists.iter().map(|l| l.heap_bytes()).sum::<usize>()).sum::<usize>()
-                })
-                .sum::<usize>()
+            + self.pcp.len() * std::mem::size_of::<PerCpuPages>()
     }
 }
 
@@ -868,6 +1439,11 @@ impl Kernel {
             }
         }
         page
+    }
+
+    /// Free pages including those on the per-CPU lists (NR_FREE_PAGES leaves them out).
+    pub fn nr_free_pcp_pages(&self) -> u64 {
+        self.pm.total_free() + (0..self.pm.zones.len()).map(|zi| self.pm.pcp_pages(zi)).sum::<u64>()
     }
 
     /// Kernel memory for the `kalloc` op (pipe buffers): GFP_KERNEL pages the kernel keeps,
@@ -908,36 +1484,68 @@ impl Kernel {
 
     fn after_alloc(&mut self, zi: usize) {
         // a fallback claim boosted the watermark: kswapd is woken to reclaim the boost
+        // (rmqueue: ZONE_BOOSTED_WATERMARK -> wakeup_kswapd(zone, 0, 0, zone_idx))
         if self.pm.zones[zi].boosted {
             self.pm.zones[zi].boosted = false;
-            self.wakeup_kswapd(self.pm.zones[zi].node, 0);
+            self.wakeup_kswapd(self.pm.zones[zi].node, 0, 0);
         }
     }
 
-    /// __alloc_pages_slowpath()
+    /// gfp_to_alloc_flags(): the slow path's flags: the min watermark, reserves for
+    /// __GFP_HIGH, kswapd wake-ups, ALLOC_NOFRAGMENT under vm.defrag_mode.
+    fn gfp_to_alloc_flags(&self, gfp: Gfp) -> AllocFlags {
+        let mut f = ALLOC_WMARK_MIN;
+        if gfp & __GFP_HIGH != 0 {
+            f |= ALLOC_MIN_RESERVE;
+        }
+        if gfp & __GFP_KSWAPD_RECLAIM != 0 {
+            f |= ALLOC_KSWAPD;
+        }
+        if self.cfg.defrag_mode {
+            f |= ALLOC_NOFRAGMENT;
+        }
+        f
+    }
+
+    /// wake_all_kswapds(): each node of the zonelist once; under vm.defrag_mode kswapd
+    /// reclaims for at least a pageblock.
+    fn wake_all_kswapds(&mut self, order: u32, gfp: Gfp, zonelist: &[usize]) {
+        let reclaim_order = if self.cfg.defrag_mode { order.max(PAGEBLOCK_ORDER) } else { order };
+        let mut last = usize::MAX;
+        for &zi in zonelist {
+            let nid = self.pm.zones[zi].node;
+            if nid != last {
+                last = nid;
+                self.wakeup_kswapd(nid, gfp, reclaim_order);
+            }
+        }
+    }
+
+    /// __alloc_pages_slowpath(): wake kswapd, retry at the min watermark; for costly (or
+    /// non-movable high-order) requests try async direct compaction first; then loop:
+    /// direct reclaim, direct compaction at the current priority, and retry as
+    /// should_reclaim_retry / should_compact_retry decide (costly requests only with
+    /// __GFP_RETRY_MAYFAIL; __GFP_NORETRY never); vm.defrag_mode finally allows
+    /// fragmenting fallbacks; the OOM killer last.
     fn alloc_pages_slowpath(&mut self, gfp: Gfp, order: u32, nid: usize, zonelist: &[usize]) -> Option<Pfn> {
         let costly = order > PAGE_ALLOC_COSTLY_ORDER;
         let can_direct_reclaim = gfp & __GFP_DIRECT_RECLAIM != 0;
-        let mut alloc_flags = ALLOC_WMARK_MIN;
-        if gfp & __GFP_HIGH != 0 {
-            alloc_flags |= ALLOC_MIN_RESERVE;
-        }
-        if gfp & __GFP_KSWAPD_RECLAIM != 0 {
-            alloc_flags |= ALLOC_KSWAPD;
-            self.wakeup_kswapd(nid, order);
+        let can_compact = gfp & __GFP_IO != 0;
+        let mut compaction_retries = 0u32;
+        let mut no_progress_loops = 0u32;
+        let mut compact_priority = DEF_COMPACT_PRIORITY;
+        let mut alloc_flags = self.gfp_to_alloc_flags(gfp);
+        if alloc_flags & ALLOC_KSWAPD != 0 {
+            self.wake_all_kswapds(order, gfp, zonelist);
         }
         if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
             self.after_alloc(zi);
             return Some(pfn);
         }
-        if !can_direct_reclaim {
-            return None;
-        }
         let mt = gfp_migratetype(gfp);
-        let mut compact_prio = CompactPriority::Async;
-        if costly || (order > 0 && mt != MIGRATE_MOVABLE) {
+        if can_direct_reclaim && can_compact && (costly || (order > 0 && mt != MIGRATE_MOVABLE)) {
             let (page, result) =
-                self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, CompactPriority::Async);
+                self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, INIT_COMPACT_PRIORITY);
             if page.is_some() {
                 return page;
             }
@@ -946,61 +1554,166 @@ impl Kernel {
                 if matches!(result, CompactResult::Skipped | CompactResult::Deferred) {
                     return None;
                 }
-                compact_prio = CompactPriority::Async;
-            } else {
-                compact_prio = CompactPriority::SyncLight;
+                compact_priority = INIT_COMPACT_PRIORITY;
             }
         }
         let mut oom_tries = 0;
-        // reclaim that frees pages which others (zram's pool) take again could go on for
-        // ever; after this many rounds with progress and no page, treat it as no progress
-        let mut progress_loops = 0;
+        let mut loops = 0u32;
         loop {
+            loops += 1;
             if alloc_flags & ALLOC_KSWAPD != 0 {
-                self.wakeup_kswapd(nid, order);
+                self.wake_all_kswapds(order, gfp, zonelist);
             }
             if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
                 self.after_alloc(zi);
                 return Some(pfn);
             }
-            // direct reclaim, then direct compaction
-            let reclaimed = self.try_to_free_pages(gfp, order, nid);
-            if reclaimed > 0 {
-                if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
-                    self.after_alloc(zi);
-                    return Some(pfn);
-                }
+            if !can_direct_reclaim {
+                return None;
             }
-            if order > 0 {
-                let (page, _) = self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, compact_prio);
-                if page.is_some() {
-                    return page;
-                }
+            let (page, progress) = self.alloc_pages_direct_reclaim(gfp, order, alloc_flags, zonelist);
+            if page.is_some() {
+                return page;
+            }
+            let (page, compact_result) =
+                self.alloc_pages_direct_compact(gfp, order, alloc_flags, zonelist, compact_priority);
+            if page.is_some() {
+                return page;
             }
             if gfp & __GFP_NORETRY != 0 {
                 return None;
             }
-            if costly && gfp & __GFP_RETRY_MAYFAIL == 0 {
+            if costly && (!can_compact || gfp & __GFP_RETRY_MAYFAIL == 0) {
                 return None;
             }
-            if reclaimed > 0 && progress_loops < 64 {
-                progress_loops += 1;
+            // reclaim that frees pages which others (zram's pool) take again could loop
+            // for ever with "progress"; the model gives up after this many rounds
+            const MAX_SLOWPATH_LOOPS: u32 = 1000;
+            if loops < MAX_SLOWPATH_LOOPS
+                && self.should_reclaim_retry(order, alloc_flags, progress > 0, &mut no_progress_loops, zonelist)
+            {
                 continue;
             }
-            // __alloc_pages_may_oom(): nothing could be reclaimed; kill and retry. The OOM
-            // killer cannot free memory on a given node, so __GFP_THISNODE (and
-            // __GFP_RETRY_MAYFAIL) allocations fail instead.
-            if gfp & (__GFP_THISNODE | __GFP_RETRY_MAYFAIL) != 0 {
+            if progress > 0
+                && can_compact
+                && self.should_compact_retry(
+                    order,
+                    zonelist,
+                    compact_result,
+                    &mut compact_priority,
+                    &mut compaction_retries,
+                )
+            {
+                continue;
+            }
+            if self.cfg.defrag_mode && alloc_flags & ALLOC_NOFRAGMENT != 0 {
+                alloc_flags &= !ALLOC_NOFRAGMENT;
+                continue;
+            }
+            // __alloc_pages_may_oom(): the OOM killer cannot free memory on a given node,
+            // and costly or __GFP_RETRY_MAYFAIL requests fail instead
+            if gfp & (__GFP_THISNODE | __GFP_RETRY_MAYFAIL) != 0 || costly {
                 return None;
             }
             if oom_tries >= 3 || !self.out_of_memory(order, nid) {
                 return None;
             }
             oom_tries += 1;
+            no_progress_loops = 0;
         }
     }
 
-    /// __alloc_pages_direct_compact(): counts compact_stall/success/fail around try_to_compact_pages.
+    /// __alloc_pages_direct_reclaim(): try_to_free_pages, then the freelists; if that
+    /// fails, drain the per-CPU lists once and try again. Returns (page, progress).
+    fn alloc_pages_direct_reclaim(
+        &mut self,
+        gfp: Gfp,
+        order: u32,
+        alloc_flags: AllocFlags,
+        zonelist: &[usize],
+    ) -> (Option<Pfn>, u64) {
+        let progress = self.try_to_free_pages(gfp, order, zonelist);
+        if progress == 0 {
+            return (None, 0);
+        }
+        for drained in [false, true] {
+            if let Some((pfn, zi)) = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist) {
+                self.after_alloc(zi);
+                return (Some(pfn), progress);
+            }
+            if !drained {
+                self.pm.drain_all_pages(None);
+            }
+        }
+        (None, progress)
+    }
+
+    /// should_reclaim_retry(): retry while reclaim makes progress (costly orders always
+    /// count a no-progress loop), at most MAX_RECLAIM_RETRIES loops without it, and only
+    /// while some zone could meet its min watermark with all its reclaimable pages.
+    fn should_reclaim_retry(
+        &self,
+        order: u32,
+        alloc_flags: AllocFlags,
+        did_some_progress: bool,
+        no_progress_loops: &mut u32,
+        zonelist: &[usize],
+    ) -> bool {
+        if did_some_progress && order <= PAGE_ALLOC_COSTLY_ORDER {
+            *no_progress_loops = 0;
+        } else {
+            *no_progress_loops += 1;
+        }
+        if *no_progress_loops > MAX_RECLAIM_RETRIES {
+            return false;
+        }
+        zonelist.iter().any(|&zi| {
+            let z = &self.pm.zones[zi];
+            let available = self.zone_reclaimable_pages(zi) + z.free_pages;
+            self.pm.zone_watermark_ok_free(zi, order, z.wmark(WMARK_MIN), ZONE_NORMAL, alloc_flags, available)
+        })
+    }
+
+    /// should_compact_retry(): after SKIPPED, retry if reclaim can make room; after
+    /// SUCCESS (a race lost), retry up to MAX_COMPACT_RETRIES (a quarter for costly
+    /// orders); otherwise raise the priority, down to MIN_COMPACT_COSTLY_PRIORITY for
+    /// costly orders.
+    fn should_compact_retry(
+        &self,
+        order: u32,
+        zonelist: &[usize],
+        result: CompactResult,
+        prio: &mut CompactPriority,
+        retries: &mut u32,
+    ) -> bool {
+        const MAX_COMPACT_RETRIES: u32 = 16;
+        if order == 0 {
+            return false;
+        }
+        if result == CompactResult::Skipped {
+            return self.compaction_zonelist_suitable(zonelist, order);
+        }
+        if result == CompactResult::Success {
+            let max = if order > PAGE_ALLOC_COSTLY_ORDER { MAX_COMPACT_RETRIES / 4 } else { MAX_COMPACT_RETRIES };
+            *retries += 1;
+            if *retries <= max {
+                return true;
+            }
+        }
+        let min_prio = if order > PAGE_ALLOC_COSTLY_ORDER { MIN_COMPACT_COSTLY_PRIORITY } else { MIN_COMPACT_PRIORITY };
+        if *prio > min_prio {
+            *prio = match *prio {
+                CompactPriority::Async => CompactPriority::SyncLight,
+                _ => CompactPriority::SyncFull,
+            };
+            *retries = 0;
+            return true;
+        }
+        false
+    }
+
+    /// __alloc_pages_direct_compact(): try_to_compact_pages; a captured block is the
+    /// allocation, else the freelists are tried. Counts compact_stall/success/fail.
     fn alloc_pages_direct_compact(
         &mut self,
         gfp: Gfp,
@@ -1009,13 +1722,20 @@ impl Kernel {
         zonelist: &[usize],
         prio: CompactPriority,
     ) -> (Option<Pfn>, CompactResult) {
-        let result = self.try_to_compact_pages(gfp, order, alloc_flags, zonelist, prio);
+        if order == 0 {
+            return (None, CompactResult::Skipped);
+        }
+        let (result, captured) = self.try_to_compact_pages(gfp, order, alloc_flags, zonelist, prio);
         if result == CompactResult::Skipped {
             return (None, result);
         }
         self.rec.vm.count(Ev::COMPACT_STALL);
-        let page = self.get_page_from_freelist(gfp, order, alloc_flags, zonelist);
+        let page = match captured {
+            Some((pfn, zi)) => Some((self.pm.prep_captured(pfn, order, zi, &mut self.rec.vm), zi)),
+            None => self.get_page_from_freelist(gfp, order, alloc_flags, zonelist),
+        };
         if let Some((pfn, zi)) = page {
+            self.pm.zones[zi].compact_blockskip_flush = false;
             self.compaction_defer_reset(zi, order as i32, true);
             self.rec.vm.count(Ev::COMPACT_SUCCESS);
             self.after_alloc(zi);
@@ -1092,10 +1812,15 @@ mod tests {
                 &mut Trace::default(),
             )
             .unwrap();
-        assert_eq!(pm.total_free(), free0 - 1);
+        // the CPU's list was refilled with a batch; one page of it was taken
+        assert_eq!(pm.total_free() + pm.pcp_pages(1), free0 - 1);
+        assert_eq!(pm.pcp_of(0, 1).count, pm.pcp_of(0, 1).batch - 1);
         check_counts(&pm);
         // the order-10 block was split: one free block at each order 0..9 appears
         pm.free_pages(Pfn(p), 0, &mut vm);
+        // the page waits on the CPU's list until drained
+        assert_eq!(pm.pcp_pages(1), pm.pcp_of(0, 1).batch);
+        pm.drain_all_pages(None);
         check_counts(&pm);
         assert_eq!(pm.buddyinfo(), before, "freeing merges back to the original blocks");
         assert_eq!(vm.get(Ev::PGFREE), 1);

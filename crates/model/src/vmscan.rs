@@ -110,12 +110,23 @@ enum Refs {
 /// Per-node kswapd state (pgdat->kswapd_order, kswapd_failures, the balance_pgdat run).
 #[derive(Clone, Debug, Default)]
 pub struct KswapdState {
+    /// pgdat->kswapd_order: the order wakers asked for; during a balance_pgdat run, the
+    /// order reclaim is balancing for (sc.order: dropped to 0 after compact_gap pages)
     pub order: u32,
     pub failures: u32,
     pub running: bool,
     pub priority: u32,
     pub reclaimed: u64,
+    /// the order the current run was woken for (alloc_order): kcompactd gets it
+    pub alloc_order: u32,
+    /// the boost the run started with (balance_pgdat's nr_boost_reclaim)
+    pub boosted: bool,
+    /// kswapd_try_to_sleep()'s short (HZ/10) sleep: the order it was balanced for
+    pub short_sleep: Option<u32>,
 }
+
+/// kswapd_try_to_sleep()'s first, short sleep: HZ/10.
+pub const KSWAPD_SHORT_SLEEP_NS: u64 = 100_000_000;
 
 impl Kernel {
     /// flush_tlb_mm_range() of [start, end) of `mm` from reclaim: an IPI when the mm
@@ -687,15 +698,93 @@ impl Kernel {
         }
     }
 
-    /// try_to_free_pages(): direct reclaim; returns pages reclaimed.
-    /// For a costly order, reclaim goes on until compaction would have room to work
-    /// (should_continue_reclaim: compact_gap(order) = 2 << order pages).
-    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> u64 {
+    /// compaction_ready(): the zone has enough free memory for compaction to go ahead
+    /// (the allocation could already succeed, or compaction_suitable() at the high
+    /// watermark), so direct reclaim for a costly order stops freeing there.
+    fn compaction_ready(&self, zi: usize, order: u32) -> bool {
+        let z = &self.pm.zones[zi];
+        if self.pm.zone_watermark_ok(zi, order, z.wmark(crate::mmzone::WMARK_MIN), ZONE_NORMAL, 0) {
+            return true;
+        }
+        self.compaction_suitable(zi, order, z.wmark(WMARK_HIGH), ZONE_NORMAL)
+    }
+
+    /// should_continue_reclaim() in reclaim/compaction mode (a costly order, or any order
+    /// at high priority): keep reclaiming a node while the last pass freed something,
+    /// compaction still could not run and the inactive lists exceed compact_gap(order).
+    fn should_continue_reclaim(&self, node: usize, nr_reclaimed: u64, sc: &ScanControl, order: u32) -> bool {
+        let in_reclaim_compaction = order > 0 && (order > PAGE_ALLOC_COSTLY_ORDER || sc.priority < DEF_PRIORITY - 2);
+        if !in_reclaim_compaction || nr_reclaimed == 0 {
+            return false;
+        }
+        for &zi in &self.pm.nodes[node].zones {
+            let z = &self.pm.zones[zi];
+            if z.managed == 0 {
+                continue;
+            }
+            let min = z.wmark(crate::mmzone::WMARK_MIN);
+            if self.pm.zone_watermark_ok(zi, order, min, ZONE_NORMAL, 0)
+                || self.compaction_suitable(zi, order, min, ZONE_NORMAL)
+            {
+                return false;
+            }
+        }
+        let mut inactive = self.pgdat[node].lruvec[LRU_INACTIVE_FILE as usize].pages;
+        if sc.may_swap && self.can_reclaim_anon() {
+            inactive += self.pgdat[node].lruvec[LRU_INACTIVE_ANON as usize].pages;
+        }
+        inactive > 2u64 << order
+    }
+
+    /// zone_reclaimable_pages(): the zone's share of its node's reclaimable LRU pages
+    /// (file, and anon when swap is left). The model keeps LRU lists per node; a zone's
+    /// share is its share of the node's used pages.
+    pub fn zone_reclaimable_pages(&self, zi: usize) -> u64 {
+        let z = &self.pm.zones[zi];
+        let node = z.node;
+        let l = &self.pgdat[node].lruvec;
+        let mut nr = l[LRU_INACTIVE_FILE as usize].pages + l[LRU_ACTIVE_FILE as usize].pages;
+        if self.can_reclaim_anon() {
+            nr += l[LRU_INACTIVE_ANON as usize].pages + l[LRU_ACTIVE_ANON as usize].pages;
+        }
+        let used = |zi: usize| self.pm.zones[zi].managed.saturating_sub(self.pm.zones[zi].free_pages);
+        let node_used: u64 = self.pm.nodes[node].zones.iter().map(|&o| used(o)).sum();
+        (nr as u128 * used(zi) as u128 / node_used.max(1) as u128) as u64
+    }
+
+    /// shrink_zones(): each node of the zonelist once; for a costly order, a zone where
+    /// compaction is ready is left alone (sc.compaction_ready).
+    fn shrink_zones(&mut self, zonelist: &[usize], sc: &mut ScanControl, order: u32, compaction_ready: &mut bool) {
+        let mut last_node = usize::MAX;
+        for &zi in zonelist {
+            if order > PAGE_ALLOC_COSTLY_ORDER && self.compaction_ready(zi, order) {
+                *compaction_ready = true;
+                continue;
+            }
+            let node = self.pm.zones[zi].node;
+            if node == last_node {
+                continue;
+            }
+            last_node = node;
+            loop {
+                let before = sc.nr_reclaimed;
+                self.shrink_node(node, sc);
+                if !self.should_continue_reclaim(node, sc.nr_reclaimed - before, sc, order) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// try_to_free_pages() / do_try_to_free_pages(): direct reclaim of SWAP_CLUSTER_MAX
+    /// pages from the allocation's zonelist (one node under __GFP_THISNODE), raising the
+    /// priority until done; stops early when compaction is ready for a costly order.
+    /// Returns the pages reclaimed, or 1 when reclaim stopped for compaction.
+    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: u32, zonelist: &[usize]) -> u64 {
         trace_event!(self, mm_vmscan_direct_reclaim_begin, order = order, gfp_flags = gfp);
         self.rec.vm.count(if gfp & __GFP_MOVABLE != 0 { Ev::ALLOCSTALL_MOVABLE } else { Ev::ALLOCSTALL_NORMAL });
-        let target = if order > PAGE_ALLOC_COSTLY_ORDER { 2u64 << order } else { SWAP_CLUSTER_MAX };
         let mut sc = ScanControl {
-            nr_to_reclaim: target,
+            nr_to_reclaim: SWAP_CLUSTER_MAX,
             nr_reclaimed: 0,
             nr_scanned: 0,
             priority: DEF_PRIORITY,
@@ -703,16 +792,10 @@ impl Kernel {
             ignore_references: false,
             who: Reclaimer::Direct,
         };
-        let nodes = self.pm.nodes.len();
+        let mut compaction_ready = false;
         loop {
-            for k in 0..nodes {
-                let n = (nid + k) % nodes;
-                self.shrink_node(n, &mut sc);
-                if sc.nr_reclaimed >= sc.nr_to_reclaim {
-                    break;
-                }
-            }
-            if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+            self.shrink_zones(zonelist, &mut sc, order, &mut compaction_ready);
+            if sc.nr_reclaimed >= sc.nr_to_reclaim || compaction_ready || sc.priority == 0 {
                 break;
             }
             sc.priority -= 1;
@@ -723,6 +806,9 @@ impl Kernel {
             }
         }
         trace_event!(self, mm_vmscan_direct_reclaim_end, nr_reclaimed = sc.nr_reclaimed);
+        if sc.nr_reclaimed == 0 && compaction_ready {
+            return 1;
+        }
         sc.nr_reclaimed
     }
 
@@ -781,58 +867,68 @@ impl Kernel {
         !any
     }
 
-    /// wakeup_kswapd(): wake the node's kswapd when a zone is below its low watermark
-    /// (or boosted). A hopeless node (kswapd_failures) is left to direct reclaim.
-    pub fn wakeup_kswapd(&mut self, nid: usize, order: u32) {
+    /// wakeup_kswapd(zone, gfp, order, highest_zoneidx): record the request; wake the
+    /// node's kswapd when a zone is below its high watermark (or boosted). A hopeless node
+    /// (kswapd_failures) or a balanced one is left alone, but an allocation that may not
+    /// compact itself (no __GFP_DIRECT_RECLAIM) wakes kcompactd instead.
+    pub fn wakeup_kswapd(&mut self, nid: usize, gfp: Gfp, order: u32) {
         let st = self.kswapd_state(nid);
         st.order = st.order.max(order);
-        if st.failures >= MAX_RECLAIM_RETRIES {
+        if self.pgdat[nid].kswapd.running {
+            // not waiting on kswapd_wait: it sees the new order when it next looks
             return;
         }
         let boosted = self.pm.nodes[nid].zones.iter().any(|&z| self.pm.zones[z].watermark_boost > 0);
-        // the caller is in the slow path (below the low watermark) or saw a boost
-        if self.pgdat_balanced(nid, order, false) && !boosted {
+        if self.pgdat[nid].kswapd.failures >= MAX_RECLAIM_RETRIES || (self.pgdat_balanced(nid, order, true) && !boosted)
+        {
+            if gfp & __GFP_DIRECT_RECLAIM == 0 {
+                self.wakeup_kcompactd(nid, order, ZONE_NORMAL);
+            }
             return;
         }
-        if !self.pgdat[nid].kswapd.running {
-            trace_event!(self, mm_vmscan_wakeup_kswapd, nid = nid, zid = ZONE_NORMAL, order = order);
-            self.wake(Kthread::Kswapd(nid));
-        }
+        trace_event!(self, mm_vmscan_wakeup_kswapd, nid = nid, zid = ZONE_NORMAL, order = order);
+        self.wake(Kthread::Kswapd(nid));
     }
 
-    /// One pass of kswapd's balance_pgdat() loop (one priority level), or going to sleep
-    /// (kswapd_try_to_sleep: wake kcompactd) when the node is balanced.
+    /// One step of kswapd: a slice of balance_pgdat() (one priority level, stopping at a
+    /// SWAP_CLUSTER_MAX boundary once the engine has another event due), or
+    /// kswapd_try_to_sleep() when the node is balanced.
     pub fn kswapd_step(&mut self, nid: usize) -> KthreadNext {
-        self.kswapd_state(nid);
+        if let Some(reclaim_order) = self.pgdat[nid].kswapd.short_sleep.take() {
+            return self.kswapd_after_short_sleep(nid, reclaim_order);
+        }
         let boosted = self.pm.nodes[nid].zones.iter().any(|&z| self.pm.zones[z].watermark_boost > 0);
-        let order = self.pgdat[nid].kswapd.order;
         if !self.pgdat[nid].kswapd.running {
-            self.pgdat[nid].kswapd.running = true;
-            self.pgdat[nid].kswapd.priority = DEF_PRIORITY;
-            self.pgdat[nid].kswapd.reclaimed = 0;
+            let st = &mut self.pgdat[nid].kswapd;
+            st.running = true;
+            st.priority = DEF_PRIORITY;
+            st.reclaimed = 0;
+            st.alloc_order = st.order;
+            st.boosted = boosted;
+            self.set_reclaim_active(nid, true);
             self.rec.vm.count(Ev::PAGEOUTRUN);
+            let order = self.pgdat[nid].kswapd.order;
             trace_event!(self, mm_vmscan_kswapd_wake, nid = nid, zid = ZONE_NORMAL, order = order);
         }
-        let balanced = self.pgdat_balanced(nid, order, false);
-        if balanced && (!boosted || self.pgdat_balanced(nid, order, true))
-            || self.pgdat[nid].kswapd.failures >= MAX_RECLAIM_RETRIES
-        {
-            return self.kswapd_sleep(nid, order);
+        let order = self.pgdat[nid].kswapd.order;
+        let balanced = self.pgdat_balanced(nid, order, true);
+        let unboosted = self.pgdat_balanced(nid, order, false);
+        if balanced || self.pgdat[nid].kswapd.failures >= MAX_RECLAIM_RETRIES {
+            return self.balance_pgdat_done(nid);
         }
         // boosted reclaim only (balanced without the boost): no swapping (may_swap = 0)
-        let boost_only = balanced;
-        // the deficit to the high watermark (kswapd_shrink_node's nr_to_reclaim is the
-        // high watermark itself; the model takes it in slices so processes interleave)
-        let mut deficit = 0u64;
+        let boost_only = unboosted;
+        // kswapd_shrink_node(): reclaim the zones' high watermarks' worth per pass
+        let mut target = 0u64;
         for &zi in &self.pm.nodes[nid].zones {
             let z = &self.pm.zones[zi];
             if z.managed > 0 {
-                deficit += (z.wmark(WMARK_HIGH) + SWAP_CLUSTER_MAX).saturating_sub(z.free_pages);
+                target += z.wmark(WMARK_HIGH).max(SWAP_CLUSTER_MAX);
             }
         }
         let prio = self.pgdat[nid].kswapd.priority;
         let mut sc = ScanControl {
-            nr_to_reclaim: deficit.clamp(SWAP_CLUSTER_MAX, 64 * SWAP_CLUSTER_MAX),
+            nr_to_reclaim: 0,
             nr_reclaimed: 0,
             nr_scanned: 0,
             priority: prio,
@@ -840,44 +936,100 @@ impl Kernel {
             ignore_references: false,
             who: Reclaimer::Kswapd,
         };
-        self.shrink_node(nid, &mut sc);
+        let yield_at = self.clock.yield_at;
+        let mut passes = 0u64;
+        while sc.nr_reclaimed < target {
+            let before = sc.nr_reclaimed;
+            sc.nr_to_reclaim = (sc.nr_reclaimed + SWAP_CLUSTER_MAX).min(target);
+            self.shrink_node(nid, &mut sc);
+            passes += 1;
+            if sc.nr_reclaimed == before || self.clock.now + self.clock.cost >= yield_at {
+                break;
+            }
+        }
+        let _ = passes;
+        sc.nr_to_reclaim = target;
         let st = &mut self.pgdat[nid].kswapd;
         st.reclaimed += sc.nr_reclaimed;
-        // fragmentation: after reclaiming twice the order's size, balance at order 0
+        // fragmentation: after reclaiming compact_gap(order), balance at order 0
         if st.order > 0 && st.reclaimed >= 2 << st.order {
             st.order = 0;
         }
         if boost_only && sc.nr_reclaimed == 0 {
-            // boosting makes no progress: drop the boost
-            return self.kswapd_sleep(nid, order);
+            // boosting makes no progress: stop
+            return self.balance_pgdat_done(nid);
         }
         if sc.nr_reclaimed < sc.nr_to_reclaim {
-            if st.priority == 0 {
+            if st.priority <= 1 {
                 if st.reclaimed == 0 {
                     st.failures += 1;
                 }
-                st.priority = DEF_PRIORITY;
-                st.reclaimed = 0;
-                if st.failures >= MAX_RECLAIM_RETRIES {
-                    return self.kswapd_sleep(nid, order);
-                }
-            } else {
-                st.priority -= 1;
+                return self.balance_pgdat_done(nid);
             }
+            st.priority -= 1;
         }
         KthreadNext::Again
     }
 
-    fn kswapd_sleep(&mut self, nid: usize, order: u32) -> KthreadNext {
-        let zones = self.pm.nodes[nid].zones.clone();
-        for zi in zones {
-            self.pm.zones[zi].watermark_boost = 0;
+    /// ZONE_RECLAIM_ACTIVE on the node's zones while kswapd balances (the per-CPU lists
+    /// hold less then).
+    fn set_reclaim_active(&mut self, nid: usize, active: bool) {
+        for zi in self.pm.nodes[nid].zones.clone() {
+            self.pm.zones[zi].reclaim_active = active;
         }
+    }
+
+    /// The end of balance_pgdat(): the boost is spent; if the run was boosted, kcompactd
+    /// is woken at pageblock order to defragment. Then kswapd_try_to_sleep().
+    fn balance_pgdat_done(&mut self, nid: usize) -> KthreadNext {
+        self.set_reclaim_active(nid, false);
         let st = &mut self.pgdat[nid].kswapd;
         st.running = false;
-        st.order = 0;
-        trace_event!(self, mm_vmscan_kswapd_sleep, nid = nid);
-        self.wakeup_kcompactd(nid, order);
-        KthreadNext::Wait
+        let (boosted, alloc_order, reclaim_order) = (st.boosted, st.alloc_order, st.order);
+        if boosted {
+            for zi in self.pm.nodes[nid].zones.clone() {
+                self.pm.zones[zi].watermark_boost = 0;
+            }
+            self.wakeup_kcompactd(nid, PAGEBLOCK_ORDER, ZONE_NORMAL);
+        }
+        self.kswapd_try_to_sleep(nid, alloc_order, reclaim_order)
+    }
+
+    /// kswapd_try_to_sleep(): when balanced for the order reclaim ended at, clear the
+    /// compaction skip bits of zones where direct compaction failed
+    /// (reset_isolation_suitable), wake kcompactd for the order kswapd was woken for, and
+    /// sleep HZ/10; if still balanced then, sleep until woken.
+    fn kswapd_try_to_sleep(&mut self, nid: usize, alloc_order: u32, reclaim_order: u32) -> KthreadNext {
+        if self.prepare_kswapd_sleep(nid, reclaim_order) {
+            self.reset_isolation_suitable(nid);
+            self.wakeup_kcompactd(nid, alloc_order, ZONE_NORMAL);
+            let st = &mut self.pgdat[nid].kswapd;
+            st.short_sleep = Some(reclaim_order);
+            st.order = 0;
+            return KthreadNext::Sleep(KSWAPD_SHORT_SLEEP_NS);
+        }
+        self.rec.vm.count(Ev::KSWAPD_HIGH_WMARK_HIT_QUICKLY);
+        KthreadNext::Again
+    }
+
+    /// The second half of kswapd_try_to_sleep(): woken early (a new request) or still
+    /// unbalanced after the short sleep: reclaim again; otherwise sleep until woken.
+    fn kswapd_after_short_sleep(&mut self, nid: usize, reclaim_order: u32) -> KthreadNext {
+        let woken_early = self.pgdat[nid].kswapd.order > 0 || !self.pgdat_balanced(nid, 0, true);
+        if !woken_early && self.prepare_kswapd_sleep(nid, reclaim_order) {
+            trace_event!(self, mm_vmscan_kswapd_sleep, nid = nid);
+            return KthreadNext::Wait;
+        }
+        self.rec.vm.count(if self.pgdat[nid].kswapd.order > 0 {
+            Ev::KSWAPD_LOW_WMARK_HIT_QUICKLY
+        } else {
+            Ev::KSWAPD_HIGH_WMARK_HIT_QUICKLY
+        });
+        KthreadNext::Again
+    }
+
+    /// prepare_kswapd_sleep(): a hopeless node, or a balanced one.
+    fn prepare_kswapd_sleep(&self, nid: usize, order: u32) -> bool {
+        self.pgdat[nid].kswapd.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced(nid, order, true)
     }
 }

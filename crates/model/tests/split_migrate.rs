@@ -54,8 +54,10 @@ fn partially_mapped_thp_is_split_by_the_shrinker_only() {
     assert_eq!(pd(&r, 1, "thp_deferred_split_page"), 1);
     assert_eq!(pd(&r, 1, "thp_split_page"), 0, "munmap alone does not split the folio");
     assert_eq!(pd(&r, 2, "thp_split_page"), 1);
-    // the unmapped subpage's memory comes back only with the split
-    assert_eq!(pd(&r, 2, "nr_free_pages"), 1);
+    // the unmapped subpage's memory comes back only with the split (to this CPU's pcp
+    // list: free_frozen_pages(), not yet counted in nr_free_pages)
+    assert_eq!(pd(&r, 1, "pgfree"), 0);
+    assert_eq!(pd(&r, 2, "pgfree"), 1);
 }
 
 #[test]
@@ -141,5 +143,8 @@ fn thp_migration_falls_back_to_split_when_the_node_has_no_2m_block() {
     assert_eq!(g("thp_split_page"), split);
     // the seed policy drops the 510 zero subpages of each isolated split THP
     assert_eq!(g("thp_split_unmap"), split * 510);
-    assert_eq!(g("pgmigrate_success"), ok * 512 + split * 2);
+    // the whole THPs moved first took node 1 down to its min watermark: the split pieces
+    // (order-0, __GFP_THISNODE, no OOM kill for a node) may find no page there
+    let moved = g("pgmigrate_success");
+    assert!(moved >= ok * 512 && moved <= ok * 512 + split * 2, "{:?}", mv.vmstat_delta);
 }

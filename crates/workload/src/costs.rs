@@ -170,8 +170,10 @@ pub struct CostProfile {
     /// compaction fit (vm.compact_memory at two fragmentation densities: time = scanned pfns ×
     /// compact_scan_pfn_ns + migrated pages × migrate_4k_ns).
     pub migrate_4k_ns: u64,
-    /// Per pfn looked at by compaction's migrate and free scanners
-    /// (isolate_migratepages_block, isolate_freepages_block): calibrate: the compaction fit.
+    /// Per pfn looked at by compaction's migrate and free scanners, as `calibrate` fits it
+    /// from vm.compact_memory runs. The model's scanners charge the finer costs below
+    /// (compact_scan_migrate_ns, compact_scan_free_ns per scanner step, compact_block_ns per
+    /// pageblock); this fitted figure is their cross-check, not charged itself.
     pub compact_scan_pfn_ns: u64,
     /// Per folio through shrink_folio_list (and per folio deactivated by shrink_active_list):
     /// isolation from the LRU, the rmap walk of folio_referenced, the folio lock, the swap
@@ -215,6 +217,22 @@ pub struct CostProfile {
     /// moved on an LRU list): how long the lock stays held for it (part of the operation's
     /// own cost; it only makes other CPUs wait). Estimate: a store and a cache-line access.
     pub lock_item_ns: u64,
+
+    // ---- compaction (mm/compaction.c) ----
+    /// One step of the migrate scanner (isolate_migratepages_block: one struct page
+    /// looked at; a free buddy or a compound folio is stepped over in one step).
+    /// Calibrated from a live vm.compact_memory run (calibrate.rs).
+    pub compact_scan_migrate_ns: u64,
+    /// One step of the free scanner (isolate_freepages_block, with its stride).
+    pub compact_scan_free_ns: u64,
+    /// A pageblock considered by a scanner's block loop (pageblock_pfn_to_page, the skip
+    /// bit, the migratetype).
+    pub compact_block_ns: u64,
+    /// A free-list entry examined by fast_find_migrateblock / fast_isolate_freepages
+    /// (a cache-cold struct page under the zone lock).
+    pub compact_freelist_ns: u64,
+    /// Isolating one page from its LRU list (folio_get, lru_lock, list removal).
+    pub compact_isolate_ns: u64,
 
     // ---- memory access and TLB (the TLB model) ----
     /// Cycles an access costs when its translation hits the L1 dTLB: estimate (one load).
@@ -295,6 +313,11 @@ impl Default for CostProfile {
             split_folio_ns: 12_000,
             migrate_4k_ns: 900,
             compact_scan_pfn_ns: 12,
+            compact_scan_migrate_ns: 8,
+            compact_scan_free_ns: 6,
+            compact_block_ns: 15,
+            compact_freelist_ns: 40,
+            compact_isolate_ns: 100,
             reclaim_scan_page_ns: 60,
             unmap_page_ns: 150,
             remove_mapping_ns: 700,

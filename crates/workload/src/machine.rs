@@ -94,6 +94,13 @@ pub struct MachineSpec {
     /// Human-readable origin (the shorthand it came from).
     #[serde(default)]
     pub name: Option<String>,
+    /// The machine has been running a while: its free lists are in no address order
+    /// (a just-booted kernel hands out memory lowest address first, because boot frees
+    /// every block to the tail of its list in address order). The model shuffles the
+    /// boot free lists (seeded by the run's seed), as `page_alloc.shuffle=1` would;
+    /// the live runner describes the machine it finds as aged. Shorthand: `aged`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aged: bool,
 }
 
 pub const MIN_NODE_MEM: u64 = 64 << 20;
@@ -175,7 +182,12 @@ impl MachineSpec {
         let per_node = parse_size(mem).map_err(|e| format!("machine `{s}`: {e}"))?;
         let mut cpus_total: Option<u32> = None;
         let mut swap = vec![];
+        let mut aged = false;
         for p in parts {
+            if p == "aged" {
+                aged = true;
+                continue;
+            }
             let (k, v) = p.split_once('=').ok_or_else(|| format!("machine `{s}`: expected key=value, got `{p}`"))?;
             match k {
                 "cpus" => cpus_total = Some(v.parse().map_err(|_| format!("machine `{s}`: bad cpus `{v}`"))?),
@@ -193,7 +205,7 @@ impl MachineSpec {
                         path: None,
                     });
                 }
-                _ => return Err(format!("machine `{s}`: unknown key `{k}` (cpus, swap)")),
+                _ => return Err(format!("machine `{s}`: unknown key `{k}` (cpus, swap, aged)")),
             }
         }
         let cpus_total = cpus_total.unwrap_or(2 * n);
@@ -203,7 +215,8 @@ impl MachineSpec {
         let nodes = (0..n)
             .map(|i| NodeSpec { mem: Size(per_node), cpus: cpus_total / n + u32::from(i < cpus_total % n) })
             .collect();
-        let m = MachineSpec { nodes, swap, tlb: TlbSpec::default(), kernel_reserve: None, name: Some(s.to_string()) };
+        let m =
+            MachineSpec { nodes, swap, tlb: TlbSpec::default(), kernel_reserve: None, name: Some(s.to_string()), aged };
         m.validate()?;
         Ok(m)
     }
@@ -237,6 +250,8 @@ mod tests {
         // found by the parse_workload fuzz target: a huge node count allocated before validation
         assert!(MachineSpec::parse_shorthand("221111111X11").unwrap_err().contains("1..=64"));
         assert!(MachineSpec::parse_shorthand("4G,gpus=2").is_err());
+        assert!(MachineSpec::parse_shorthand("4G,aged").unwrap().aged);
+        assert!(!MachineSpec::parse_shorthand("4G").unwrap().aged);
         assert!(MachineSpec::parse_any(r#"{"nodes":[{"mem":"1G","cpus":2}],"bogus":1}"#)
             .unwrap_err()
             .contains("bogus"));

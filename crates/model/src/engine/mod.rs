@@ -234,7 +234,12 @@ impl<'w> Engine<'w> {
         self.sampler.catch_up(&self.k, self.now);
         enter_step(&mut self.k, start);
         self.k.clock.cpu = kt.cpu;
+        self.k.pm.cpu = kt.cpu;
+        // a long job (a proactive compaction round) stops at its next cond_resched()
+        // past the next event, so that other tasks see its work as it happens
+        self.k.clock.yield_at = self.queue.next_at();
         let next = self.k.kthread_step(kt.kind);
+        self.k.clock.yield_at = u64::MAX;
         let end = start + self.k.clock.cost;
         self.cpu_free[cpu] = end;
         kt.busy_ns += self.k.clock.cost;
@@ -271,6 +276,7 @@ impl<'w> Engine<'w> {
         }
         enter_step(k, start);
         k.clock.cpu = task.cpu;
+        k.pm.cpu = task.cpu;
         let ops = &self.w.processes[pid].ops;
         let outcome = if k.oom.is_victim(task.mm) || !k.mms[task.mm].alive {
             task.killed = task.killed.clone().or_else(|| Some("oom_kill".into()));

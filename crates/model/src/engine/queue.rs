@@ -31,6 +31,10 @@ impl EventQueue {
     pub(super) fn pop(&mut self) -> Option<(u64, Event)> {
         self.heap.pop().map(|Reverse(x)| x)
     }
+    /// When the next event is due (u64::MAX: none).
+    pub(super) fn next_at(&self) -> u64 {
+        self.heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t)
+    }
 }
 
 /// Start a step at `start`: the kernel's clock, and nothing charged yet.

@@ -162,9 +162,11 @@ fn extra(k: &mut Kernel, kts: &[Kt], zram_before: &[(String, Value)]) -> BTreeMa
         Value::Array(
             k.pm.zones
                 .iter()
-                .map(|z| json!({"node": z.node, "zone": z.name, "start_pfn": z.start_pfn, "spanned": z.spanned, "present": z.present, "managed": z.managed,
+                .enumerate()
+                .map(|(zi, z)| json!({"node": z.node, "zone": z.name, "start_pfn": z.start_pfn, "spanned": z.spanned, "present": z.present, "managed": z.managed,
                     "min": z.watermark[0], "low": z.watermark[1], "high": z.watermark[2], "promo": z.watermark[3], "protection": z.lowmem_reserve.to_vec(),
-                    "nr_free_pages": z.free_pages}))
+                    "nr_free_pages": z.free_pages, "nr_pcp_pages": k.pm.pcp_pages(zi),
+                    "nr_kcompactd_isolated_free": k.kcompactd_isolated_pages(zi).0}))
                 .collect(),
         ),
     );

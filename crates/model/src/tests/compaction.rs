@@ -190,7 +190,7 @@ fn sync_compaction_of_unmovable_memory_is_deferred() {
     let zi = normal_or_dma32(&k);
     let mut ran = vec![];
     for call in 0..260 {
-        let r = k.try_to_compact_pages(GFP_TRANSHUGE, 9, ALLOC_WMARK_MIN, &[zi], CompactPriority::SyncLight);
+        let (r, _) = k.try_to_compact_pages(GFP_TRANSHUGE, 9, ALLOC_WMARK_MIN, &[zi], CompactPriority::SyncLight);
         match r {
             CompactResult::Deferred => {}
             CompactResult::PartialSkipped | CompactResult::Complete => ran.push(call),
@@ -200,7 +200,7 @@ fn sync_compaction_of_unmovable_memory_is_deferred() {
     assert_eq!(ran, vec![0, 2, 6, 14, 30, 62, 126, 190, 254], "2^k - 1 skips after k failures, at most 63");
     assert_eq!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS), 0, "nothing movable");
     // the minimum priority (sync full) ignores deferral
-    let r = k.try_to_compact_pages(GFP_TRANSHUGE, 9, ALLOC_WMARK_MIN, &[zi], CompactPriority::SyncFull);
+    let (r, _) = k.try_to_compact_pages(GFP_TRANSHUGE, 9, ALLOC_WMARK_MIN, &[zi], CompactPriority::SyncFull);
     assert_ne!(r, CompactResult::Deferred);
     check::check(&k).unwrap();
 }
@@ -219,8 +219,9 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
             kern.push(p);
             k.mod_node_page_state(p, NodeStat::NrKernelMisc, 1);
         }
-        let (_, kept) = fragment(&mut k, 192 << 20, VM_READ | VM_WRITE);
+        // the locked memory first: the migrate scanner starts at the low end of the zone
         let (_, locked) = fragment(&mut k, 32 << 20, VM_READ | VM_WRITE | VM_LOCKED);
+        let (_, kept) = fragment(&mut k, 192 << 20, VM_READ | VM_WRITE);
         let tables: Vec<u64> =
             (0..k.pm.frames.len() as u64).filter(|&p| tag(k.pm.frames[p as usize]) == TAG_PGTABLE).collect();
         // a "pinned" page: isolated by someone else (the model's stand-in for an extra reference)
@@ -235,6 +236,9 @@ fn compaction_never_moves_unmovable_pinned_or_mlocked_memory_and_keeps_contents(
 
         check::check(&k).unwrap();
         assert!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS) > 5_000, "compaction migrated pages");
+        // the migrated pages' old frames went to this CPU's pcp lists (free_frozen_pages);
+        // the vmstat worker's decay_pcp_high() returns them to the buddy lists in time
+        k.pm.drain_all_pages(None);
         assert!(k.fragmentation_score_node(0) < score0, "and lowered the score");
         for &p in &kern {
             assert_eq!(tag(k.pm.frames[p as usize]), TAG_KERNEL, "kernel page {p} untouched");
@@ -315,23 +319,53 @@ fn frag_then_thp(proactive: u32, settle: &str) -> String {
     )
 }
 
+fn frag_then_thp_size(proactive: u32, settle: &str, size: &str) -> String {
+    frag_then_thp(proactive, settle).replace(r#""size":"600M""#, &format!(r#""size":"{size}""#))
+}
+
 #[test]
 fn direct_compaction_serves_thp_faults_on_fragmented_memory() {
-    let r = go(&frag_then_thp(0, "0"), "1G,cpus=2", &[]);
+    // seed 004's fragmentation of 940 MiB (128 pages kept per 2 MiB), then 200 THP faults:
+    // each finds no free 2 MiB block and compacts one (migrating its 128 pages)
+    let r = go(&frag_then_thp_size(0, "0", "400M"), "1G,cpus=2", &[]);
     let (alloc, fb) = (pd(&r, "alloc", "thp_fault_alloc"), pd(&r, "alloc", "thp_fault_fallback"));
-    assert_eq!(alloc + fb, 300);
-    assert!(alloc >= 290, "compaction makes 2 MiB blocks: {alloc} of 300");
+    assert_eq!((alloc, fb), (200, 0));
     let stall = pd(&r, "alloc", "compact_stall");
-    assert!(stall > 250, "nearly every fault compacts directly: {stall}");
+    assert!(stall > 150, "nearly every fault compacts directly: {stall}");
     assert_eq!(stall, pd(&r, "alloc", "compact_success") + pd(&r, "alloc", "compact_fail"));
-    assert!(pd(&r, "alloc", "pgmigrate_success") > 100 * 250);
+    let migrated = pd(&r, "alloc", "pgmigrate_success");
+    assert!(migrated > 100 * stall && migrated < 200 * stall, "~128 pages per compaction: {migrated} for {stall}");
     assert!(pd(&r, "alloc", "compact_migrate_scanned") > 0 && pd(&r, "alloc", "compact_free_scanned") > 0);
     assert!(pd(&r, "alloc", "compact_isolated") >= pd(&r, "alloc", "pgmigrate_success"));
     assert_eq!(pd(&r, "alloc", "compact_daemon_wake"), 0);
     let lat = &r.latency["thp_alloc"];
     assert_eq!(lat.count as i64, alloc);
-    // a direct compaction migrates ~128 pages: far above the fast path's page_alloc_ns
+    // the latency is the work: a compaction migrates ~128 pages, far above the fast path
     assert!(lat.ns["p50"] > 100 * CostProfile::default().migrate_4k_ns, "{:?}", lat.ns);
+    assert!(lat.ns["p05"] < lat.ns["p95"], "a distribution, not a constant: {:?}", lat.ns);
+}
+
+#[test]
+fn a_full_pass_leaves_skip_bits_until_they_are_flushed() {
+    // 300 faults: more than one pass of the scanners can serve. When the scanners meet,
+    // every scanned block is marked skipped; compaction then fails fast until the skip
+    // bits are flushed (compaction_restarting after the deferrals), then works again.
+    let r = go(&frag_then_thp(0, "0"), "1G,cpus=2", &[]);
+    let ends: Vec<_> = r.trace.iter().filter(|e| e["event"] == "mm_compaction_end").collect();
+    let status: Vec<&str> = ends.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    // the first run of at least two failures in a row (a lone failure is a partial pass
+    // that started at the cached pfns; the next compaction restarts at the zone's ends)
+    let first_fail =
+        (0..status.len() - 1).find(|&i| status[i] != "success" && status[i + 1] != "success").expect("a pass ends");
+    let later_success = status[first_fail..].iter().position(|s| *s == "success").expect("compaction resumes");
+    assert!(later_success > 1, "{status:?}");
+    // the fast failures scan (almost) nothing: the blocks are skipped
+    let skipped_runs = ends[first_fail..first_fail + later_success]
+        .iter()
+        .filter(|e| e["migrate_scanned"].as_u64().unwrap() < 512)
+        .count();
+    assert!(skipped_runs > 0);
+    assert!(pd(&r, "alloc", "thp_fault_alloc") > 240);
 }
 
 #[test]
@@ -352,9 +386,10 @@ fn proactive_compaction_lowers_the_score_to_the_low_watermark() {
     assert!(ends.iter().all(|e| e["status"] == "success" || e["status"] == "complete"));
     let stall = pd(&r, "alloc", "compact_stall");
     let alloc = pd(&r, "alloc", "thp_fault_alloc");
-    // ~20 % of the free memory was made into 2 MiB blocks (score 80) before the faults;
-    // the 300 faults run in one engine step, so kcompactd cannot refill in between
-    assert!(stall <= alloc - 60, "kcompactd prepared blocks: {stall} stalls for {alloc} THPs");
+    // ~20 % of the free memory was made into 2 MiB blocks (score 80) before the faults:
+    // that many faults got a THP without compacting
+    let success = pd(&r, "alloc", "compact_success");
+    assert!(alloc - success >= 50, "kcompactd prepared blocks: {alloc} THPs, {success} by compaction ({stall} stalls)");
     let kc = r.extra["kthreads"].as_array().unwrap().iter().find(|k| k["name"] == "kcompactd0").unwrap().clone();
     assert!(kc["cpu_ns"].as_u64().unwrap() > 0);
     let main: i64 = r.vmstat_delta.get("compact_daemon_migrate_scanned").copied().unwrap_or(0);
@@ -393,9 +428,9 @@ fn proactive_compaction_backs_off_32s_on_unmovable_memory() {
 fn kswapd_can_wake_kcompactd() {
     let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
     // nothing to do on a fresh machine: an order-9 page is free
-    k.wakeup_kcompactd(0, 9);
+    k.wakeup_kcompactd(0, 9, ZONE_NORMAL);
     assert!(k.clock.wakeups.is_empty());
-    k.wakeup_kcompactd(0, 0);
+    k.wakeup_kcompactd(0, 0, ZONE_NORMAL);
     assert!(k.clock.wakeups.is_empty());
     let size = most(&k);
     fragment(&mut k, size, VM_READ | VM_WRITE);
@@ -414,7 +449,7 @@ fn kswapd_can_wake_kcompactd() {
     ) {
         k.mod_node_page_state(p, NodeStat::NrKernelMisc, 512);
     }
-    k.wakeup_kcompactd(0, 9);
+    k.wakeup_kcompactd(0, 9, ZONE_NORMAL);
     assert_eq!(k.clock.wakeups.iter().map(|w| w.0).collect::<Vec<_>>(), vec![Kthread::Kcompactd(0)]);
     k.clock.wakeups.clear();
     let next = k.kthread_step(Kthread::Kcompactd(0));

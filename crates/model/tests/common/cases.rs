@@ -64,11 +64,17 @@ pub fn end_state(r: &RunResult) -> Result<(), String> {
         .get("zram_mm_stat")
         .and_then(Value::as_object)
         .map_or(0, |m| m.values().map(|d| d["after"]["mem_used_total"].as_i64().unwrap_or(0) / 4096).sum());
-    let held = -free_delta - (mi("SwapCached") / 4) as i64 - zram_pages;
+    // freed pages the per-CPU lists still hold (NR_FREE_PAGES leaves them out)
+    let pcp_pages: i64 = r.extra.get("zoneinfo").and_then(Value::as_array).map_or(0, |zs| {
+        zs.iter()
+            .map(|z| z["nr_pcp_pages"].as_i64().unwrap_or(0) + z["nr_kcompactd_isolated_free"].as_i64().unwrap_or(0))
+            .sum()
+    });
+    let held = -free_delta - (mi("SwapCached") / 4) as i64 - zram_pages - pcp_pages;
     if held != 0 && held != 512 {
         return Err(format!(
             "after every process exited, {held} pages are neither free nor held by the swap cache, \
-             zram or the huge zero page (nr_free_pages {free_delta:+} since boot)"
+             zram, the per-CPU lists, a paused kcompactd or the huge zero page (nr_free_pages {free_delta:+} since boot)"
         ));
     }
     // Unmapped anonymous folios stay on an LRU list only while the swap cache holds them.

@@ -1,0 +1,170 @@
+//! The memory guard's estimate: the most memory a workload can hold at once.
+//!
+//! Each process is followed op by op with a bitmap of the 4 KiB pages that *may* be resident:
+//! a touch (write, read, access, populate, MADV_COLLAPSE, MADV_WILLNEED, move_pages) marks the
+//! whole 2 MiB blocks it reaches (a THP fault may fill a block from one byte), and
+//! munmap / MADV_DONTNEED / MADV_FREE / MADV_PAGEOUT clear the pages they drop. kalloc adds
+//! its bytes, kfree removes them. A process's figure is its peak; processes run concurrently,
+//! so the workload's figure is the sum of the peaks (an upper bound).
+//!
+//! Pages dropped from a partly unmapped THP are freed only when the THP is split (the
+//! deferred split shrinker: memory pressure or drop_caches), so they count as reclaimable,
+//! not held, here.
+
+use std::collections::HashMap;
+#[cfg(test)]
+use thplab_workload::workload::parse_workload;
+use thplab_workload::workload::{Advice, Op, Workload};
+
+const PAGE: u64 = 4096;
+const BLOCK_PAGES: u64 = 512;
+
+struct Region {
+    pages: u64,
+    bits: Vec<u64>,
+    resident: u64,
+}
+
+impl Region {
+    fn new(size: u64) -> Region {
+        let pages = size / PAGE;
+        Region { pages, bits: vec![0; pages.div_ceil(64) as usize], resident: 0 }
+    }
+    /// Mark pages [first, last) and the 2 MiB blocks around them.
+    fn touch(&mut self, first: u64, last: u64) {
+        let a = first / BLOCK_PAGES * BLOCK_PAGES;
+        let b = (last.div_ceil(BLOCK_PAGES) * BLOCK_PAGES).min(self.pages);
+        self.set(a, b, true);
+    }
+    fn drop_pages(&mut self, first: u64, last: u64) {
+        self.set(first, last.min(self.pages), false);
+    }
+    fn set(&mut self, a: u64, b: u64, on: bool) {
+        let mut p = a;
+        while p < b {
+            let w = (p / 64) as usize;
+            let lo = p % 64;
+            let n = (64 - lo).min(b - p);
+            let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << lo };
+            let before = self.bits[w].count_ones() as u64;
+            if on {
+                self.bits[w] |= mask;
+            } else {
+                self.bits[w] &= !mask;
+            }
+            let after = self.bits[w].count_ones() as u64;
+            self.resident = self.resident + after - before;
+            p += n;
+        }
+    }
+}
+
+/// The ops in the order they run, a repeat's body at most twice: each op sets or clears
+/// fixed ranges, so a body's effect is idempotent and its second pass reaches every state
+/// later passes reach.
+fn flatten(ops: &[Op]) -> Vec<&Op> {
+    let mut v = vec![];
+    for op in ops {
+        if let Op::Repeat { count, ops } = op {
+            for _ in 0..(*count).min(2) {
+                v.extend(flatten(ops));
+            }
+        } else {
+            v.push(op);
+        }
+    }
+    v
+}
+
+/// The peak bytes a workload can hold at once (see the module doc).
+pub fn peak_bytes(w: &Workload) -> u64 {
+    let mut total = 0;
+    for p in &w.processes {
+        let mut regions: HashMap<&str, Region> = HashMap::new();
+        let mut ksets: HashMap<&str, u64> = HashMap::new();
+        let mut peak = 0u64;
+        for op in flatten(&p.ops) {
+            let range = op.range();
+            let region = range.and_then(|r| regions.get_mut(r.region.as_str()));
+            match op {
+                Op::Mmap { name, size, populate, .. } => {
+                    let mut r = Region::new(size.0);
+                    if *populate {
+                        r.touch(0, r.pages);
+                    }
+                    regions.insert(name.as_str(), r);
+                }
+                Op::Kalloc { name, size, .. } => {
+                    ksets.insert(name.as_str(), size.0);
+                }
+                Op::Kfree { range } => {
+                    if let Some(k) = ksets.get_mut(range.region.as_str()) {
+                        let freed = range.total_len(*k);
+                        *k = k.saturating_sub(freed);
+                    }
+                }
+                _ => {
+                    let (Some(r), Some(range)) = (region, range) else { continue };
+                    let size = r.pages * PAGE;
+                    let touch = match op {
+                        Op::Write { .. } | Op::Read { .. } | Op::Access { .. } | Op::MovePages { .. } => Some(true),
+                        Op::Munmap { .. } => Some(false),
+                        Op::Madvise { advice, .. } => match advice {
+                            Advice::Collapse | Advice::Willneed => Some(true),
+                            Advice::Dontneed | Advice::Free | Advice::Pageout => Some(false),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    if let Some(t) = touch {
+                        range.for_each_piece(size, |off, len| {
+                            let (a, b) = (off / PAGE, (off + len).div_ceil(PAGE));
+                            if t {
+                                r.touch(a, b)
+                            } else {
+                                r.drop_pages(a, b)
+                            }
+                        });
+                    }
+                }
+            }
+            let now: u64 = regions.values().map(|r| r.resident * PAGE).sum::<u64>() + ksets.values().sum::<u64>();
+            peak = peak.max(now);
+        }
+        total += peak;
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wl(ops: &str) -> Workload {
+        parse_workload(&format!(r#"{{"processes":[{{"name":"p","ops":[{ops}]}}]}}"#)).unwrap()
+    }
+
+    #[test]
+    fn fragmenting_then_eating_counts_what_is_kept() {
+        // 1 GiB written page by page, 3 of every 4 pages dropped, then 512 MiB of THP faults:
+        // the peak is the 1 GiB before the drop, not the 1.5 GiB mapped.
+        let w = wl(r#"{"op":"mmap","name":"f","size":"1G"},{"op":"write","region":"f"},
+            {"op":"madvise","region":"f","advice":"dontneed","every":"16K","offset":"4K","length":"12K"},
+            {"op":"mmap","name":"e","size":"512M"},{"op":"write","region":"e","every":"2M","length":"4K"}"#);
+        assert_eq!(peak_bytes(&w), 1 << 30);
+        let w = wl(r#"{"op":"mmap","name":"f","size":"1G"},{"op":"write","region":"f"},
+            {"op":"madvise","region":"f","advice":"dontneed","every":"16K","offset":"4K","length":"12K"},
+            {"op":"mmap","name":"e","size":"1G"},{"op":"write","region":"e","every":"2M","length":"4K"}"#);
+        assert_eq!(peak_bytes(&w), (1 << 30) + (256 << 20));
+    }
+
+    #[test]
+    fn a_touch_counts_its_whole_2m_block_and_mmap_alone_nothing() {
+        let w = wl(r#"{"op":"mmap","name":"f","size":"64M"},{"op":"read","region":"f","every":"4M","length":"4K"}"#);
+        assert_eq!(peak_bytes(&w), 16 * (2 << 20));
+        let w = wl(r#"{"op":"mmap","name":"f","size":"64M"}"#);
+        assert_eq!(peak_bytes(&w), 0);
+        let w = wl(r#"{"op":"mmap","name":"f","size":"64M","populate":true},{"op":"munmap","region":"f"}"#);
+        assert_eq!(peak_bytes(&w), 64 << 20);
+    }
+}
