@@ -719,6 +719,13 @@ fn census_process(ctx: &mut Ctx, pid: i32, layout: bool) -> Value {
                 .join(" ")
         })
         .unwrap_or_default();
+    // a zombie (State: Z) or a dying task (X) has exited: only its parent has not reaped it
+    if st.fields.get("State").is_some_and(|s| s.starts_with('Z') || s.starts_with('X')) {
+        let mut v = proc_error(pid, "exited", "the process exited (a zombie not reaped yet)".into());
+        v["comm"] = json!(st.name);
+        v["zombie"] = json!(true);
+        return v;
+    }
     if !st.fields.contains_key("VmSize") {
         let mut v = proc_error(pid, "no-mm", "a kernel thread or zombie: no user memory".into());
         v["comm"] = json!(st.name);
@@ -901,8 +908,8 @@ pub fn census(a: &CensusArgs) -> Result<Value, CensusError> {
     let mut procs = vec![];
     for pid in pids {
         let v = census_process(&mut ctx, pid, a.layout);
-        if a.all && v["status"] == "no-mm" {
-            continue;
+        if a.all && (v["status"] == "no-mm" || v["zombie"] == true) {
+            continue; // kernel threads and zombies hold no user memory
         }
         if a.all && v["status"] == "exited" && v.get("comm").is_none() {
             continue; // vanished between the /proc listing and the first read
