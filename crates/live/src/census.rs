@@ -719,9 +719,18 @@ fn census_process(ctx: &mut Ctx, pid: i32, layout: bool) -> Value {
                 .join(" ")
         })
         .unwrap_or_default();
-    // a zombie (State: Z) or a dying task (X) has exited: only its parent has not reaped it
-    if st.fields.get("State").is_some_and(|s| s.starts_with('Z') || s.starts_with('X')) {
-        let mut v = proc_error(pid, "exited", "the process exited (a zombie not reaped yet)".into());
+    // a user task without memory has exited (or is exiting: exit_mm() ran before it became
+    // a zombie, State Z, that its parent has not reaped); kernel threads are kthreadd (pid 2)
+    // and its children
+    let kthread = pid == 2 || st.ppid == 2;
+    let exiting = st.fields.get("State").is_some_and(|s| s.starts_with('Z') || s.starts_with('X'))
+        || (!kthread && !st.fields.contains_key("VmSize"));
+    if exiting {
+        let mut v = proc_error(
+            pid,
+            "exited",
+            "the process exited (its memory is gone; its parent has not reaped it yet)".into(),
+        );
         v["comm"] = json!(st.name);
         v["zombie"] = json!(true);
         return v;
