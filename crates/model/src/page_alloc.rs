@@ -1241,21 +1241,11 @@ impl PhysMem {
         if pfn.is_none() {
             pfn = self.rmqueue(zi, order, mt, flags, boost_factor, trace);
         }
-        let pfn = pfn?;
-        let ev = match self.zones[zi].idx {
-            ZONE_DMA => Ev::PGALLOC_DMA,
-            ZONE_DMA32 => Ev::PGALLOC_DMA32,
-            ZONE_MOVABLE => Ev::PGALLOC_MOVABLE,
-            _ => Ev::PGALLOC_NORMAL,
-        };
-        vm.add(ev, 1 << order);
-        for p in pfn..pfn + (1 << order) {
-            self.frames[p as usize] = make_kernel(order, p == pfn);
-        }
-        Some((Pfn(pfn), zi))
+        Some((self.prep_captured(pfn?, order, zi, vm), zi))
     }
 
-    /// prep_new_page() for a block a direct compactor captured: it becomes the allocation.
+    /// prep_new_page(): the block becomes the allocation (PGALLOC_* counted, frames marked
+    /// allocated); also for a block a direct compactor captured.
     pub fn prep_captured(&mut self, pfn: u64, order: u32, zi: usize, vm: &mut VmStat) -> Pfn {
         let ev = match self.zones[zi].idx {
             ZONE_DMA => Ev::PGALLOC_DMA,
