@@ -76,7 +76,7 @@ impl Kernel {
         let t0 = self.clock.cost;
         let page = self.alloc_thp(gfp, nid);
         if self.rec.record_latency && page.is_some() {
-            self.rec.latency_thp_alloc.push(self.clock.cost - t0);
+            self.rec.latency("thp_alloc", mm.idx(), self.clock.cost - t0);
         }
         match page {
             None => {

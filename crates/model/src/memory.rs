@@ -120,7 +120,7 @@ impl Kernel {
                     let t0 = self.clock.cost;
                     let r = self.do_huge_pmd_anonymous_page(mm, &vma, haddr, write);
                     if self.rec.record_latency && r.is_some() {
-                        self.rec.latency_thp_fault.push(self.clock.cost - t0);
+                        self.rec.latency("thp_fault", mm.idx(), self.clock.cost - t0);
                     }
                     if let Some(f) = r {
                         return f;

@@ -29,6 +29,11 @@ pub struct Recorder {
     pub latency_thp_fault: Vec<u64>,
     /// the page-allocation part of each successful THP fault (alloc_thp), ns
     pub latency_thp_alloc: Vec<u64>,
+    /// the phase each mm's process is in (`process:phase`, as the live runner names it),
+    /// set by the engine at each `phase` op; empty before the first
+    pub mm_phase: Vec<String>,
+    /// the same samples per phase, keyed `kind@process:phase` (the live runner's keys)
+    pub latency_by_phase: BTreeMap<String, Vec<u64>>,
     /// the enabled tracepoints and the events recorded (trace.rs)
     pub trace: Trace,
     pub oom_kills: Vec<OomReport>,
@@ -43,6 +48,17 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// One latency sample of `kind` ("thp_fault", "thp_alloc") by `mm`: the run's list and
+    /// its phase's.
+    pub fn latency(&mut self, kind: &str, mm: usize, ns: u64) {
+        match kind {
+            "thp_fault" => self.latency_thp_fault.push(ns),
+            _ => self.latency_thp_alloc.push(ns),
+        }
+        if let Some(ph) = self.mm_phase.get(mm).filter(|p| !p.is_empty()) {
+            self.latency_by_phase.entry(format!("{kind}@{ph}")).or_default().push(ns);
+        }
+    }
     /// count_vm_event()
     #[inline]
     pub fn count(&mut self, e: Ev) {

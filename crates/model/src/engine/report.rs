@@ -98,6 +98,9 @@ fn latency(k: &mut Kernel) -> BTreeMap<String, Percentiles> {
         latency.insert("thp_fault".to_string(), percentiles(&mut v));
         let mut v = std::mem::take(&mut k.rec.latency_thp_alloc);
         latency.insert("thp_alloc".to_string(), percentiles(&mut v));
+        for (key, mut v) in std::mem::take(&mut k.rec.latency_by_phase) {
+            latency.insert(key, percentiles(&mut v));
+        }
     }
     latency
 }

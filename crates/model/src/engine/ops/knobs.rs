@@ -48,6 +48,11 @@ pub(super) fn phase(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<P
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     let pname = k.mms[pid].name.clone();
     close_phase(k, task, k.clock.now, phases, &pname);
+    let i = pid.idx();
+    if k.rec.mm_phase.len() <= i {
+        k.rec.mm_phase.resize(i + 1, String::new());
+    }
+    k.rec.mm_phase[i] = format!("{pname}:{name}");
     task.phase = Some(Phase { name: name.clone(), start: k.clock.now, sys: 0, snap: k.vmstat_snapshot() });
     done
 }
