@@ -63,6 +63,34 @@ impl RangeSpec {
             }
         }
     }
+    /// How many pieces `for_each_piece` gives, without walking them.
+    pub fn nr_pieces(&self, region_size: u64) -> u64 {
+        let off = self.offset.map_or(0, |s| s.0);
+        match self.every {
+            None => (self.length.map_or(region_size.saturating_sub(off), |s| s.0) > 0) as u64,
+            Some(Size(every)) => {
+                let len = self.length.map_or(every.saturating_sub(off), |s| s.0);
+                if len == 0 || every == 0 || off >= region_size {
+                    0
+                } else {
+                    (region_size - off).div_ceil(every)
+                }
+            }
+        }
+    }
+    /// Piece `i` (< nr_pieces) as `for_each_piece` gives it, in O(1): the range ops walk a
+    /// million pieces a batch at a time.
+    pub fn piece(&self, region_size: u64, i: u64) -> (u64, u64) {
+        let off = self.offset.map_or(0, |s| s.0);
+        match self.every {
+            None => (off, self.length.map_or(region_size.saturating_sub(off), |s| s.0)),
+            Some(Size(every)) => {
+                let len = self.length.map_or(every.saturating_sub(off), |s| s.0);
+                let start = i * every + off;
+                (start, len.min(region_size - start))
+            }
+        }
+    }
     pub fn total_len(&self, region_size: u64) -> u64 {
         let mut t = 0;
         self.for_each_piece(region_size, |_, l| t += l);
@@ -814,5 +842,27 @@ mod tests {
             vec![(512 << 10, 1536 << 10), ((2 << 20) + (512 << 10), 1536 << 10), ((4 << 20) + (512 << 10), 1536 << 10)]
         );
         assert_eq!(r.total_len(6 << 20), 3 * (1536 << 10));
+    }
+
+    #[test]
+    fn range_piece_by_index_matches_the_walk() {
+        let sizes = [0u64, 4096, 5 << 20, (6 << 20) + 4096, 16 << 10];
+        let specs = [
+            (None, None, None),
+            (Some(4096u64), None, None),
+            (Some(512 << 10), Some(1536 << 10), Some(2 << 20)),
+            (Some(4096), Some(12 << 10), Some(16 << 10)),
+            (None, Some(4096), Some(2 << 20)),
+            (Some(3 << 20), None, Some(2 << 20)),
+            (None, Some(0), Some(4096)),
+        ];
+        for (o, l, e) in specs {
+            let r = RangeSpec { region: "r".into(), offset: o.map(Size), length: l.map(Size), every: e.map(Size) };
+            for &sz in &sizes {
+                let walk = r.pieces(sz);
+                let idx: Vec<_> = (0..r.nr_pieces(sz)).map(|i| r.piece(sz, i)).collect();
+                assert_eq!(walk, idx, "{r:?} over {sz}");
+            }
+        }
     }
 }

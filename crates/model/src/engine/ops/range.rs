@@ -16,9 +16,10 @@ pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome 
     let oi = task.pc.index();
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     let Some((addr, size)) = region(task, &range.region) else { return done };
-    let pieces = range.pieces(size);
-    let end = (task.cursor + PIECES_PER_STEP).min(pieces.len() as u64);
-    for &(off, len) in &pieces[task.cursor as usize..end as usize] {
+    let nr = range.nr_pieces(size);
+    let end = (task.cursor + PIECES_PER_STEP).min(nr);
+    for i in task.cursor..end {
+        let (off, len) = range.piece(size, i);
         let (s, e) = (addr + off, addr + off + len);
         k.charge(k.costs.syscall_ns);
         match op {
@@ -52,5 +53,5 @@ pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome 
             _ => unreachable!(),
         }
     }
-    advance(task, end, pieces.len() as u64)
+    advance(task, end, nr)
 }
