@@ -203,34 +203,7 @@ impl PhysMem {
             let present = zl.spanned - zl.holes.iter().map(|(a, b)| b - a).sum::<u64>();
             let free_area = (0..NR_PAGE_ORDERS).map(|_| FreeArea::default()).collect();
             let zi = pm.zones.len();
-            pm.zones.push(Zone {
-                node: zl.node,
-                idx: zl.idx,
-                name: ZONE_NAMES[zl.idx],
-                start_pfn: zl.start_pfn,
-                spanned: zl.spanned,
-                present,
-                managed: present - zl.reserved,
-                free_area,
-                free_pages: 0,
-                watermark: [0; 4],
-                watermark_boost: 0,
-                boosted: false,
-                lowmem_reserve: [0; MAX_NR_ZONES],
-                compact_cached_free_pfn: (zl.start_pfn + zl.spanned - 1) & !(PAGEBLOCK_NR_PAGES - 1),
-                compact_cached_migrate_pfn: [zl.start_pfn; 2],
-                compact_considered: 0,
-                compact_defer_shift: 0,
-                compact_order_failed: 0,
-                compact_blockskip_flush: false,
-                compact_init_migrate_pfn: 0,
-                compact_init_free_pfn: 0,
-                below_high: false,
-                reclaim_active: false,
-                pcp_batch: 0,
-                pcp_high_min: 0,
-                pcp_high_max: 0,
-            });
+            pm.zones.push(Zone::new(zl, present, free_area));
             let node = &mut pm.nodes[zl.node];
             node.zones.push(zi);
             node.start_pfn = node.start_pfn.min(zl.start_pfn);
