@@ -29,6 +29,7 @@ pub fn check(k: &Kernel) -> Result<(), InvariantViolation> {
     check_free_lists(k).map_err(v("free lists: list links, orders and migratetypes agree"))?;
     check_pcp_lists(k, held).map_err(v("pcp: per-CPU lists agree with the frames and pcp->count"))?;
     check_compaction_state(k).map_err(v("compaction: skip bits and cached scanner pfns lie in their zones"))?;
+    check_pageblock_summaries(k).map_err(v("pageblock summaries: free-block counts agree with a recount"))?;
     check_page_tables(k).map_err(v("page tables: PTEs, reverse maps and rss agree"))?;
     check_accounting(k, free_total + held.pcp + held.isolated)
         .map_err(v("accounting: every page counted once, counters agree"))?;
@@ -211,6 +212,24 @@ fn check_pcp_lists(k: &Kernel, held: Held) -> Result<(), String> {
         return Err(format!("compactors hold {isolated} isolated free pages, frames say {}", held.isolated));
     }
     Ok(())
+}
+
+/// The per-pageblock summaries the compaction scanners step over blocks with
+/// (PhysMem::pb_sum) agree with a recount of the frames.
+fn check_pageblock_summaries(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
+    let mut sum = vec![crate::page_alloc::PbSummary::default(); pm.pb_sum.len()];
+    for (pfn, &f) in pm.frames.iter().enumerate() {
+        if is_free_head(f) {
+            let s = &mut sum[pfn >> PAGEBLOCK_ORDER];
+            s.free_heads += 1;
+            s.free_heads_sampled += pfn.is_multiple_of(1 << PAGE_ALLOC_COSTLY_ORDER) as u16;
+        }
+    }
+    match sum.iter().zip(&pm.pb_sum).position(|(a, b)| a != b) {
+        Some(pb) => Err(format!("pageblock {pb}: summary {:?}, recount {:?}", pm.pb_sum[pb], sum[pb])),
+        None => Ok(()),
+    }
 }
 
 /// Compaction state: skip bits only on pageblocks of populated zones and never on a

@@ -458,6 +458,17 @@ impl Kernel {
         }
         let block = pageblock_start(pfn).max(zs);
         let end = (pageblock_end(pfn) - 1).min(ze - 1);
+        if !check_source && self.pm.use_pb_sum && block.is_multiple_of(1 << PAGE_ALLOC_COSTLY_ORDER) {
+            // the pageblock summary: no free block starts at a sampled pfn, so the samples
+            // find nothing; charge them all as the walk would
+            let sum = self.pm.pb_sum[(block >> PAGEBLOCK_ORDER) as usize];
+            if sum.free_heads_sampled == 0 {
+                crate::page_alloc::PB_SUMMARY_SKIPS.with(|c| c.set(c.get() + 1));
+                let samples = ((end - block) >> PAGE_ALLOC_COSTLY_ORDER) + 1;
+                self.charge(samples * self.costs.compact_scan_migrate_ns);
+                return false;
+            }
+        }
         let mut p = block;
         let mut samples = 0;
         let mut found = false;
@@ -954,6 +965,21 @@ impl Kernel {
     fn isolate_freepages_block(&mut self, cc: &mut CompactControl, start: &mut u64, end: u64, stride: u64) -> u64 {
         let mut pfn = *start;
         let (mut nr_scanned, mut steps, mut total) = (0u64, 0u64, 0u64);
+        debug_assert!(pfn >= end || end <= pageblock_end(pfn));
+        if pfn < end && self.pm.use_pb_sum && self.pm.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize].free_heads == 0 {
+            // the pageblock summary: no free block starts in this pageblock, so the walk
+            // isolates nothing; count its steps as it takes them (a PMD folio at the
+            // block's start is stepped over at once)
+            crate::page_alloc::PB_SUMMARY_SKIPS.with(|c| c.set(c.get() + 1));
+            if pfn == pageblock_start(pfn) && pfn + HPAGE_PMD_NR <= end && self.in_pmd_folio(pfn) {
+                steps = 1;
+                nr_scanned = HPAGE_PMD_NR;
+            } else {
+                steps = (end - pfn).div_ceil(stride);
+                nr_scanned = steps;
+            }
+            pfn = end;
+        }
         while pfn < end {
             nr_scanned += 1;
             steps += 1;

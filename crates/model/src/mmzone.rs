@@ -89,6 +89,38 @@ pub struct Zone {
 }
 
 impl Zone {
+    /// A zone as the boot code sets it up (free_area_init_core): empty free lists, no
+    /// watermarks yet, compaction state cleared.
+    pub fn new(zl: &ZoneLayout, present: u64, free_area: Vec<FreeArea>) -> Zone {
+        Zone {
+            node: zl.node,
+            idx: zl.idx,
+            name: ZONE_NAMES[zl.idx],
+            start_pfn: zl.start_pfn,
+            spanned: zl.spanned,
+            present,
+            managed: present - zl.reserved,
+            free_area,
+            free_pages: 0,
+            watermark: [0; 4],
+            watermark_boost: 0,
+            boosted: false,
+            lowmem_reserve: [0; MAX_NR_ZONES],
+            compact_cached_free_pfn: (zl.start_pfn + zl.spanned - 1) & !(PAGEBLOCK_NR_PAGES - 1),
+            compact_cached_migrate_pfn: [zl.start_pfn; 2],
+            compact_considered: 0,
+            compact_defer_shift: 0,
+            compact_order_failed: 0,
+            compact_blockskip_flush: false,
+            compact_init_migrate_pfn: 0,
+            compact_init_free_pfn: 0,
+            below_high: false,
+            reclaim_active: false,
+            pcp_batch: 0,
+            pcp_high_min: 0,
+            pcp_high_max: 0,
+        }
+    }
     pub fn end_pfn(&self) -> u64 {
         self.start_pfn + self.spanned
     }

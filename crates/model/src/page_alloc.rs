@@ -30,6 +30,30 @@ pub use crate::gfp::*;
 const PB_MT_MASK: u8 = 7;
 const PB_SKIP: u8 = 8;
 
+/// Per-pageblock summary kept beside the pageblock flags (`PhysMem::pb_sum`), updated in
+/// O(1) whenever a free buddy block is listed or unlisted: the compaction scanners use it
+/// to step over a block (or the samples of __reset_isolation_pfn) where a frame walk would
+/// find nothing, still charging the time the kernel's walk takes. The kernel has no such
+/// counters; they only make the model fast, never change what it does (the checker
+/// recounts them, a test compares runs with and without them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PbSummary {
+    /// free buddy heads (blocks on the free lists) whose first frame is in the pageblock
+    pub free_heads: u16,
+    /// those of them at a pfn that is a multiple of 2^PAGE_ALLOC_COSTLY_ORDER (the pages
+    /// __reset_isolation_pfn samples)
+    pub free_heads_sampled: u16,
+}
+
+thread_local! {
+    /// Debug switch for the summaries (tests compare runs with it off): read when a
+    /// PhysMem is created.
+    pub static USE_PB_SUMMARIES: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// How many block walks the summaries replaced on this thread (tests check that the
+    /// comparison with them off is not vacuous).
+    pub static PB_SUMMARY_SKIPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// MAX_RECLAIM_RETRIES (mm/internal.h): reclaim loops without progress before giving up.
 const MAX_RECLAIM_RETRIES: u32 = 16;
 /// MIN_PERCPU_PAGELIST_HIGH_FRACTION: pcp->high_max is at most 1/8 of the zone per CPU.
@@ -105,6 +129,10 @@ enum RmqueueMode {
 pub struct PhysMem {
     pub frames: Vec<u64>,
     pub pageblocks: Vec<u8>,
+    /// per-pageblock summaries for the compaction scanners (see PbSummary)
+    pub pb_sum: Vec<PbSummary>,
+    /// use pb_sum to step over blocks (USE_PB_SUMMARIES when created)
+    pub use_pb_sum: bool,
     pub zones: Vec<Zone>,
     pub nodes: Vec<Node>,
     /// zone index for each pageblock (u8::MAX = none)
@@ -145,6 +173,8 @@ impl PhysMem {
         let mut pm = PhysMem {
             frames,
             pageblocks: vec![MIGRATE_MOVABLE; npb],
+            pb_sum: vec![PbSummary::default(); npb],
+            use_pb_sum: USE_PB_SUMMARIES.with(|c| c.get()),
             zones: vec![],
             nodes: vec![],
             pb_zone: vec![u8::MAX; npb],
@@ -173,34 +203,7 @@ impl PhysMem {
             let present = zl.spanned - zl.holes.iter().map(|(a, b)| b - a).sum::<u64>();
             let free_area = (0..NR_PAGE_ORDERS).map(|_| FreeArea::default()).collect();
             let zi = pm.zones.len();
-            pm.zones.push(Zone {
-                node: zl.node,
-                idx: zl.idx,
-                name: ZONE_NAMES[zl.idx],
-                start_pfn: zl.start_pfn,
-                spanned: zl.spanned,
-                present,
-                managed: present - zl.reserved,
-                free_area,
-                free_pages: 0,
-                watermark: [0; 4],
-                watermark_boost: 0,
-                boosted: false,
-                lowmem_reserve: [0; MAX_NR_ZONES],
-                compact_cached_free_pfn: (zl.start_pfn + zl.spanned - 1) & !(PAGEBLOCK_NR_PAGES - 1),
-                compact_cached_migrate_pfn: [zl.start_pfn; 2],
-                compact_considered: 0,
-                compact_defer_shift: 0,
-                compact_order_failed: 0,
-                compact_blockskip_flush: false,
-                compact_init_migrate_pfn: 0,
-                compact_init_free_pfn: 0,
-                below_high: false,
-                reclaim_active: false,
-                pcp_batch: 0,
-                pcp_high_min: 0,
-                pcp_high_max: 0,
-            });
+            pm.zones.push(Zone::new(zl, present, free_area));
             let node = &mut pm.nodes[zl.node];
             node.zones.push(zi);
             node.start_pfn = node.start_pfn.min(zl.start_pfn);
@@ -331,6 +334,9 @@ impl PhysMem {
     /// or FPI_TO_TAIL). The head frame records the order and the list's migratetype.
     fn add_to_free_list(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, tail: bool) {
         self.frames[pfn as usize] = make_free(order, mt);
+        let sum = &mut self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize];
+        sum.free_heads += 1;
+        sum.free_heads_sampled += pfn.is_multiple_of(1 << PAGE_ALLOC_COSTLY_ORDER) as u16;
         let fa = &mut self.zones[zi].free_area[order as usize];
         if tail {
             fa.lists[mt as usize].push_tail(&mut self.links, pfn as u32, 1 << order);
@@ -346,6 +352,9 @@ impl PhysMem {
         debug_assert!(is_free_head(f) && free_order(f) == order, "pfn {pfn} order {order} is not a free block");
         let mt = free_mt(f);
         self.frames[pfn as usize] = 0;
+        let sum = &mut self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize];
+        sum.free_heads -= 1;
+        sum.free_heads_sampled -= pfn.is_multiple_of(1 << PAGE_ALLOC_COSTLY_ORDER) as u16;
         let fa = &mut self.zones[zi].free_area[order as usize];
         fa.lists[mt as usize].remove(&mut self.links, pfn as u32, 1 << order);
         fa.nr_free[mt as usize] -= 1;
@@ -1391,6 +1400,7 @@ impl PhysMem {
     pub fn heap_bytes(&self) -> usize {
         self.frames.len() * 8
             + self.pageblocks.len() * 2
+            + self.pb_sum.len() * std::mem::size_of::<PbSummary>()
             + self.links.heap_bytes()
             + self.pcp.len() * std::mem::size_of::<PerCpuPages>()
     }
