@@ -32,8 +32,12 @@ def test_hot_cold_quick_v1_reaches_hot2_sooner(outcome):
 def test_census_quick_cheap_progress(outcome):
     t = outcome.table("idle desktop census")
     assert t.title.endswith("baseline vs final")
-    assert t.row("SCAN_PMD_MAPPED per full scan").thplab_before == 40
-    assert t.row("SCAN_PMD_NONE per full scan").thplab_before == 44
+    # the first THP fault of desktop0 registers its mm and wakes khugepaged, whose first pass
+    # overlaps the set-up, so the census's first full scan sees 39 of the 40 PMD-mapped and
+    # 33 of the 44 table-less ranges (6.18 registers at the THP fault; the old model
+    # registered at mmap, when no VMA had an anon_vma, and that first pass found nothing)
+    assert t.row("SCAN_PMD_MAPPED per full scan").thplab_before == 39
+    assert t.row("SCAN_PMD_NONE per full scan").thplab_before == 33
     assert t.row("SCAN_SUCCEED per full scan").thplab_before == 1
     p = t.row("progress per full scan")
     assert p.unit == "MB" and p.thplab_after < p.thplab_before / 10

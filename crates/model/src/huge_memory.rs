@@ -23,6 +23,15 @@ pub struct HugeZeroFolio {
     pub users: u64,
 }
 
+/// thp_vma_suitable_order(vma, vma->vm_end - HPAGE_PMD_SIZE, PMD_ORDER): the size check
+/// of __thp_vma_allowable_orders() outside the fault path — the VMA holds a whole
+/// naturally aligned 2 MiB range.
+pub fn thp_vma_fits_pmd(v: &Vma) -> bool {
+    let Some(last) = v.end.checked_sub(HPAGE_PMD_SIZE) else { return false };
+    let haddr = last & !(HPAGE_PMD_SIZE - 1);
+    haddr >= v.start && haddr + HPAGE_PMD_SIZE <= v.end
+}
+
 impl Kernel {
     /// thp_vma_allowable_order(vma, vm_flags, TVA_PAGEFAULT, PMD_ORDER) plus
     /// thp_vma_suitable_order(): may this fault map a PMD THP at `haddr`?
@@ -124,7 +133,11 @@ impl Kernel {
     /// do_huge_pmd_anonymous_page(). Returns None for VM_FAULT_FALLBACK (the caller
     /// then takes the PTE path), Some(result) otherwise.
     pub fn do_huge_pmd_anonymous_page(&mut self, mm: MmId, vma: &Vma, haddr: u64, write: bool) -> Option<Fault> {
-        self.khugepaged_enter_vma(mm, vma.flags);
+        // vmf_anon_prepare(), then khugepaged_enter_vma(vma, vma->vm_flags): the first THP
+        // fault of an eligible VMA registers the mm, a read fault (huge zero page) too
+        self.mms[mm].anon_vma_prepare(haddr);
+        let vma = &self.mms[mm].vmas[&vma.start].clone();
+        self.khugepaged_enter_vma(mm, vma, vma.flags);
         let idx = haddr >> PMD_SHIFT;
         if !write && self.cfg.use_zero_page {
             let Some(pgtable) = self.alloc_pgtable(mm) else { return Some(Fault::Oom) };
@@ -355,17 +368,13 @@ impl Kernel {
             self.count_mthp("split_failed", 1);
             return Err(SplitFailed);
         }
-        if swapcache(f) {
-            // __folio_split() refuses a folio under writeback (-EBUSY); the model leaves
-            // any swap-cache large folio whole (it does not split swap-cache entries): reclaim
-            // frees it once written, a fault maps it back
-            self.rec.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
-            self.count_mthp("split_failed", 1);
-            return Err(SplitFailed);
-        }
         // any large folio: PMD order or mTHP; split to order 0 (uniform split)
         let order = folio_order(&self.pm.frames, head);
         let nr = 1u64 << order;
+        if self.split_refused(head, order) {
+            return Err(SplitFailed);
+        }
+        let swap_slots = if swapcache(f) { self.swap_slots_of(head) } else { None };
         self.unmap_folio_partially_mapped(head, nr);
         // unmap_folio(): a PMD mapping becomes PTEs first
         if let Some((sid, _)) = rmap(f) {
@@ -378,6 +387,7 @@ impl Kernel {
         let policy = self.cfg.split_zero;
         let lru_list = lru(f);
         let young_ = young(f);
+        let referenced_ = referenced(f);
         let dirty_ = dirty(f);
         // an isolated folio is off its list: PG_mlocked tells
         let mlocked_ = lru_list == LRU_UNEVICTABLE || mlocked(f);
@@ -400,9 +410,10 @@ impl Kernel {
                 pf = with_first_tail_order(pf, HPAGE_PMD_ORDER);
             }
             // every subpage becomes an order-0 folio with the folio's flags
+            // (__split_folio_to_order: PG_referenced, PG_dirty, PG_swapcache, ...)
             let mut nf = with_compound(pf, COMPOUND_BASE);
-            nf = set_dirty(set_young(nf, young_), dirty_ || dirty(pf));
-            nf = with_lru(nf, LRU_NONE);
+            nf = set_referenced(set_dirty(set_young(nf, young_), dirty_ || dirty(pf)), referenced_);
+            nf = set_swapcache(with_lru(nf, LRU_NONE), swap_slots.is_some());
             self.pm.frames[p as usize] = nf;
             match rmap(pf) {
                 None => {
@@ -454,9 +465,7 @@ impl Kernel {
                 }
             }
         }
-        for p in freed {
-            self.pm.free_pages(Pfn(p), 0, &mut self.rec.vm);
-        }
+        self.split_free_pieces(head, nr, swap_slots, freed);
         if !isolated {
             // lru_add_split_folio(): the pieces of a folio that was on the LRU go back on it;
             // an isolated folio's pieces stay on the caller's list (reclaim, migration)
@@ -484,6 +493,45 @@ impl Kernel {
             nr_left = left.len(),
         );
         Ok(left)
+    }
+
+    /// The checks __folio_split() makes before it unmaps anything. A folio under
+    /// writeback is refused at once (return -EBUSY, nothing counted); a swap-cache folio
+    /// that is not is split, its swap-cache entries with it. An unmapped folio has no
+    /// anon_vma to lock (folio_get_anon_vma): -EBUSY, counted as a failed split.
+    fn split_refused(&mut self, head: u64, order: u32) -> bool {
+        if swapcache(self.pm.frames[head as usize]) && self.folio_under_writeback(head) {
+            return true;
+        }
+        if !self.folio_mapped(head) {
+            if order == HPAGE_PMD_ORDER {
+                self.rec.vm.count(Ev::THP_SPLIT_PAGE_FAILED);
+            }
+            self.count_mthp_order(order, "split_failed", 1);
+            return true;
+        }
+        false
+    }
+
+    /// The end of a split: a swap-cache folio's pieces each cache their own slot
+    /// (__swap_cache_replace_folio; new_folio->swap = folio->swap + i; the model's slot ->
+    /// page map is per page already), then the unmapped pieces go
+    /// (free_folio_and_swap_cache: out of the swap cache, free_swap_cache ->
+    /// folio_free_swap, and freed).
+    fn split_free_pieces(&mut self, head: u64, nr: u64, swap_slots: Option<(u32, u32)>, freed: Vec<u64>) {
+        if let Some((slot, _)) = swap_slots {
+            self.swap.cache_of.remove(&(head as u32));
+            self.swap.writeback.remove(&(head as u32));
+            for i in 0..nr {
+                self.swap.cache_of.insert((head + i) as u32, (slot + i as u32, 1));
+            }
+        }
+        for p in freed {
+            if swap_slots.is_some() {
+                self.delete_from_swap_cache(p);
+            }
+            self.pm.free_pages(Pfn(p), 0, &mut self.rec.vm);
+        }
     }
 
     /// unmap_folio() -> try_to_unmap_one() at the start of a split: a PMD mapping is frozen

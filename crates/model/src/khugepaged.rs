@@ -14,18 +14,25 @@
 //! ~1 progress unit for PMD-mapped and table-less ranges (v2+), and skip clean
 //! lazy-free folios (v4+); plus the `mm_khugepaged_scan` tracepoint.
 //!
-//! Model notes: pages are never shared (no fork), so the shared limit never trips;
-//! the young bit lives on the folio's head frame and stands for pte_young/
-//! folio_test_young/referenced — the scan reads it and does not clear it (the kernel's
-//! scan does not clear either; reclaim and MADV_COLD do). A VMA "has an anon_vma" when
-//! some PMD range of it has a page table (the model does not track anon_vma itself).
+//! Registration (khugepaged_enter_vma): an mm joins the list only where 6.18 enters it —
+//! the first THP fault of an eligible VMA, MADV_HUGEPAGE on one, a VMA merge whose target
+//! is eligible — and "eligible" includes having an anon_vma, so mmap alone never enters
+//! an anonymous mm, nor does a VMA smaller than an aligned 2 MiB range.
+//!
+//! Model notes: pages are never shared (no fork), so the shared limit never trips and
+//! khugepaged_fork() has no caller. The accessed bit lives on the folio's head frame (for
+//! a base page that is its PTE's bit; for a PTE-mapped large folio it stands for any of
+//! its PTEs): loads and stores set it, reclaim's folio_referenced(), MADV_COLD and
+//! MADV_PAGEOUT clear it. The scan counts a PTE referenced when that bit or
+//! PG_referenced is set, and clears neither, as the kernel's scan does.
 
 use crate::consts::*;
+use crate::huge_memory::thp_vma_fits_pmd;
 use crate::kernel::Kernel;
 use crate::kthread::Kthread;
 use crate::kthread::KthreadNext;
 use crate::mm_types::*;
-use crate::mmap::{Vma, VM_NOHUGEPAGE, VM_WRITE};
+use crate::mmap::{Vma, VM_NOHUGEPAGE};
 use crate::page_alloc::{GFP_TRANSHUGE, GFP_TRANSHUGE_LIGHT};
 use crate::pgtable::*;
 use crate::trace::trace_event;
@@ -33,7 +40,8 @@ use crate::vmstat::Ev;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// enum scan_result (mm/khugepaged.c, v6.12 order) plus SCAN_PAGE_LAZYFREE (seed 002 v4+).
+/// enum scan_result (mm/khugepaged.c, 6.18: SCAN_PAGE_RO is gone, khugepaged collapses
+/// read-only ranges too) plus SCAN_PAGE_LAZYFREE (seed 002 v4+).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ScanResult {
     Fail,
@@ -47,7 +55,6 @@ pub enum ScanResult {
     PteNonPresent,
     PteUffdWp,
     PteMappedHugepage,
-    PageRo,
     LackReferencedPage,
     PageNull,
     ScanAbort,
@@ -87,7 +94,6 @@ impl ScanResult {
             PteNonPresent => "SCAN_PTE_NON_PRESENT",
             PteUffdWp => "SCAN_PTE_UFFD_WP",
             PteMappedHugepage => "SCAN_PTE_MAPPED_HUGEPAGE",
-            PageRo => "SCAN_PAGE_RO",
             LackReferencedPage => "SCAN_LACK_REFERENCED_PAGE",
             PageNull => "SCAN_PAGE_NULL",
             ScanAbort => "SCAN_SCAN_ABORT",
@@ -126,7 +132,6 @@ impl ScanResult {
             PteNonPresent => "pte_non_present",
             PteUffdWp => "pte_uffd_wp",
             PteMappedHugepage => "pte_mapped_hugepage",
-            PageRo => "no_writable_page",
             LackReferencedPage => "lack_referenced_page",
             PageNull => "page_null",
             ScanAbort => "scan_aborted",
@@ -244,7 +249,6 @@ pub struct CollapseControl {
 /// What the candidacy test saw, for the tracepoint and the collapse.
 #[derive(Default, Clone, Copy)]
 struct ScanPmd {
-    writable: bool,
     referenced: u32,
     none_or_zero: u32,
     unmapped: u32,
@@ -256,16 +260,34 @@ impl Kernel {
     // the mm_slot list
     // ------------------------------------------------------------------
 
-    /// khugepaged_enter_vma(): add the mm to the scan list (list_add_tail, behind the
-    /// cursor) if the VMA could hold a PMD THP and PMD THP is enabled; wake khugepaged
-    /// when the list was empty (__khugepaged_enter).
-    pub fn khugepaged_enter_vma(&mut self, mm: MmId, vm_flags: u32) {
+    /// khugepaged_enter_vma(vma, vm_flags): when the mm is not on the list yet
+    /// (MMF_VM_HUGEPAGE), PMD THP is enabled at all (hugepage_pmd_enabled) and the VMA
+    /// passes thp_vma_allowable_order(vma, vm_flags, TVA_KHUGEPAGED, PMD_ORDER) — THP
+    /// allowed for `vm_flags` by the sysfs knobs, not VM_NOHUGEPAGE nor prctl-disabled, a
+    /// whole aligned 2 MiB range inside it, and an anon_vma — __khugepaged_enter() adds
+    /// the mm at the list's tail (behind the cursor) and wakes khugepaged when the list was
+    /// empty. Callers (6.18): do_huge_pmd_anonymous_page() after vmf_anon_prepare(),
+    /// hugepage_madvise(MADV_HUGEPAGE), vma_merge_new_range() / vma_merge_existing_range()
+    /// on their merge target (mmap, madvise, mprotect), and khugepaged_fork().
+    pub fn khugepaged_enter_vma(&mut self, mm: MmId, v: &Vma, vm_flags: u32) {
         if self.mms[mm].on_khugepaged || !self.cfg.hugepage_pmd_enabled() || !self.mms[mm].alive {
             return;
         }
-        if !self.thp_vma_allowable_flags(mm, vm_flags) {
+        if !self.thp_vma_allowable_khugepaged(mm, v, vm_flags) {
             return;
         }
+        self.khugepaged_enter(mm);
+    }
+
+    /// khugepaged_enter_vma(vma, vma->vm_flags) for the VMA starting at `start`.
+    pub fn khugepaged_enter_vma_at(&mut self, mm: MmId, start: u64) {
+        if let Some(v) = self.mms[mm].vmas.get(&start).cloned() {
+            self.khugepaged_enter_vma(mm, &v, v.flags);
+        }
+    }
+
+    /// __khugepaged_enter()
+    fn khugepaged_enter(&mut self, mm: MmId) {
         let wakeup = self.khugepaged.mm_slots.is_empty();
         self.mms[mm].on_khugepaged = true;
         self.khugepaged.mm_slots.push_back(mm);
@@ -274,6 +296,15 @@ impl Kernel {
         if wakeup {
             self.wake(Kthread::Khugepaged);
         }
+    }
+
+    /// thp_vma_allowable_order(vma, vm_flags, TVA_KHUGEPAGED, PMD_ORDER) for an anonymous
+    /// VMA (include/linux/huge_mm.h, __thp_vma_allowable_orders()): the sysfs/per-size
+    /// knobs and vma_thp_disabled() (thp_vma_allowable_flags), the size check
+    /// (thp_vma_suitable_order at vm_end - HPAGE_PMD_SIZE: an aligned 2 MiB range fits),
+    /// and `if (!vma->anon_vma) return 0` (only smaps and the page fault skip it).
+    pub fn thp_vma_allowable_khugepaged(&self, mm: MmId, v: &Vma, vm_flags: u32) -> bool {
+        self.thp_vma_allowable_flags(mm, vm_flags) && thp_vma_fits_pmd(v) && v.anon_vma.is_some()
     }
 
     /// __khugepaged_exit(): the slot goes at once unless it is the cursor, which
@@ -421,12 +452,6 @@ impl Kernel {
         }
     }
 
-    /// Does the VMA have an anon_vma (was anything ever faulted into it)? Approximated by
-    /// a page table (slot) somewhere in its PMD ranges.
-    fn vma_has_anon_vma(&self, mm: MmId, v: &Vma) -> bool {
-        self.mms[mm].pmds.range(v.start >> PMD_SHIFT..=(v.end - 1) >> PMD_SHIFT).next().is_some()
-    }
-
     /// khugepaged_scan_mm_slot(pages, &result): scan the cursor mm from the resume
     /// address until `pages` progress is spent, a collapse drops the mmap lock, or the
     /// mm is done (then the cursor moves on, counting a full scan at the list's end).
@@ -459,8 +484,8 @@ impl Kernel {
                     vma_left = true;
                     break;
                 }
-                // thp_vma_allowable_order(vma, TVA_ENFORCE_SYSFS, PMD_ORDER)
-                if !self.thp_vma_allowable_flags(mm, v.flags) || !self.vma_has_anon_vma(mm, &v) {
+                // thp_vma_allowable_order(vma, vma->vm_flags, TVA_KHUGEPAGED, PMD_ORDER)
+                if !self.thp_vma_allowable_khugepaged(mm, &v, v.flags) {
                     progress += 1;
                     continue;
                 }
@@ -577,7 +602,13 @@ impl Kernel {
 
     /// The per-PTE checks shared by hpage_collapse_scan_pmd and
     /// __collapse_huge_page_isolate. Returns the verdict and what it counted.
-    fn collapse_check_ptes(&mut self, _mm: MmId, v: &Vma, sid: u32, cc: &mut CollapseControl) -> (ScanResult, ScanPmd) {
+    fn collapse_check_ptes(
+        &mut self,
+        _mm: MmId,
+        _v: &Vma,
+        sid: u32,
+        cc: &mut CollapseControl,
+    ) -> (ScanResult, ScanPmd) {
         let mut s = ScanPmd::default();
         let mut shared = 0u32;
         let khugepaged = cc.is_khugepaged;
@@ -612,9 +643,6 @@ impl Kernel {
             if kind != K_PRESENT {
                 return (ScanResult::PteNonPresent, s);
             }
-            if v.flags & VM_WRITE != 0 {
-                s.writable = true;
-            }
             let pfn = pte_payload(pte) as u64;
             let f = self.pm.frames[pfn as usize];
             if tag(f) != TAG_ANON {
@@ -639,13 +667,12 @@ impl Kernel {
             if lru(hf) == LRU_NONE || isolated(hf) {
                 return (ScanResult::PageLru, s);
             }
-            // referenced: pte_young / folio_test_young / folio_test_referenced
-            if khugepaged && young(hf) {
+            // pte_young(pteval) || folio_test_young(folio) || folio_test_referenced(folio):
+            // the accessed bit the workload's loads and stores set (on the folio's head, see
+            // mm_types.rs) or PG_referenced (reclaim's second chance, folio_mark_accessed)
+            if khugepaged && (young(hf) || referenced(hf)) {
                 s.referenced += 1;
             }
-        }
-        if !s.writable {
-            return (ScanResult::PageRo, s);
         }
         if khugepaged && (s.referenced == 0 || (s.unmapped > 0 && (s.referenced as u64) < HPAGE_PMD_NR / 2)) {
             return (ScanResult::LackReferencedPage, s);
@@ -697,7 +724,7 @@ impl Kernel {
     // ------------------------------------------------------------------
 
     /// hugepage_vma_revalidate(): the VMA at `addr` still exists, may hold a PMD THP
-    /// (sysfs enforced for khugepaged only) and covers the whole range.
+    /// (sysfs enforced for khugepaged only; an anon_vma for both) and covers the whole range.
     fn hugepage_vma_revalidate(&self, mm: MmId, addr: u64, khugepaged: bool) -> Result<Vma, ScanResult> {
         if self.collapse_test_exit_or_disable(mm) {
             return Err(ScanResult::AnyProcess);
@@ -706,10 +733,11 @@ impl Kernel {
         if addr < v.start || addr + HPAGE_PMD_SIZE > v.end {
             return Err(ScanResult::AddressRange);
         }
+        // thp_vma_allowable_order(TVA_KHUGEPAGED or TVA_FORCED_COLLAPSE): both want an anon_vma
         let ok = if khugepaged {
-            self.thp_vma_allowable_flags(mm, v.flags)
+            self.thp_vma_allowable_khugepaged(mm, &v, v.flags)
         } else {
-            self.collapse_allowed_nosysfs(mm, v.flags)
+            self.collapse_allowed_nosysfs(mm, v.flags) && v.anon_vma.is_some()
         };
         if !ok {
             return Err(ScanResult::VmaCheck);
@@ -905,7 +933,7 @@ impl Kernel {
             use ScanResult::*;
             match r {
                 Succeed | PmdMapped => thps += 1,
-                PmdNull | PteNonPresent | PteUffdWp | PageRo | LackReferencedPage | PageNull | PageCount | PageLock
+                PmdNull | PteNonPresent | PteUffdWp | LackReferencedPage | PageNull | PageCount | PageLock
                 | PageCompound | PageLru | DelPageLru => last_fail = r,
                 _ => {
                     last_fail = r;

@@ -7,7 +7,7 @@ use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::migrate::SplitReason;
 use crate::mm_types::*;
-use crate::mmap::{VM_HUGEPAGE, VM_LOCKED, VM_NOHUGEPAGE};
+use crate::mmap::{Vma, VM_HUGEPAGE, VM_LOCKED, VM_NOHUGEPAGE};
 use crate::pgtable::*;
 use crate::vmstat::Ev;
 use thplab_workload::workload::Advice;
@@ -27,11 +27,21 @@ impl Kernel {
                 } else {
                     (VM_NOHUGEPAGE, VM_HUGEPAGE)
                 };
-                self.mms[mm].modify_flags(start, end, |f| (f | set) & !clear);
+                let newf = |f: u32| (f | set) & !clear;
                 if advice == Advice::Hugepage {
-                    for (_, _, flags) in self.mms[mm].vmas_in(start, end) {
-                        self.khugepaged_enter_vma(mm, flags);
+                    // hugepage_madvise(): khugepaged_enter_vma(vma, new flags) on each VMA
+                    // the range touches, whole and before it is split, even when it already has VM_HUGEPAGE
+                    // (madvise_vma_behavior)
+                    let orig: Vec<Vma> =
+                        self.mms[mm].vmas.values().filter(|v| v.end > start && v.start < end).cloned().collect();
+                    for v in orig {
+                        self.khugepaged_enter_vma(mm, &v, newf(v.flags));
                     }
+                }
+                // madvise_update_vma() -> vma_modify_flags(): a merge enters its target
+                let (_, merged) = self.mms[mm].modify_flags(start, end, newf);
+                for at in merged {
+                    self.khugepaged_enter_vma_at(mm, at);
                 }
             }
             Advice::Dontneed => {

@@ -174,6 +174,8 @@ impl Kernel {
                     self.charge(self.costs.fault_zero_ns);
                     return Fault::Ok;
                 }
+                // do_anonymous_page() / wp_page_copy(): anon_vma_prepare() before allocating
+                self.mms[mm].anon_vma_prepare(addr);
                 if k == pgtable_none() {
                     if let Some(r) = self.alloc_anon_folio(mm, vma, sid, addr) {
                         return r;
@@ -669,6 +671,31 @@ impl Kernel {
             self.lock_acquire(crate::locking::LockId::Lru(node), n);
         }
     }
+    /// folio_mark_accessed() (mm/swap.c, classic LRU): inactive,unreferenced ->
+    /// inactive,referenced -> active,unreferenced -> active,referenced. For anonymous
+    /// memory 6.18 calls it from GUP with FOLL_TOUCH (follow_page_pte: MAP_POPULATE,
+    /// mlock, MADV_POPULATE_*); the fault paths set only the accessed bit.
+    pub fn folio_mark_accessed(&mut self, head: u64) {
+        let f = self.pm.frames[head as usize];
+        if !referenced(f) {
+            self.pm.frames[head as usize] = set_referenced(f, true);
+            return;
+        }
+        let l = lru(f);
+        if l == LRU_UNEVICTABLE || l == LRU_ACTIVE_ANON || mlocked(f) {
+            return;
+        }
+        if l == LRU_INACTIVE_ANON && !isolated(f) {
+            // folio_activate(): onto the active list (pgactivate)
+            let nr = self.folio_nr_pages(head);
+            self.lru_del(head, nr);
+            self.lruvec_add_folio(head, nr, LRU_ACTIVE_ANON, false);
+            self.rec.vm.add(Ev::PGACTIVATE, nr);
+        }
+        let f = self.pm.frames[head as usize];
+        self.pm.frames[head as usize] = set_referenced(f, false);
+    }
+
     pub fn lru_del(&mut self, pfn: u64, nr: u64) {
         let f = self.pm.frames[pfn as usize];
         let l = lru(f);

@@ -21,6 +21,10 @@ pub struct Vma {
     pub start: u64,
     pub end: u64,
     pub flags: u32,
+    /// vma->anon_vma: set by the first fault that allocates an anonymous page in the VMA
+    /// (anon_vma_prepare / vmf_anon_prepare; a read fault mapping the zero page sets
+    /// none), shared by the pieces of a split, kept by a merge. An id within the mm.
+    pub anon_vma: Option<u32>,
 }
 
 /// The TLB state of a process (its CPU's dTLB while it runs).
@@ -78,6 +82,8 @@ pub struct Mm {
     pub thp_disable: bool,
     /// MMF_VM_HUGEPAGE: on the khugepaged list
     pub on_khugepaged: bool,
+    /// the next anon_vma id (anon_vma_prepare)
+    pub next_anon_vma: u32,
     /// MMF_HUGE_ZERO_PAGE: holds a reference on the huge zero page
     pub huge_zero_ref: bool,
     pub rss_anon: u64,
@@ -134,6 +140,7 @@ impl Mm {
             mmap_cursor: MMAP_BASE,
             thp_disable: false,
             on_khugepaged: false,
+            next_anon_vma: 0,
             huge_zero_ref: false,
             rss_anon: 0,
             swap_ents: 0,
@@ -160,40 +167,71 @@ impl Mm {
         Some(addr)
     }
 
-    pub fn insert_vma(&mut self, start: u64, end: u64, flags: u32) {
-        self.vmas.insert(start, Vma { start, end, flags });
-        self.merge_around(start);
+    /// Insert a new VMA (no anon_vma yet) and merge it with its neighbours
+    /// (vma_merge_new_range). Returns the start of the VMA that now holds it and whether it
+    /// was merged into a neighbour (khugepaged_enter_vma() runs on the merge target).
+    pub fn insert_vma(&mut self, start: u64, end: u64, flags: u32) -> (u64, bool) {
+        self.vmas.insert(start, Vma { start, end, flags, anon_vma: None });
+        self.merge_around(start)
     }
 
-    /// Split the VMA containing `addr` so that a VMA starts at `addr`.
+    /// anon_vma_prepare(): the VMA at `addr` gets an anon_vma if it has none.
+    pub fn anon_vma_prepare(&mut self, addr: u64) {
+        let Some(start) = self.find_vma(addr).map(|v| v.start) else { return };
+        let v = self.vmas.get_mut(&start).unwrap();
+        if v.anon_vma.is_none() {
+            v.anon_vma = Some(self.next_anon_vma);
+            self.next_anon_vma += 1;
+        }
+    }
+
+    /// Split the VMA containing `addr` so that a VMA starts at `addr` (both pieces share
+    /// the anon_vma).
     fn split_at(&mut self, addr: u64) {
         let hit = self.vmas.range(..addr).next_back().map(|(_, v)| v.clone());
         if let Some(v) = hit {
             if v.end > addr && v.start < addr {
                 self.vmas.get_mut(&v.start).unwrap().end = addr;
-                self.vmas.insert(addr, Vma { start: addr, end: v.end, flags: v.flags });
+                self.vmas.insert(addr, Vma { start: addr, end: v.end, flags: v.flags, anon_vma: v.anon_vma });
             }
         }
     }
 
-    /// Merge the VMA at `start` with neighbours of identical flags (vma_merge).
-    fn merge_around(&mut self, start: u64) {
-        let Some(cur) = self.vmas.get(&start).cloned() else { return };
+    /// Can two adjacent VMAs merge? Same flags and compatible anon_vmas
+    /// (is_mergeable_anon_vma: equal, or one of them has none yet).
+    fn mergeable(a: &Vma, b: &Vma) -> bool {
+        a.end == b.start
+            && a.flags == b.flags
+            && (a.anon_vma.is_none() || b.anon_vma.is_none() || a.anon_vma == b.anon_vma)
+    }
+
+    /// Merge the VMA at `start` with mergeable neighbours (vma_merge). Returns the start of
+    /// the resulting VMA and whether any merge happened; the merged VMA keeps the anon_vma.
+    fn merge_around(&mut self, start: u64) -> (u64, bool) {
+        let Some(cur) = self.vmas.get(&start).cloned() else { return (start, false) };
         let mut cur = cur;
+        let mut merged = false;
         if let Some((_, prev)) = self.vmas.range(..start).next_back() {
-            if prev.end == cur.start && prev.flags == cur.flags {
+            if Self::mergeable(prev, &cur) {
                 let ps = prev.start;
                 self.vmas.remove(&cur.start);
-                self.vmas.get_mut(&ps).unwrap().end = cur.end;
+                let p = self.vmas.get_mut(&ps).unwrap();
+                p.end = cur.end;
+                p.anon_vma = p.anon_vma.or(cur.anon_vma);
                 cur = self.vmas[&ps].clone();
+                merged = true;
             }
         }
         if let Some(next) = self.vmas.get(&cur.end).cloned() {
-            if next.flags == cur.flags {
+            if Self::mergeable(&cur, &next) {
                 self.vmas.remove(&next.start);
-                self.vmas.get_mut(&cur.start).unwrap().end = next.end;
+                let c = self.vmas.get_mut(&cur.start).unwrap();
+                c.end = next.end;
+                c.anon_vma = c.anon_vma.or(next.anon_vma);
+                merged = true;
             }
         }
+        (cur.start, merged)
     }
 
     /// Is every page of [start, end) mapped by some VMA?
@@ -209,23 +247,31 @@ impl Mm {
     }
 
     /// Apply `f` to the flags of every VMA part within [start, end), splitting at the ends
-    /// and merging afterwards (madvise_update_vma / mprotect_fixup). Returns false when
-    /// part of the range was unmapped (the caller returns ENOMEM, as madvise does).
-    pub fn modify_flags(&mut self, start: u64, end: u64, f: impl Fn(u32) -> u32) -> bool {
+    /// and merging afterwards (madvise_update_vma / mprotect_fixup -> vma_modify_flags).
+    /// A part whose flags do not change is left alone (no split, no merge), as
+    /// madvise_update_vma and mprotect_fixup return early. Returns false when part of the
+    /// range was unmapped (the caller returns ENOMEM, as madvise does), and the starts of
+    /// the VMAs a changed part was merged into (vma_merge_existing_range calls
+    /// khugepaged_enter_vma() on its target).
+    pub fn modify_flags(&mut self, start: u64, end: u64, f: impl Fn(u32) -> u32) -> (bool, Vec<u64>) {
         let all = self.fully_mapped(start, end);
-        self.split_at(start);
-        self.split_at(end);
-        let keys: Vec<u64> = self.vmas.range(start..end).map(|(k, _)| *k).collect();
-        for k in &keys {
-            let v = self.vmas.get_mut(k).unwrap();
+        let changed: Vec<(u64, u64)> =
+            self.vmas_in(start, end).into_iter().filter(|&(_, _, fl)| f(fl) != fl).map(|(s, e, _)| (s, e)).collect();
+        let mut merged = vec![];
+        for (s, e) in changed {
+            self.split_at(s);
+            self.split_at(e);
+            let v = self.vmas.get_mut(&s).unwrap();
             v.flags = f(v.flags);
-        }
-        for k in keys {
-            if self.vmas.contains_key(&k) {
-                self.merge_around(k);
+            let (at, m) = self.merge_around(s);
+            if m {
+                merged.push(at);
             }
         }
-        all
+        // a later piece's merge may have absorbed an earlier target: keep those still there
+        merged.retain(|a| self.vmas.contains_key(a));
+        merged.dedup();
+        (all, merged)
     }
 
     /// Remove [start, end) from the VMA tree (do_vmi_munmap). Returns the removed pieces.
@@ -268,15 +314,39 @@ mod tests {
         let b = m.get_unmapped_area(3 * 4096, None).unwrap();
         assert_eq!(b % 4096, 0);
         assert!(b + 3 * 4096 <= a);
-        assert!(m.modify_flags(a + PMD_SIZE, a + 2 * PMD_SIZE, |f| f | VM_HUGEPAGE));
+        assert_eq!(m.modify_flags(a + PMD_SIZE, a + 2 * PMD_SIZE, |f| f | VM_HUGEPAGE), (true, vec![]));
         assert_eq!(m.vmas.len(), 3);
-        assert!(m.modify_flags(a + PMD_SIZE, a + 2 * PMD_SIZE, |f| f & !VM_HUGEPAGE));
+        assert_eq!(m.modify_flags(a + PMD_SIZE, a + 2 * PMD_SIZE, |f| f & !VM_HUGEPAGE), (true, vec![a]));
         assert_eq!(m.vmas.len(), 1, "merged back");
         let removed = m.unmap_range(a + 4096, a + 8192);
         assert_eq!(removed, vec![(a + 4096, a + 8192)]);
         assert_eq!(m.vmas.len(), 2);
         assert!(m.find_vma(a + 4096).is_none());
         assert!(!m.fully_mapped(a, a + PMD_SIZE));
-        assert!(!m.modify_flags(a, a + PMD_SIZE, |f| f | VM_HUGEPAGE));
+        assert!(!m.modify_flags(a, a + PMD_SIZE, |f| f | VM_HUGEPAGE).0);
+    }
+
+    #[test]
+    fn anon_vma_blocks_merges_of_different_anon_vmas() {
+        let mut m = mm();
+        let a = m.get_unmapped_area(4 * PMD_SIZE, None).unwrap();
+        m.insert_vma(a, a + 2 * PMD_SIZE, VM_READ | VM_WRITE);
+        m.modify_flags(a + PMD_SIZE, a + 2 * PMD_SIZE, |f| f | VM_HUGEPAGE);
+        // each half faults on its own: two anon_vmas
+        m.anon_vma_prepare(a);
+        m.anon_vma_prepare(a + PMD_SIZE);
+        assert_ne!(m.vmas[&a].anon_vma, m.vmas[&(a + PMD_SIZE)].anon_vma);
+        let (_, merged) = m.modify_flags(a + PMD_SIZE, a + 2 * PMD_SIZE, |f| f & !VM_HUGEPAGE);
+        assert!(merged.is_empty(), "is_mergeable_anon_vma() refuses two different anon_vmas");
+        assert_eq!(m.vmas.len(), 2);
+        // a split shares the anon_vma, so the pieces merge back
+        let id = m.vmas[&a].anon_vma;
+        m.modify_flags(a, a + 4096, |f| f | VM_HUGEPAGE);
+        assert_eq!(m.vmas[&(a + 4096)].anon_vma, id);
+        assert_eq!(m.modify_flags(a, a + 4096, |f| f & !VM_HUGEPAGE).1, vec![a]);
+        // a new VMA without anon_vma merges into a neighbour that has one and keeps it
+        let b = a + 2 * PMD_SIZE;
+        assert_eq!(m.insert_vma(b, b + PMD_SIZE, VM_READ | VM_WRITE), (a + PMD_SIZE, true));
+        assert!(m.vmas[&(a + PMD_SIZE)].anon_vma.is_some());
     }
 }

@@ -288,7 +288,12 @@ impl Kernel {
             None => PTE_NONE,
         };
         self.set_pte(sid, pi as usize, pte);
-        let pf = self.pm.frames[p as usize];
+        let mut pf = self.pm.frames[p as usize];
+        if slot.is_some() && compound(pf) == COMPOUND_TAIL {
+            // a tail's dirty bit is its PTE's: the PTE is gone, and the folio was written
+            // with it (the folio's PG_dirty is the head's, which the write path manages)
+            pf = set_dirty(pf, false);
+        }
         self.pm.frames[p as usize] = with_rmap(pf, None);
         self.mms[mm].rss_anon -= 1;
         self.mod_node_page_state(p, NodeStat::NrAnonMapped, -1);

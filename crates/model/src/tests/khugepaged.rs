@@ -171,12 +171,14 @@ fn pmd_states_and_page_checks() {
     assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::PmdMapped);
     k.read_page(P0, a + M2);
     assert_eq!(k.khugepaged_candidacy(P0, a + M2, true), ScanResult::PmdMapped, "huge zero PMD");
-    // a range of zero-page PTEs only: nothing writable
+    // a range of zero-page PTEs only: 6.18 has no SCAN_PAGE_RO (no "writable page"
+    // requirement), so MADV_COLLAPSE may collapse it; khugepaged stops at max_ptes_none
     k.set_knob("transparent_hugepage/enabled", "madvise").unwrap();
     for i in 0..512 {
         k.read_page(P0, a + 2 * M2 + i * 4096);
     }
-    assert_eq!(k.khugepaged_candidacy(P0, a + 2 * M2, false), ScanResult::PageRo);
+    assert_eq!(k.khugepaged_candidacy(P0, a + 2 * M2, false), ScanResult::Succeed);
+    assert_eq!(k.khugepaged_candidacy(P0, a + 2 * M2, true), ScanResult::ExceedNonePte, "512 > max_ptes_none 511");
     // a page off the LRU (isolated by reclaim or migration): SCAN_PAGE_LRU
     for i in 0..512 {
         k.write_page(P0, a + 3 * M2 + i * 4096, 0, 1, &WriteData::Byte(1));
@@ -449,17 +451,18 @@ fn cheap_progress_policy_makes_full_scans_cheaper() {
       {"op":"sleep","duration":"40s"}]}]}"#;
     let base = go(w, &[]);
     let seed = go(w, &[("thplab.khugepaged_cheap_progress", "1")]);
-    // mmap() registered the mm before any fault: the first full scan found an empty VMA
-    // (no anon_vma: 1 for the visit, 1 for the VMA)
+    // the first THP fault registered the mm (mmap of a fresh anonymous VMA does not:
+    // no anon_vma yet), so every full scan sees the 64 PMD-mapped ranges
     let fb = kh(&base)["full_scan_log"].as_array().unwrap();
     let fs = kh(&seed)["full_scan_log"].as_array().unwrap();
-    assert_eq!(fb[0]["progress"], 2);
-    assert_eq!(fs[0]["progress"], 2);
-    assert_eq!(fs[1]["progress"], 1 + 64, "1 per PMD-mapped range");
-    assert_eq!(fs[1]["results"]["SCAN_PMD_MAPPED"], 64);
-    // 1 + 64x512 progress takes 9 wake-ups (80 s); 65 units fit in one: a full scan per wake-up
-    assert_eq!(kh(&base)["full_scans"], 1, "the second full scan needs 9 wake-ups");
-    assert!(kh(&seed)["full_scans"].as_u64().unwrap() >= 4);
+    assert_eq!(fs[0]["progress"], 1 + 64, "1 per PMD-mapped range");
+    assert_eq!(fs[0]["results"]["SCAN_PMD_MAPPED"], 64);
+    // 1 + 64x512 progress takes 9 wake-ups (80 s of 10 s sleeps): no full scan in 40 s;
+    // 65 units fit in one: a full scan per wake-up (at 0, 10, 20 and 30 s)
+    assert!(fb.is_empty());
+    assert_eq!(kh(&base)["full_scans"], 0, "the first full scan needs 9 wake-ups");
+    assert_eq!(kh(&seed)["full_scans"], 4);
+    assert!(kh(&base)["scan_progress"].as_u64().unwrap() >= 4 * 4096);
 }
 
 #[test]
@@ -555,4 +558,242 @@ fn invariants_hold_through_collapses_in_a_busy_run() {
     let r = go(w, &[]);
     assert!(kh(&r)["pages_collapsed"].as_u64().unwrap() >= 8, "{}", kh(&r));
     assert_eq!(r.processes[1].errors.len(), 0, "{:?}", r.processes[1].errors);
+}
+
+// ----------------------------------------------------------------------------------
+// issue 15, difference 3: khugepaged registration as 6.18 does it (khugepaged_enter_vma
+// with thp_vma_allowable_order(TVA_KHUGEPAGED): knobs, a whole aligned 2 MiB range, an
+// anon_vma), and difference 4: referenced pages from the workload's accesses.
+// ----------------------------------------------------------------------------------
+
+/// Was the mm (the one process `p`) ever on khugepaged's list during the run?
+fn entered(r: &RunResult) -> bool {
+    kh(r)["mms"].get("p").is_some_and(|m| !m["entered_ns"].is_null())
+}
+
+#[test]
+fn madvise_mode_without_madv_hugepage_never_registers() {
+    // enabled=madvise (the default): no VMA is eligible, so the mm never joins the list
+    // and khugepaged never scans (the old model entered it at mmap)
+    let w = r#"{"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"m","size":"8M"},{"op":"write","region":"m"},
+      {"op":"sleep","duration":"25s"}]}]}"#;
+    let r = go(w, &[]);
+    assert!(!entered(&r));
+    assert_eq!(kh(&r)["full_scans"], 0);
+    assert_eq!(kh(&r)["scan_progress"], 0, "khugepaged_scan_mm_slot never ran");
+    assert_eq!(kh(&r)["pages_collapsed"], 0);
+}
+
+#[test]
+fn a_vma_without_an_aligned_2m_range_never_registers() {
+    // enabled=always, but 1 MiB and 3 MiB-at-an-odd-place VMAs hold no aligned 2 MiB range:
+    // THP faults fall back (thp_vma_suitable_order) and TVA_KHUGEPAGED refuses them
+    let mut k = kernel(&[("transparent_hugepage/enabled", "always")]);
+    let a = k.mms[P0].get_unmapped_area(8 * M2, None).unwrap();
+    k.mms[P0].insert_vma(a + 4096, a + 4096 + (1 << 20), VM_READ | VM_WRITE);
+    k.mms[P0].insert_vma(a + M2 + 4096, a + 3 * M2 - 4096, VM_READ | VM_WRITE);
+    for p in 0..256 {
+        assert_eq!(k.write_page(P0, a + 4096 + p * 4096, 0, 1, &WriteData::Byte(1)), crate::memory::Fault::Ok);
+    }
+    for p in 0..1022 {
+        assert_eq!(k.write_page(P0, a + M2 + 4096 + p * 4096, 0, 1, &WriteData::Byte(1)), crate::memory::Fault::Ok);
+    }
+    assert_eq!(k.nr_anon_thp(), 0);
+    assert!(!k.mms[P0].on_khugepaged && k.khugepaged.mm_slots.is_empty());
+    // MADV_HUGEPAGE does not change the geometry either
+    k.madvise(P0, a + M2 + 4096, a + 3 * M2 - 4096, Advice::Hugepage).unwrap();
+    assert!(!k.mms[P0].on_khugepaged);
+    // a 2 MiB VMA at an aligned address is eligible: its first THP fault enters the mm
+    k.mms[P0].insert_vma(a + 4 * M2, a + 5 * M2, VM_READ | VM_WRITE);
+    k.write_page(P0, a + 4 * M2, 0, 1, &WriteData::Byte(1));
+    assert_eq!(k.nr_anon_thp(), 1);
+    assert!(k.mms[P0].on_khugepaged);
+    assert_eq!(k.khugepaged.mm_slots.iter().copied().collect::<Vec<_>>(), vec![P0]);
+}
+
+#[test]
+fn madv_hugepage_registers_only_a_vma_with_an_anon_vma() {
+    let mut k = kernel(&[]); // enabled=madvise
+                             // mmap alone: no anon_vma, not entered
+    let a = k.mms[P0].get_unmapped_area(4 * M2, None).unwrap();
+    k.mms[P0].insert_vma(a, a + 4 * M2, VM_READ | VM_WRITE);
+    // MADV_HUGEPAGE before any fault: hugepage_madvise() calls khugepaged_enter_vma() but
+    // TVA_KHUGEPAGED wants an anon_vma
+    k.madvise(P0, a, a + 2 * M2, Advice::Hugepage).unwrap();
+    assert!(!k.mms[P0].on_khugepaged);
+    // a read fault in the VMA without VM_HUGEPAGE maps the 4 KiB zero page: still no anon_vma
+    k.read_page(P0, a + 3 * M2);
+    assert!(k.mms[P0].vmas.values().all(|v| v.anon_vma.is_none()));
+    // a 4 KiB write fault there makes one, but 4 KiB faults do not enter
+    k.write_page(P0, a + 3 * M2, 0, 1, &WriteData::Byte(1));
+    assert!(!k.mms[P0].on_khugepaged);
+    // MADV_HUGEPAGE on that VMA now enters the mm (hugepage_madvise)
+    k.madvise(P0, a + 2 * M2, a + 4 * M2, Advice::Hugepage).unwrap();
+    assert!(k.mms[P0].on_khugepaged);
+
+    // the first THP fault of a VM_HUGEPAGE VMA enters it too (do_huge_pmd_anonymous_page,
+    // after vmf_anon_prepare), a read fault mapping the huge zero page included
+    let b = k.mms[P1].get_unmapped_area(2 * M2, None).unwrap();
+    k.mms[P1].insert_vma(b, b + 2 * M2, VM_READ | VM_WRITE);
+    k.madvise(P1, b, b + 2 * M2, Advice::Hugepage).unwrap();
+    assert!(!k.mms[P1].on_khugepaged);
+    k.read_page(P1, b);
+    assert!(k.mms[P1].on_khugepaged);
+    // entered behind the cursor, in order of registration
+    assert_eq!(k.khugepaged.mm_slots.iter().copied().collect::<Vec<_>>(), vec![P0, P1]);
+    // MADV_NOHUGEPAGE leaves a registered mm on the list (hugepage_madvise)
+    k.madvise(P1, b, b + 2 * M2, Advice::Nohugepage).unwrap();
+    assert!(k.mms[P1].on_khugepaged);
+}
+
+#[test]
+fn registration_follows_the_workload() {
+    // MADV_HUGEPAGE after the writes enters the mm (its VMA has an anon_vma now); before
+    // any write it does not, and the THP faults of the writes enter it instead. Either way
+    // the mm is scanned; the first collapses the base-page ranges
+    let late = r#"{"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"m","size":"4M"},{"op":"write","region":"m"},
+      {"op":"sleep","duration":"5s"},
+      {"op":"madvise","region":"m","advice":"hugepage"},{"op":"sleep","duration":"5s"}]}]}"#;
+    let r = go(late, &[]);
+    assert!(entered(&r));
+    assert!(kh(&r)["mms"]["p"]["entered_ns"].as_u64().unwrap() >= 5_000_000_000, "entered at MADV_HUGEPAGE");
+    assert_eq!(kh(&r)["pages_collapsed"], 2);
+    let early = r#"{"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"m","size":"4M"},{"op":"madvise","region":"m","advice":"hugepage"},
+      {"op":"sleep","duration":"5s"},
+      {"op":"write","region":"m"},{"op":"sleep","duration":"5s"}]}]}"#;
+    let r = go(early, &[]);
+    assert!(kh(&r)["mms"]["p"]["entered_ns"].as_u64().unwrap() >= 5_000_000_000, "entered at the first THP fault");
+    assert_eq!(kh(&r)["pages_collapsed"], 0, "THP faults: nothing to collapse");
+    assert!(kh(&r)["scan_results"]["SCAN_PMD_MAPPED"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn a_merge_into_an_eligible_vma_registers() {
+    // 4 KiB faults with PMD THP disabled give the VMA an anon_vma but enter nothing;
+    // enabling THP enters nothing either (start_stop_khugepaged walks no mm). An mmap that
+    // merges into that VMA does: vma_merge_new_range() -> khugepaged_enter_vma(target)
+    let w = r#"{"knobs":{"transparent_hugepage/enabled":"never"},"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"m","size":"4M"},{"op":"write","region":"m"},
+      {"op":"set","knob":"transparent_hugepage/enabled","value":"always"},
+      {"op":"sleep","duration":"5s"},
+      {"op":"mmap","name":"n","size":"1M"},
+      {"op":"sleep","duration":"5s"}]}]}"#;
+    let r = go(w, &[]);
+    assert!(kh(&r)["mms"]["p"]["entered_ns"].as_u64().unwrap() >= 5_000_000_000, "entered by the merge");
+    assert_eq!(kh(&r)["pages_collapsed"], 2);
+    // without the merging mmap it never is
+    let w2 = w.replace(r#"{"op":"mmap","name":"n","size":"1M"},"#, "");
+    let r = go(&w2, &[]);
+    assert!(!entered(&r));
+    assert_eq!(kh(&r)["pages_collapsed"], 0);
+}
+
+#[test]
+fn a_read_only_range_collapses() {
+    // 6.18 removed SCAN_PAGE_RO: a range in a read-only VMA is a candidate like any other
+    let mut k = kernel(&[]);
+    let a = populate(&mut k, P0, 2, |_| true);
+    k.madvise(P0, a, a + 2 * M2, Advice::Hugepage).unwrap();
+    let (_, merged) = k.mms[P0].modify_flags(a, a + M2 * 2, |f| f & !VM_WRITE);
+    assert!(merged.is_empty());
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::Succeed);
+    assert!(ScanResult::Succeed.status() == "succeeded");
+    khugepaged_pass(&mut k);
+    assert_eq!(k.khugepaged.pages_collapsed, 2);
+    check(&k).unwrap();
+}
+
+#[test]
+fn cold_pages_lack_references_hot_pages_collapse() {
+    // two 4 MiB regions written once with base pages; MADV_COLD on one clears its accessed
+    // bits and PG_referenced (madvise_cold_or_pageout_pte_range: ptep_test_and_clear_young,
+    // folio_clear_referenced, folio_deactivate). After MADV_HUGEPAGE khugepaged collapses
+    // the hot region and finds no referenced page in the cold one
+    let w = r#"{"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"hot","size":"4M"},{"op":"mmap","name":"cold","size":"4M"},
+      {"op":"write","region":"hot"},{"op":"write","region":"cold"},
+      {"op":"madvise","region":"cold","advice":"cold"},
+      {"op":"madvise","region":"hot","advice":"hugepage"},
+      {"op":"madvise","region":"cold","advice":"hugepage"},
+      {"op":"sleep","duration":"15s"}]}]}"#;
+    let r = go(w, &[]);
+    // the first pass (woken by the first MADV_HUGEPAGE) sees the hot region only; the
+    // second, 10 s later, both
+    assert_eq!(kh(&r)["pages_collapsed"], 2, "the hot region only");
+    assert_eq!(kh(&r)["scan_results"]["SCAN_LACK_REFERENCED_PAGE"], 2);
+    // touched again after MADV_COLD, a cold region is hot again
+    let w2 = w.replace(
+        r#"{"op":"madvise","region":"cold","advice":"cold"},"#,
+        r#"{"op":"madvise","region":"cold","advice":"cold"},{"op":"read","region":"cold","every":"8K","length":"4K"},"#,
+    );
+    let r = go(&w2, &[]);
+    assert_eq!(kh(&r)["pages_collapsed"], 4);
+    assert!(kh(&r)["scan_results"].get("SCAN_LACK_REFERENCED_PAGE").is_none());
+}
+
+#[test]
+fn pg_referenced_counts_as_referenced() {
+    // hpage_collapse_scan_pmd(): pte_young || folio_test_young || folio_test_referenced
+    let mut k = kernel(&[]);
+    let a = populate(&mut k, P0, 1, |_| true);
+    set_young_range(&mut k, P0, a, false);
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::LackReferencedPage);
+    let p = pfn_of(&k, P0, a + 5 * 4096);
+    k.pm.frames[p as usize] = set_referenced(k.pm.frames[p as usize], true);
+    assert_eq!(k.khugepaged_candidacy(P0, a, true), ScanResult::Succeed);
+}
+
+#[test]
+fn folio_mark_accessed_ages_the_lru() {
+    // inactive,unreferenced -> inactive,referenced -> active,unreferenced -> active,referenced
+    let mut k = kernel(&[]);
+    let a = populate(&mut k, P0, 1, |i| i == 0);
+    let p = pfn_of(&k, P0, a);
+    assert!(!referenced(k.pm.frames[p as usize]), "a fault sets only the accessed bit");
+    assert_eq!(lru(k.pm.frames[p as usize]), LRU_INACTIVE_ANON);
+    k.folio_mark_accessed(p);
+    assert!(referenced(k.pm.frames[p as usize]));
+    assert_eq!(lru(k.pm.frames[p as usize]), LRU_INACTIVE_ANON);
+    k.folio_mark_accessed(p);
+    assert!(!referenced(k.pm.frames[p as usize]));
+    assert_eq!(lru(k.pm.frames[p as usize]), LRU_ACTIVE_ANON);
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::PGACTIVATE), 1);
+    k.folio_mark_accessed(p);
+    assert!(referenced(k.pm.frames[p as usize]));
+    k.folio_mark_accessed(p);
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::PGACTIVATE), 1);
+    check(&k).unwrap();
+}
+
+#[test]
+fn map_populate_marks_pages_accessed_and_reclaim_activates_them() {
+    // MAP_POPULATE follows each page with FOLL_TOUCH: PG_referenced on every base page.
+    // Under memory pressure, folio_check_references() then finds the accessed bit and
+    // PG_referenced together and activates at the first look; pages written without
+    // MAP_POPULATE are only marked (kept) at the first look
+    let m = r#"{"nodes":[{"mem":"512M","cpus":2}],"swap":[{"type":"zram","size":"1G"}]}"#;
+    let w = |populate: bool| {
+        format!(
+            r#"{{"processes":[{{"name":"p","ops":[
+          {{"op":"mmap","name":"a","size":"200M","populate":{populate}}},{{"op":"write","region":"a"}},
+          {{"op":"phase","name":"pressure"}},
+          {{"op":"mmap","name":"b","size":"400M"}},{{"op":"write","region":"b"}}]}}]}}"#
+        )
+    };
+    let with = super::common::go(&w(true), m, &[]);
+    let without = super::common::go(&w(false), m, &[]);
+    let act = |r: &RunResult| {
+        r.phases
+            .iter()
+            .find(|p| p.name.ends_with(":pressure"))
+            .unwrap()
+            .vmstat_delta
+            .get("pgactivate")
+            .copied()
+            .unwrap_or(0)
+    };
+    assert!(act(&with) > act(&without), "populate {} vs write {}", act(&with), act(&without));
 }

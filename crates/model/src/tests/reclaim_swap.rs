@@ -546,3 +546,58 @@ fn async_writeback_keeps_paged_out_folios_in_the_swap_cache() {
     assert_eq!((pd(&r, "touch", "pswpin"), pd(&r, "touch", "pgmajfault")), (0, 0), "swap-cache hits");
     assert_eq!(pd(&r, "touch", "nr_anon_pages"), 32 * 512, "each THP mapped back whole");
 }
+
+/// Split rule (6.18 __folio_split): a swap-cache THP is refused only while under writeback
+/// (folio_test_writeback: -EBUSY before anything is counted); once written and mapped
+/// again (a swap-cache hit maps it back by PTEs) it splits, each piece keeping its own
+/// swap slot in the swap cache (__split_folio_to_order: new_folio->swap = swap + i,
+/// __swap_cache_replace_folio).
+#[test]
+fn a_swap_cache_thp_splits_unless_under_writeback() {
+    use crate::migrate::SplitReason;
+    use crate::mm_types::{compound, referenced, swapcache, COMPOUND_BASE};
+    let m = r#"{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"disk","size":"256M"}]}"#;
+    let (mut k, base) = kernel(m, &[]);
+    k.madvise(P0, base, base + (2 << 20), Advice::Hugepage).unwrap();
+    for p in 0..512u64 {
+        let d = if p % 3 == 0 { 0 } else { 1 + (p % 200) as u8 };
+        assert_eq!(k.write_page(P0, base + p * 4096, 0, 1, &WriteData::Byte(d)), crate::memory::Fault::Ok);
+    }
+    assert_eq!(k.nr_anon_thp(), 1);
+    let before = snapshot(&k, base, 512);
+    k.madvise(P0, base, base + (2 << 20), Advice::Pageout).unwrap();
+    let Mapping::Swap(slot) = k.follow(P0, base) else { panic!("paged out") };
+    let head = *k.swap.cache.get(&slot).expect("in the swap cache") as u64;
+    assert!(swapcache(k.pm.frames[head as usize]) && k.folio_under_writeback(head));
+    // unmapped and under writeback: refused, and not counted (the early return -EBUSY)
+    assert!(k.split_folio(Pfn(head), SplitReason::Other).is_err());
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_SPLIT_PAGE_FAILED), 0);
+    // the write completes; a read maps the whole THP back by PTEs from the swap cache
+    k.clock.now += 60_000_000_000;
+    assert!(!k.folio_under_writeback(head));
+    assert_eq!(k.read_page(P0, base), crate::memory::Fault::Ok);
+    assert!(k.folio_mapped(head) && swapcache(k.pm.frames[head as usize]));
+    let f = k.pm.frames[head as usize];
+    k.pm.frames[head as usize] = crate::mm_types::set_referenced(f, true);
+    let pieces = k.split_folio(Pfn(head), SplitReason::Other).expect("6.18 splits a swap-cache THP");
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_SPLIT_PAGE), 1);
+    // the zero subpages went to the shared zero page (and out of the swap cache)
+    assert_eq!(pieces.len(), 512 - 171);
+    for &Pfn(p) in &pieces {
+        let f = k.pm.frames[p as usize];
+        assert_eq!(compound(f), COMPOUND_BASE);
+        assert!(swapcache(f) && referenced(f), "PG_swapcache and PG_referenced copied to every piece");
+        let (s, n) = k.swap_slots_of(p).expect("each piece caches its own slot");
+        assert_eq!((s, n), (slot + (p - head) as u32, 1));
+        assert_eq!(k.swap.cache.get(&s).copied(), Some(p as u32));
+    }
+    assert!(k.swap.cache.len() == pieces.len());
+    assert_eq!(snapshot(&k, base, 512), before, "contents kept");
+    check::check(&k).unwrap();
+    // the pieces are ordinary swap-cache pages: reclaim frees them without writing again
+    let pswpout = k.rec.vm.get(crate::vmstat::Ev::PSWPOUT);
+    k.madvise(P0, base, base + (2 << 20), Advice::Pageout).unwrap();
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::PSWPOUT), pswpout, "clean: the swap copy is valid");
+    assert_eq!(snapshot(&k, base, 512), before);
+    check::check(&k).unwrap();
+}

@@ -21,15 +21,22 @@ pub(super) fn mmap(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
             err(task, oi, op, "ENOMEM", "address space exhausted".into());
             return done;
         };
-        k.mms[pid].insert_vma(addr, addr + size.0, VM_READ | VM_WRITE);
-        // __mmap_region() -> khugepaged_enter_vma()
-        k.khugepaged_enter_vma(pid, VM_READ | VM_WRITE);
+        let (at, merged) = k.mms[pid].insert_vma(addr, addr + size.0, VM_READ | VM_WRITE);
+        // __mmap_region(): vma_merge_new_range() calls khugepaged_enter_vma() on the VMA it
+        // expanded; a fresh anonymous VMA is not entered (__mmap_new_vma enters file VMAs
+        // only, and an anonymous one has no anon_vma yet, which TVA_KHUGEPAGED requires)
+        if merged {
+            k.khugepaged_enter_vma_at(pid, at);
+        }
         task.regions.insert(name.clone(), (addr, size.0));
         if !populate {
             return done;
         }
     }
-    // MAP_POPULATE: write-fault every page (populate_vma_page_range with FOLL_WRITE)
+    // MAP_POPULATE: populate_vma_page_range() with FOLL_TOUCH | FOLL_WRITE: write-fault
+    // every page, then follow it: follow_page_pte() marks a PTE-mapped folio accessed
+    // (folio_mark_accessed, once per page), follow_huge_pmd() only sets the PMD's
+    // accessed bit (touch_pmd), which the fault already set
     let (addr, size) = task.regions[name];
     let pages = size / PAGE_SIZE;
     let end = (task.cursor + PAGES_PER_STEP).min(pages);
@@ -39,6 +46,10 @@ pub(super) fn mmap(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
             && k.handle_mm_fault(pid, a, true) == Fault::Oom
         {
             return StepOutcome::Exit;
+        }
+        if let crate::memory::Mapping::Page(Pfn(pfn), false) = k.follow(pid, a) {
+            let head = k.folio_head(pfn);
+            k.folio_mark_accessed(head);
         }
     }
     advance(task, end, pages)

@@ -40,7 +40,12 @@ pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome 
                 };
                 // change_pmd_range(): huge PMDs (and PMD swap entries) only partly in the range are split
                 k.mprotect_split_pmds(pid, s, e);
-                if !k.mms[pid].modify_flags(s, e, |f| (f & !(VM_READ | VM_WRITE)) | flags) {
+                let (all, merged) = k.mms[pid].modify_flags(s, e, |f| (f & !(VM_READ | VM_WRITE)) | flags);
+                // vma_merge_existing_range() -> khugepaged_enter_vma() on each merge target
+                for at in merged {
+                    k.khugepaged_enter_vma_at(pid, at);
+                }
+                if !all {
                     err(task, oi, op, "ENOMEM", format!("mprotect({:#x}, {}) on an unmapped range", s, len));
                 }
                 k.mms[pid].tlb.flush_range(s, e);
