@@ -63,6 +63,12 @@ use crate::vmstat::{self, Ev};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 
+thread_local! {
+    /// How many block walks the pageblock summaries replaced on this thread (tests check
+    /// that comparing runs with them off, page_alloc::USE_PB_SUMMARIES, is not vacuous).
+    pub static PB_SUMMARY_SKIPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CompactPriority {
     SyncFull,
@@ -463,7 +469,7 @@ impl Kernel {
             // find nothing; charge them all as the walk would
             let sum = self.pm.pb_sum[(block >> PAGEBLOCK_ORDER) as usize];
             if sum.free_heads_sampled == 0 {
-                crate::page_alloc::PB_SUMMARY_SKIPS.with(|c| c.set(c.get() + 1));
+                PB_SUMMARY_SKIPS.with(|c| c.set(c.get() + 1));
                 let samples = ((end - block) >> PAGE_ALLOC_COSTLY_ORDER) + 1;
                 self.charge(samples * self.costs.compact_scan_migrate_ns);
                 return false;
@@ -970,7 +976,7 @@ impl Kernel {
             // the pageblock summary: no free block starts in this pageblock, so the walk
             // isolates nothing; count its steps as it takes them (a PMD folio at the
             // block's start is stepped over at once)
-            crate::page_alloc::PB_SUMMARY_SKIPS.with(|c| c.set(c.get() + 1));
+            PB_SUMMARY_SKIPS.with(|c| c.set(c.get() + 1));
             if pfn == pageblock_start(pfn) && pfn + HPAGE_PMD_NR <= end && self.in_pmd_folio(pfn) {
                 steps = 1;
                 nr_scanned = HPAGE_PMD_NR;

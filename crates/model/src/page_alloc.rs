@@ -49,9 +49,6 @@ thread_local! {
     /// Debug switch for the summaries (tests compare runs with it off): read when a
     /// PhysMem is created.
     pub static USE_PB_SUMMARIES: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-    /// How many block walks the summaries replaced on this thread (tests check that the
-    /// comparison with them off is not vacuous).
-    pub static PB_SUMMARY_SKIPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// MAX_RECLAIM_RETRIES (mm/internal.h): reclaim loops without progress before giving up.

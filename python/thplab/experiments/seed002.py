@@ -242,9 +242,11 @@ SETTLE_NS = 1_000_000_000
 
 def _census_metrics(d: dict) -> dict[str, float]:
     kh = d["extra"]["khugepaged"]
-    # the census: the first full scan that walked memory and ended once every process
-    # had set up (SETTLE_NS); passes before it only saw processes registering
-    log = [f for f in kh["full_scan_log"] if f["end_ns"] >= SETTLE_NS and f["results"]]
+    # the census: the first full scan that walked memory and started once every process
+    # had set up (SETTLE_NS), so it sees the settled desktop whole (the seed's census was
+    # taken on a running desktop); passes before it saw processes still setting up (an mm
+    # joins khugepaged's list at its first THP fault, khugepaged_enter_vma)
+    log = [f for f in kh["full_scan_log"] if f["start_ns"] >= SETTLE_NS and f["results"]]
     nan = float("nan")
     # no full scan after set-up (the list emptied, e.g. every mm dropped as collapsed)
     first = log[0] if log else None

@@ -486,7 +486,8 @@ fn writing_proactiveness_wakes_kcompactd() {
 /// compaction tracepoint. The checker (on in `go`) recounts the summaries at every step.
 #[test]
 fn pageblock_summaries_change_nothing_but_speed() {
-    use crate::page_alloc::{PB_SUMMARY_SKIPS, USE_PB_SUMMARIES};
+    use crate::compaction::PB_SUMMARY_SKIPS;
+    use crate::page_alloc::USE_PB_SUMMARIES;
     let frag16k = |p: u32| {
         format!(
             r#"{{"knobs":{{"transparent_hugepage/enabled":"madvise","transparent_hugepage/defrag":"madvise","vm.compaction_proactiveness":"0"}},
