@@ -245,10 +245,18 @@ def test_fill_scenarios_gate_the_fault_phase():
 def test_fill_scenarios_fit_the_host_and_are_never_resized():
     sc = v.load_scenarios("compaction-fill-p0,compaction-fill-p60")
     w = sc["compaction-fill-p0"]
-    half = v.fit_to_host(w, v.FILL_REFERENCE_MEMTOTAL_KB // 2)
-    sizes = {op["name"]: op["size"] for op in half["processes"][0]["ops"] if op["op"] == "mmap"}
-    assert v.parse_size(sizes["frag"]) == (19 << 30) // 2
-    assert v.parse_size(sizes["buf"]) == 1 << 30 and v.fit_to_host(w, v.FILL_REFERENCE_MEMTOTAL_KB) == w
+    ref = v.FILL_REFERENCE_MEMTOTAL_KB
+
+    def sizes(w):
+        return {op["name"]: v.parse_size(op["size"]) for op in w["processes"][0]["ops"] if op["op"] == "mmap"}
+
+    assert v.fit_to_host(w, ref, ref) == w  # the reference host, nothing else running
+    half = sizes(v.fit_to_host(w, ref // 2, ref // 2))
+    assert half["frag"] == (19 << 30) // 2 // (256 << 20) * (256 << 20) and half["buf"] == 1 << 30
+    # other tenants hold 8 GiB: less to fragment, and eat covers what the model would leave clean
+    busy = sizes(v.fit_to_host(w, ref, ref - (8 << 20)))
+    assert busy["frag"] <= (ref - (8 << 20)) * 1024 * v.FILL_FRAG_SHARE < 19 << 30
+    assert busy["frag"] + busy["eat"] >= ref * 1024
     rep = v.validate(sc, size=16 << 20, run_kernel=lambda *a, **k: pytest.fail("must not run"))
     assert set(rep["skipped"]) == set(sc) and not rep["scenarios"]
     # the model side: the tenant makes direct compaction work (docs/compaction.md)

@@ -431,7 +431,6 @@ ANON_SLACK_KB = 4096
 #: FILL_MAX_MEM_SHARE of MemAvailable.
 FILL_PREFIX = "compaction-fill-"
 FILL_REFERENCE_MEMTOTAL_KB = 24683656
-FILL_REGIONS = ("frag", "eat")
 FILL_MAX_MEM_SHARE = 0.9
 #: What a fill scenario gates, in its fault phase (process:phase): THPs obtained, compaction
 #: stalls and successes (relative tolerance, at least 2 events), and the THP fault latency
@@ -446,25 +445,40 @@ def is_fill(name: str) -> bool:
     return name.startswith(FILL_PREFIX)
 
 
-def host_memtotal_kb() -> int | None:
+def host_meminfo_kb(field: str) -> int | None:
     try:
         with open("/proc/meminfo") as f:
-            return int(next(line for line in f if line.startswith("MemTotal:")).split()[1])
+            return int(next(line for line in f if line.startswith(field + ":")).split()[1])
     except (OSError, StopIteration, ValueError):
         return None
 
 
-def fit_to_host(workload: dict, memtotal_kb: int | None) -> dict:
-    """A fill scenario sized for this host: its filling regions scaled by the host's MemTotal
-    over the reference host's (2 MiB multiples)."""
+#: the fragmented region may take this share of MemAvailable (the rest: the tenant, the
+#: fault buffer, page tables, the runner), below the live guard's FILL_MAX_MEM_SHARE
+FILL_FRAG_SHARE = 0.84
+
+
+def fit_to_host(workload: dict, memtotal_kb: int | None, memavail_kb: int | None = None) -> dict:
+    """A fill scenario sized for this host. ``frag`` (the fragmented 4 KiB pages) is the
+    reference size scaled by MemTotal, or less if the host's other tenants leave less
+    available (at most FILL_FRAG_SHARE of MemAvailable); ``eat`` (one 4 KiB touch per 2 MiB:
+    THPs while clean blocks last, then one page each) covers whatever clean memory the
+    model's machine, which has no other tenants, would have left. 256 MiB multiples."""
     w = json.loads(json.dumps(workload))
-    if not memtotal_kb or memtotal_kb == FILL_REFERENCE_MEMTOTAL_KB:
+    if not memtotal_kb:
         return w
-    for p in w["processes"]:
-        for op in p["ops"]:
-            if op.get("op") == "mmap" and op.get("name") in FILL_REGIONS:
-                s = parse_size(str(op["size"])) * memtotal_kb // FILL_REFERENCE_MEMTOTAL_KB
-                op["size"] = fmt_size(max(2 << 20, s // (2 << 20) * (2 << 20)))
+    step = 256 << 20
+    ops = {op.get("name"): op for p in w["processes"] for op in p["ops"] if op.get("op") == "mmap"}
+    if "frag" not in ops or "eat" not in ops:
+        return w
+    frag = parse_size(str(ops["frag"]["size"])) * memtotal_kb // FILL_REFERENCE_MEMTOTAL_KB
+    if memavail_kb:
+        frag = min(frag, int(memavail_kb * 1024 * FILL_FRAG_SHARE))
+    frag = max(step, frag // step * step)
+    eat = max(parse_size(str(ops["eat"]["size"])), (memtotal_kb * 1024 - frag) // step * step + (1 << 30))
+    if frag == parse_size(str(ops["frag"]["size"])) and eat == parse_size(str(ops["eat"]["size"])):
+        return w
+    ops["frag"]["size"], ops["eat"]["size"] = fmt_size(frag), fmt_size(eat)
     return w
 
 
@@ -656,7 +670,13 @@ def validate(
         if fill and size:
             report["skipped"][name] = "fills the host's memory: not resized (run it without --size)"
             continue
-        w = fit_to_host(w0, host_memtotal_kb()) if fill else resize(w0, size) if size else w0
+        w = (
+            fit_to_host(w0, host_meminfo_kb("MemTotal"), host_meminfo_kb("MemAvailable"))
+            if fill
+            else resize(w0, size)
+            if size
+            else w0
+        )
         gate = {"fill": fill, "calibrated": costs_text is not None}
         live_kw = {"max_mem_share": FILL_MAX_MEM_SHARE} if fill else {}
         timeout = 900 if fill else 300
