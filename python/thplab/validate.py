@@ -38,9 +38,14 @@ calibrations, 71-78 of 104 gated phase times within +-25 %):
   O_DIRECT write bandwidth measured 507, 1177 and 2072 MB/s), so a profile and the live runs
   must be taken close together;
 * THP faults on memory the guest reported free to the host (free page reporting) cost
-  ~2.5 ms per 2 MiB live; the runs that hit them are unstable (not gated) or fail
-  (split_underused_0 p:fault, 0.1x); the model applies that cost only with
-  thplab.free_page_reporting;
+  ~2.5-3.7 ms per 2 MiB live (refault_reported_2m_ns). A live run records
+  thplab.free_page_reporting=1 on such a guest and the model charges the refault for blocks
+  free for PAGE_REPORTING_DELAY (2 s) in the run; memory free when the run starts is backed
+  in the model, so on such a guest the live runner first backs the workload's footprint
+  (faults it in and frees it, host::back_free_memory) just before the run, which otherwise
+  would find memory reported during the swap set-up or since the previous run (2026-11-23:
+  seed 000's 1 GiB THP faults 0.8-1.5 s live against 0.13 s, split_underused p:fault
+  unstable 93-742 ms);
 * MADV_PAGEOUT to the loop block device: live, writeback throttling (blk-wbt) and bio
   splitting at max_sectors_kb keep only ~14 THPs in flight, so 4 KiB pageouts right after
   1 GiB of THPs do not wait; the model's queue holds queue_depth whole folios and the next
@@ -565,6 +570,10 @@ def validate(
     if run_kernel is None:
         from thplab.live import run_kernel
     run_model_fn = run_model_fn or run_model
+
+    def live(w_live: dict) -> dict:
+        return run_kernel(w_live, timeout=300)
+
     report = {"tolerance": TOLERANCE_TEXT, "time_tolerance": TIME_TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
     for name, w0 in scenarios.items():
         w = resize(w0, size) if size else w0
@@ -586,16 +595,16 @@ def validate(
             # tracepoints are the model's extra; the live runner does not drive tracefs
             w_live = dict(w, record={k: v for k, v in (w.get("record") or {}).items() if k != "trace"})
             for _ in range(warmup):
-                run_kernel(w_live, timeout=300)
+                live(w_live)
             while True:
                 attempts += 1
-                kernel = run_kernel(w_live, timeout=300)
+                kernel = live(w_live)
                 kernel.setdefault("extra", {})["workload"] = w
                 model = run_model_fn(w, kernel, costs_text)
                 cmp = compare(kernel, model)
                 if cmp["counters_ok"] or attempts > retries or not excess_only(cmp) or cmp["notes"]:
                     break
-            runs = [run_times(kernel)] + [run_times(run_kernel(w_live, timeout=300)) for _ in range(reps - 1)]
+            runs = [run_times(kernel)] + [run_times(live(w_live)) for _ in range(reps - 1)]
             kernel["extra"]["time_runs"] = runs
             cmp = compare(kernel, model, runs)
             if save_dir:
