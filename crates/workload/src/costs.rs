@@ -268,8 +268,11 @@ pub struct CostProfile {
     /// zram per compressor (see CompressorCosts).
     pub zram: BTreeMap<String, CompressorCosts>,
     /// A block device on the host's disk (`disk`): the reference host's virtio disk through a
-    /// loop device: calibrate: disk.* (2 MiB requests from 4 threads for bandwidth, single 4
-    /// KiB requests for latency, the loop device's nr_requests for the queue depth). The
+    /// loop device: calibrate: disk.* (the write bandwidth from MADV_PAGEOUT of THPs of random
+    /// data and the writeback drain after it, per 2 MiB: swap writes through this queue reach
+    /// several GB/s where O_DIRECT requests from 4 threads measure ~0.5 GB/s; the read
+    /// bandwidth from 2 MiB requests from 4 threads, single 4 KiB requests for latency, the
+    /// loop device's nr_requests for the queue depth). The
     /// queue's limits are the loop device's on 6.18 (read on the reference host,
     /// 2026-11-23): max_sectors_kb 1280 (loop's max_hw_sectors 2560), wbt on with
     /// wbt_lat_usec 2000 (wbt_init runs when the loop device is registered, before
