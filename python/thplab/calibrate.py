@@ -238,8 +238,9 @@ def _device_alg(S):
 
 def _fit_devices(prof, S, V, rows, spread):
     """`file` and `disk` DeviceCosts from O_DIRECT I/O: bandwidth from 2 MiB requests with 4 in
-    flight, latency from single 4 KiB requests less their transfer, the queue depth from the
-    device's nr_requests."""
+    flight (the write bandwidth of a block device from swap writes of whole THPs when measured),
+    latency from single 4 KiB requests less their transfer, the queue depth, bio split size,
+    wbt latency target and write cache from the block queue's sysfs attributes."""
     for dev in ("file", "disk"):
         if not all(f"{dev}.{k}" in S for k in ("write_2m_qd4", "read_2m_qd4", "write_4k_rand", "read_4k_rand")):
             continue
@@ -256,10 +257,30 @@ def _fit_devices(prof, S, V, rows, spread):
         if f"{dev}.read_4k_seq" in S:
             pen = _med(S[f"{dev}.read_4k_rand"]) - _med(S[f"{dev}.read_4k_seq"])
             d["random_penalty_ns"] = round(pen) if pen > 0.2 * _med(S[f"{dev}.read_4k_seq"]) else 0
+        # swap writes of whole THPs (a block device: thp_swpout per THP): MADV_PAGEOUT of random
+        # data and the writeback drain after it, per 2 MiB, is the rate the device takes swap
+        # writes at (bio sizes, wbt's depth and the host's caching as swap meets them), which
+        # O_DIRECT requests from 4 threads can underestimate several times over
+        pk, dk = f"{dev}.thp_pageout_random", f"{dev}.thp_drain_random"
+        swap_fit = False
+        if pk in S and dk in S and (V.get(f"{dev}.thp_random.thp_swpout") or 0) >= 0.9:
+            per_thp = _med(S[pk]) + _med(S[dk])
+            if per_thp > 0:
+                d["write_mb_per_s"] = max(1, round((2 << 20) / per_thp * 1e9 / 1e6))
+                spread[f"{dev}.write_mb_per_s"] = round(max(_spread(S[pk]), _spread(S[dk])), 4)
+                swap_fit = True
         # the block queue's nr_requests: how many requests are in flight before a writer waits
         qd = str(V.get(f"{dev}.nr_requests") or "")
         if qd.isdigit() and int(qd) > 0:
             d["queue_depth"] = int(qd)
+        # the bio split size, writeback throttling's latency target and the write cache
+        for attr in ("max_sectors_kb", "wbt_lat_usec"):
+            x = str(V.get(f"{dev}.{attr}") or "")
+            if x.isdigit():
+                d[attr] = int(x)
+        wc = V.get(f"{dev}.write_cache")
+        if isinstance(wc, str) and wc:
+            d["write_cache"] = wc.strip() == "write back"
         prof[dev] = d
         rot = V.get(f"{dev}.rotational")
         for io in ("write", "read"):
@@ -268,7 +289,12 @@ def _fit_devices(prof, S, V, rows, spread):
                     f"{dev} {io}_mb_per_s",
                     d[f"{io}_mb_per_s"],
                     _spread(S[f"{dev}.{io}_2m_qd4"]),
-                    "O_DIRECT 2 MiB requests, 4 in flight" + (f" (rotational={rot})" if io == "write" else ""),
+                    (
+                        "THP MADV_PAGEOUT of random data + writeback drain, per 2 MiB"
+                        if io == "write" and swap_fit
+                        else "O_DIRECT 2 MiB requests, 4 in flight"
+                    )
+                    + (f" (rotational={rot})" if io == "write" else ""),
                 )
             )
             rows.append(
@@ -290,6 +316,7 @@ def _fit_devices(prof, S, V, rows, spread):
             ("munmap_entry", "munmap of a swap entry"),
             ("thp_pageout_best", "THP MADV_PAGEOUT, seed 000 best case, per THP"),
             ("thp_pageout_random", "THP MADV_PAGEOUT of random data, per THP"),
+            ("thp_drain_random", "then until its writeback completes, per THP"),
         ]:
             if f"{dev}.{k}" in S:
                 rows.append((f"{dev}.{k}", _med(S[f"{dev}.{k}"]), _spread(S[f"{dev}.{k}"]), note))

@@ -38,21 +38,29 @@ Tolerances (stated in the output):
   run's THP counters and smaps are informational (the eat phase takes the clean blocks the
   host's other tenants left). They are never resized (``--size`` skips them).
 
-Known time gaps on the reference host (a 2-vCPU guest shared with builds; 2026-11-23, three
-calibrations, 71-78 of 104 gated phase times within +-25 %):
+Known time gaps on the reference host (a 2-vCPU guest shared with builds). 2026-11-23, 18 swap,
+split and fault scenarios, calibrated just before: 53 of 72 gated phase times within +-25 %,
+geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
 
-* the calibration itself moves by 2-4x between runs on a loaded host (the virtio disk's
-  O_DIRECT write bandwidth measured 507, 1177 and 2072 MB/s), so a profile and the live runs
-  must be taken close together;
+* the calibration itself moves by 2-4x between runs on a loaded host (the loop device's
+  swap-write rate measured 3.5 and 6.3 GB/s, its 4 KiB O_DIRECT latency 0.4-2 ms), so a
+  profile and the live runs must be taken close together;
 * THP faults on memory the guest reported free to the host (free page reporting) cost
-  ~2.5 ms per 2 MiB live; the runs that hit them are unstable (not gated) or fail
-  (split_underused_0 p:fault, 0.1x); the model applies that cost only with
-  thplab.free_page_reporting;
-* MADV_PAGEOUT to the loop block device: live, writeback throttling (blk-wbt) and bio
-  splitting at max_sectors_kb keep only ~14 THPs in flight, so 4 KiB pageouts right after
-  1 GiB of THPs do not wait; the model's queue holds queue_depth whole folios and the next
-  writer waits for them (disk_best p:pageout_4k 20-85x);
-* munmap of present pages and of swap-cache pages is still 2-5x cheaper in the model;
+  ~2.5-3.7 ms per 2 MiB live (refault_reported_2m_ns). A live run records
+  thplab.free_page_reporting=1 on such a guest and the model charges the refault for blocks
+  free for PAGE_REPORTING_DELAY (2 s) in the run; memory free when the run starts is backed
+  in the model, so on such a guest the live runner first backs the workload's footprint
+  (faults it in and frees it, host::back_free_memory) just before the run, which otherwise
+  would find memory reported during the swap set-up or since the previous run (seed 000's
+  1 GiB THP faults: 0.8-1.9 s live unbacked, 114-160 ms backed, model 118 ms);
+* MADV_PAGEOUT of 4 KiB pages to the loop block device (disk_best/worst p:pageout_4k, 4.7-6.3x):
+  live, consecutive 4 KiB swap writes leave the loop device as 512 KiB requests (128
+  segments: its max_segments) where the model sends one request per folio through wbt
+  (blk_wbt.rs), each batch waiting for the device's latency; where 6.18 merges them (no plug
+  on the MADV_PAGEOUT path) is not modelled yet;
+* MADV_PAGEOUT of THPs to a swap file (split into 4 KiB folios) is 0.4-0.6x, munmap after a
+  swap-file pageout 0.2-0.5x and after a disk pageout 1.4x: no single missing per-unit cost
+  (zram's per-slot free notify would make the zram munmaps, now 0.9-1.3x, slower still);
 * phases under 1 ms are mostly the runner's phase-boundary cost (see TIME_ABS_SLACK_NS).
 """
 
@@ -671,6 +679,7 @@ def validate(
     if run_kernel is None:
         from thplab.live import run_kernel
     run_model_fn = run_model_fn or run_model
+
     report = {"tolerance": TOLERANCE_TEXT, "time_tolerance": TIME_TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
     for name, w0 in scenarios.items():
         fill = is_fill(name)

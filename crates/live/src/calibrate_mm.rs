@@ -162,6 +162,10 @@ fn block_io(tag: &str, path: &str, size: usize, reps: usize, s: &mut Samples) ->
     r
 }
 
+/// The block queue's attributes the model's device takes (DeviceCosts): the tag depth, the
+/// bio split size, writeback throttling's latency target (0: off) and the write cache.
+const QUEUE_ATTRS: [&str; 4] = ["nr_requests", "max_sectors_kb", "wbt_lat_usec", "write_cache"];
+
 /// The host's disk as a swap file reaches it (bios straight to the file's sectors: O_DIRECT on
 /// a file in /var/tmp) and as a `disk` swap device is set up live (a loop device with direct
 /// I/O over a file).
@@ -181,7 +185,9 @@ pub fn calibrate_block(
     crate::swap::create_swapfile(&path, size as u64).map_err(failed)?;
     block_io("file", &path, size, reps, s)?;
     values.insert("file.rotational".into(), json!(fs_queue_attr(&path, "rotational")));
-    values.insert("file.nr_requests".into(), json!(fs_queue_attr(&path, "nr_requests")));
+    for a in QUEUE_ATTRS {
+        values.insert(format!("file.{a}"), json!(fs_queue_attr(&path, a)));
+    }
     if is_root() && std::path::Path::new("/dev/loop-control").exists() {
         let backing = format!("/var/tmp/thplab-calibrate-loop-{pid}");
         g.j.swapfiles.push(backing.clone());
@@ -191,7 +197,9 @@ pub fn calibrate_block(
         let dev = crate::swap::loop_attach(&backing).map_err(failed)?;
         block_io("disk", &dev, size, reps, s)?;
         values.insert("disk.rotational".into(), json!(dev_queue_attr(&dev, "rotational")));
-        values.insert("disk.nr_requests".into(), json!(dev_queue_attr(&dev, "nr_requests")));
+        for a in QUEUE_ATTRS {
+            values.insert(format!("disk.{a}"), json!(dev_queue_attr(&dev, a)));
+        }
     }
     g.undo()
 }
@@ -297,10 +305,12 @@ pub fn calibrate_swap_dev(
                     madvise(&t, 0, t.len, libc::MADV_PAGEOUT);
                 });
                 let after = vmstat();
-                wait_writeback();
+                // the rest of the writeback: with the pageout, the device's rate for swap writes
+                let dr = timed(nh, wait_writeback);
                 let u = timed(nh, || drop(t));
                 if keep {
                     s.add(&k(&format!("thp_pageout_{case}")), v);
+                    s.add(&k(&format!("thp_drain_{case}")), dr);
                     s.add(&k(&format!("thp_munmap_{case}")), u);
                     let dl = delta(&before, &after);
                     for c in ["thp_swpout", "thp_swpout_fallback", "thp_split_page", "pswpout"] {

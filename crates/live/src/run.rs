@@ -79,6 +79,8 @@ struct Plan {
     to_save: Vec<(String, String)>,
     notes: Vec<String>,
     lk: Vec<LiveKnob>,
+    /// the workload's footprint (footprint.rs): what host::back_free_memory backs first
+    footprint: u64,
 }
 
 fn value_str(v: &Value) -> String {
@@ -254,7 +256,7 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
     if !needs.is_empty() && !is_root() {
         return Err(format!("refused: this run needs root ({}); run it as root or leave those out", needs.join(", ")));
     }
-    Ok(Plan { w, machine_swap, initial, to_save, notes, lk })
+    Ok(Plan { w, machine_swap, initial, to_save, notes, lk, footprint: total })
 }
 
 struct ProcState {
@@ -416,6 +418,9 @@ fn supervise(
         .collect();
 
     *ZRAM_DEVS.lock().unwrap() = zram_devs.clone();
+    // memory the host took back (free page reporting) backed again, as the model starts
+    let backed_before_run = host::back_free_memory(p.footprint);
+    check_abort(deadline, "while backing free memory")?;
     let knobs_at_start = host::knob_values(&p.lk);
     let (release, version) = host::uname();
     let buddy_before = read_file("/proc/buddyinfo").unwrap_or_default();
@@ -646,6 +651,7 @@ fn supervise(
             "knobs_missing": lk_missing,
             "swaps": swaps_text,
             "free_page_reporting": host::free_page_reporting(),
+            "backed_before_run_bytes": backed_before_run,
             "mem_available_kb": meminfo().get("MemAvailable"),
             "runner": format!("thplab-live {}", thplab_workload::VERSION),
             "notes": notes,

@@ -2,10 +2,11 @@
 //! Before any I/O a folio whose every page is zero goes to the zeromap
 //! (is_folio_zero_filled → swap_zeromap_folio_set: swpout_zero, no I/O; swap_read_folio_zeromap
 //! on the way back: swpin_zero). Otherwise zram stores page by page (zram.rs) and other
-//! devices take one request for the whole folio: latency, a seek when the request does
-//! not follow the previous one (random_penalty_ns), and size / bandwidth. Block devices
-//! transfer requests one after another and keep up to queue_depth in flight (`swap_io`):
-//! a write is asynchronous (the folio stays in the swap cache under writeback until its
+//! devices take one bio for the whole folio, split into requests of at most max_sectors_kb:
+//! latency, a seek when the bio does not follow the previous one (random_penalty_ns), and
+//! size / bandwidth. Block devices transfer requests one after another and keep up to
+//! queue_depth in flight, swap writes further limited by writeback throttling (blk_wbt.rs)
+//! (`swap_io`): a write is asynchronous (the folio stays in the swap cache under writeback until its
 //! request completes, folio_test_writeback), a read is waited for; synchronous devices
 //! (pmem, zram) are memory copies done by the CPU that asked. pswpout/pswpin count pages,
 //! thp_swpout a PMD-size folio written whole; pgpgout/pgpgin count kB.
@@ -23,40 +24,64 @@ use crate::vmstat::Ev;
 pub struct ZsMallocFailed;
 
 impl Kernel {
-    /// A request of `nr` pages at global slot `slot` on device `di`. Synchronous devices
-    /// (pmem) are served by the CPU that asks: it waits the whole service. A block device
-    /// transfers requests one after another at its bandwidth (a seek first when the request
-    /// does not follow the previous one), each completing its latency after its transfer;
-    /// the submitter blocks only while `queue_depth` requests are in flight (blk-mq tags).
-    /// Returns (the ns the caller waits: for a write, only for a free request; for a read,
-    /// until it completes; the completion time).
+    /// A bio of `nr` pages at global slot `slot` on device `di`. Synchronous devices
+    /// (pmem) are served by the CPU that asks: it waits the whole service. On a block queue
+    /// the bio is split into requests of at most max_sectors_kb (bio_split_to_limits); each
+    /// write request first gets a writeback-throttling token (blk_wbt.rs: wbt_wait), then a
+    /// tag (the submitter blocks while `queue_depth` requests are in flight), and the device
+    /// transfers requests one after another at its bandwidth (a seek first when the bio
+    /// does not follow the previous one), each completing its latency after its transfer.
+    /// Returns (the ns the caller waits: for a write, only for tokens and tags; for a read,
+    /// until it completes; the completion time of the last request).
     fn swap_io(&mut self, di: usize, write: bool, slot: u32, nr: u32) -> (u64, u64) {
-        let mut now = self.clock.now + self.clock.cost;
+        let t0 = self.clock.now + self.clock.cost;
+        let mut now = t0;
         let d = &mut self.swap.devs[di];
         let (lat, mbps) = if write {
             (d.io.write_latency_ns, d.io.write_mb_per_s)
         } else {
             (d.io.read_latency_ns, d.io.read_mb_per_s)
         };
-        let seek = if d.last_end == slot { 0 } else { d.io.random_penalty_ns };
-        let xfer = (nr as u64 * PAGE_SIZE * 1000).checked_div(mbps).unwrap_or(0);
+        let mut seek = if d.last_end == slot { 0 } else { d.io.random_penalty_ns };
         d.last_end = slot + nr;
+        let bytes = nr as u64 * PAGE_SIZE;
         if d.sync_io {
-            let service = lat + seek + xfer;
+            let service = lat + seek + (bytes * 1000).checked_div(mbps).unwrap_or(0);
             return (service, now + service);
         }
-        let t0 = now;
-        while d.inflight.front().is_some_and(|&c| c <= now) {
-            d.inflight.pop_front();
+        let max = if d.io.max_sectors_kb == 0 { bytes } else { d.io.max_sectors_kb * 1024 };
+        let mut left = bytes;
+        let mut done = now;
+        while left > 0 {
+            let part = left.min(max);
+            left -= part;
+            if write {
+                if let Some(w) = d.wbt.as_mut() {
+                    now = w.wait(now);
+                }
+            }
+            while d.inflight.front().is_some_and(|&c| c <= now) {
+                d.inflight.pop_front();
+            }
+            if d.inflight.len() as u64 >= d.io.queue_depth.max(1) {
+                // get a request tag: wait for the oldest request in flight
+                now = d.inflight.pop_front().unwrap_or(now);
+            }
+            let start = now.max(d.busy_until);
+            d.busy_until = start + seek + (part * 1000).checked_div(mbps).unwrap_or(0);
+            seek = 0;
+            let end = d.busy_until + lat;
+            let i = d.inflight.partition_point(|&c| c <= end);
+            d.inflight.insert(i, end);
+            if let Some(w) = d.wbt.as_mut() {
+                if write {
+                    w.write_issued(end);
+                } else {
+                    w.read_issued(now, end);
+                }
+            }
+            done = done.max(end);
         }
-        if d.inflight.len() as u64 >= d.io.queue_depth.max(1) {
-            // get a request tag: wait for the oldest request in flight
-            now = d.inflight.pop_front().unwrap_or(now);
-        }
-        let start = now.max(d.busy_until);
-        d.busy_until = start + seek + xfer;
-        let done = d.busy_until + lat;
-        d.inflight.push_back(done);
         if write {
             (now - t0, done)
         } else {

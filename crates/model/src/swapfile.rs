@@ -10,6 +10,7 @@
 //! Global slot numbers: device `d` owns [base, base + its rounded size); PTE swap
 //! entries carry the global number (29 bits: up to 2 TiB of swap in total).
 
+use crate::blk_wbt::RqWb;
 use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::locking::{LockId, SimLock};
@@ -129,6 +130,8 @@ pub struct SwapDev {
     pub inflight: std::collections::VecDeque<u64>,
     /// slot after the last request, for sequential detection
     pub last_end: u32,
+    /// the request queue's writeback throttling (blk_wbt.rs), when on
+    pub wbt: Option<RqWb>,
 }
 
 impl SwapDev {
@@ -292,6 +295,10 @@ impl SwapState {
                     read_mb_per_s: 0,
                     write_mb_per_s: 0,
                     queue_depth: 1,
+                    // zram is bio-based (no request queue): no split, no wbt
+                    max_sectors_kb: 0,
+                    wbt_lat_usec: 0,
+                    write_cache: false,
                 },
                 SwapKind::Pmem => costs.pmem.clone(),
                 SwapKind::Ssd => costs.ssd.clone(),
@@ -323,10 +330,11 @@ impl SwapState {
                 global_next: [0; NR_ORDERS],
                 zram,
                 lock: SimLock::default(),
-                io,
                 busy_until: 0,
                 inflight: Default::default(),
                 last_end: u32::MAX,
+                wbt: if sync_io { None } else { RqWb::new(io.wbt_lat_usec, io.write_cache, io.queue_depth) },
+                io,
             };
             // setup_clusters(): the header page and the slots past maxpages are bad;
             // clusters holding them serve order 0 only (nonfull[0]).

@@ -70,9 +70,13 @@ impl Default for CompressorCosts {
 
 /// A block device's service model: each request transfers at the device's bandwidth, one
 /// after another, and completes a latency later (latencies overlap: the device keeps
-/// `queue_depth` requests in flight). A writer does not wait for its write (writeback is
-/// asynchronous) unless `queue_depth` requests are already in flight; a reader waits for its
-/// read. Synchronous devices (pmem) are served by the CPU that asks.
+/// `queue_depth` requests in flight). A bio larger than `max_sectors_kb` is split into
+/// requests of at most that size (bio_split_to_limits). A writer does not wait for its write
+/// (writeback is asynchronous) unless `queue_depth` requests are already in flight or, with
+/// writeback throttling on (`wbt_lat_usec` > 0, block/blk-wbt.c), wbt's depth of swap writes
+/// is; a reader waits for its read. Synchronous devices (pmem) are served by the CPU that
+/// asks. The last three fields are the block queue's sysfs attributes
+/// (/sys/block/<dev>/queue/{max_sectors_kb,wbt_lat_usec,write_cache}); calibrate reads them.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DeviceCosts {
@@ -84,6 +88,13 @@ pub struct DeviceCosts {
     pub write_mb_per_s: u64,
     /// Requests in flight before a submitter blocks (the block queue's nr_requests).
     pub queue_depth: u64,
+    /// The largest request (queue/max_sectors_kb); 0: bios are never split.
+    pub max_sectors_kb: u64,
+    /// Writeback throttling's latency target (queue/wbt_lat_usec); 0: wbt off.
+    pub wbt_lat_usec: u64,
+    /// A volatile write cache (queue/write_cache = "write back"): wbt wakes a throttled
+    /// writer only when its writes in flight drain to zero (wbt_rqw_done).
+    pub write_cache: bool,
 }
 impl Default for DeviceCosts {
     fn default() -> Self {
@@ -94,6 +105,9 @@ impl Default for DeviceCosts {
             read_mb_per_s: 2_000,
             write_mb_per_s: 1_500,
             queue_depth: 256,
+            max_sectors_kb: 1_280,
+            wbt_lat_usec: 2_000,
+            write_cache: false,
         }
     }
 }
@@ -254,17 +268,30 @@ pub struct CostProfile {
     /// zram per compressor (see CompressorCosts).
     pub zram: BTreeMap<String, CompressorCosts>,
     /// A block device on the host's disk (`disk`): the reference host's virtio disk through a
-    /// loop device: calibrate: disk.* (2 MiB requests from 4 threads for bandwidth, single 4
-    /// KiB requests for latency, the loop device's nr_requests for the queue depth).
+    /// loop device: calibrate: disk.* (the write bandwidth from MADV_PAGEOUT of THPs of random
+    /// data and the writeback drain after it, per 2 MiB: swap writes through this queue reach
+    /// several GB/s where O_DIRECT requests from 4 threads measure ~0.5 GB/s; the read
+    /// bandwidth from 2 MiB requests from 4 threads, single 4 KiB requests for latency, the
+    /// loop device's nr_requests for the queue depth). The
+    /// queue's limits are the loop device's on 6.18 (read on the reference host,
+    /// 2026-11-23): max_sectors_kb 1280 (loop's max_hw_sectors 2560), wbt on with
+    /// wbt_lat_usec 2000 (wbt_init runs when the loop device is registered, before
+    /// loop_configure marks it rotational, so it keeps the non-rotational 2 ms target), write
+    /// cache "write back" (loop sets BLK_FEAT_WRITE_CACHE over a file that has fsync).
     pub disk: DeviceCosts,
     /// An NVMe SSD: estimate from a datacenter NVMe drive's data sheet (~80 µs read, ~30 µs
-    /// write latency; 2.5 / 1.8 GB/s); queue depth: the NVMe driver's nr_requests (1023).
+    /// write latency; 2.5 / 1.8 GB/s); queue depth: the NVMe driver's nr_requests (1023);
+    /// max_sectors_kb 512 (a common MDTS), wbt's non-rotational default (2 ms), no volatile
+    /// write cache (power-loss protected datacenter drives report "write through").
     pub ssd: DeviceCosts,
     /// Persistent memory (or a RAM-backed pmem device as in seed 003): estimate (~1 µs,
-    /// ~10 / 6 GB/s), served synchronously by the CPU.
+    /// ~10 / 6 GB/s), served synchronously by the CPU (a bio-based driver: no wbt, no split).
     pub pmem: DeviceCosts,
     /// A swap file on the host's disk: calibrate: file.* (O_DIRECT on a file on the same
-    /// filesystem; swap I/O goes straight to the file's blocks; the disk's nr_requests).
+    /// filesystem; swap I/O goes straight to the file's blocks; the disk's nr_requests). The
+    /// queue's limits are the filesystem's disk's (the reference host's virtio disk,
+    /// rotational: max_sectors_kb 4096, wbt_lat_usec 75000 (wbt's rotational default), write
+    /// cache "write back").
     pub file: DeviceCosts,
 
     /// Spread of each measured primitive over repetitions (calibrated profiles): name -> relative stddev.
@@ -333,10 +360,10 @@ impl Default for CostProfile {
             walk_2m_cycles: 22.0,
             refault_reported_2m_ns: 2_000_000,
             zram,
-            disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300, queue_depth: 128 },
-            ssd: DeviceCosts { read_latency_ns: 80_000, write_latency_ns: 30_000, random_penalty_ns: 0, read_mb_per_s: 2_500, write_mb_per_s: 1_800, queue_depth: 1_023 },
-            pmem: DeviceCosts { read_latency_ns: 1_000, write_latency_ns: 1_500, random_penalty_ns: 0, read_mb_per_s: 10_000, write_mb_per_s: 6_000, queue_depth: 1 },
-            file: DeviceCosts { read_latency_ns: 28_000, write_latency_ns: 28_000, random_penalty_ns: 0, read_mb_per_s: 800, write_mb_per_s: 800, queue_depth: 256 },
+            disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300, queue_depth: 128, max_sectors_kb: 1_280, wbt_lat_usec: 2_000, write_cache: true },
+            ssd: DeviceCosts { read_latency_ns: 80_000, write_latency_ns: 30_000, random_penalty_ns: 0, read_mb_per_s: 2_500, write_mb_per_s: 1_800, queue_depth: 1_023, max_sectors_kb: 512, wbt_lat_usec: 2_000, write_cache: false },
+            pmem: DeviceCosts { read_latency_ns: 1_000, write_latency_ns: 1_500, random_penalty_ns: 0, read_mb_per_s: 10_000, write_mb_per_s: 6_000, queue_depth: 1, max_sectors_kb: 0, wbt_lat_usec: 0, write_cache: false },
+            file: DeviceCosts { read_latency_ns: 28_000, write_latency_ns: 28_000, random_penalty_ns: 0, read_mb_per_s: 800, write_mb_per_s: 800, queue_depth: 256, max_sectors_kb: 4_096, wbt_lat_usec: 75_000, write_cache: true },
             spread: BTreeMap::new(),
         }
     }

@@ -601,3 +601,57 @@ fn a_swap_cache_thp_splits_unless_under_writeback() {
     assert_eq!(snapshot(&k, base, 512), before);
     check::check(&k).unwrap();
 }
+
+/// Writeback throttling and bio splitting on a block device (blk_wbt.rs, page_io.rs
+/// swap_io): 128 THPs paged out to a `disk` whose queue takes 128 requests, then 512 base
+/// pages. wbt lets only max_depth swap writes be in flight (16, growing per 100 ms window of
+/// writes), and with a write cache a throttled writer waits for them all to complete: the
+/// THP pageout pays a latency per batch, but the 4 KiB pageout after it waits behind at
+/// most max_depth requests, not behind the whole tag depth of 2 MiB writes. Splitting each
+/// 2 MiB bio at max_sectors_kb makes two requests of each THP, so a batch holds fewer THPs.
+#[test]
+fn wbt_bounds_swap_writes_in_flight() {
+    let w = r#"{"processes":[{"ops":[
+      {"op":"mmap","name":"t","size":"256M","align":"2M"},{"op":"madvise","region":"t","advice":"hugepage"},
+      {"op":"write","region":"t","every":"2M","length":"4K","bytes":1,"data":255},
+      {"op":"mmap","name":"s","size":"2M","align":"2M"},{"op":"madvise","region":"s","advice":"nohugepage"},
+      {"op":"write","region":"s","every":"4K","length":"4K","bytes":1,"data":255},
+      {"op":"phase","name":"thp"},{"op":"madvise","region":"t","advice":"pageout"},
+      {"op":"phase","name":"small"},{"op":"madvise","region":"s","advice":"pageout"}]}]}"#;
+    let run_with = |wbt_lat_usec: u64, write_cache: bool, max_sectors_kb: u64| {
+        let disk = thplab_workload::costs::DeviceCosts {
+            read_latency_ns: 100_000,
+            write_latency_ns: 1_000_000,
+            random_penalty_ns: 0,
+            read_mb_per_s: 1_000,
+            write_mb_per_s: 1_000,
+            queue_depth: 128,
+            max_sectors_kb,
+            wbt_lat_usec,
+            write_cache,
+        };
+        let o = crate::RunOptions {
+            machine: Some(MachineSpec::parse_any("2G,swap=disk:1G").unwrap()),
+            costs: Some(CostProfile { disk, ..CostProfile::default() }),
+            check: true,
+            ..Default::default()
+        };
+        let r = crate::run(&thplab_workload::parse_workload(w).unwrap(), &o).unwrap();
+        let t = |n: &str| r.phases.iter().find(|p| p.name == n).map(|p| p.end_ns - p.start_ns).unwrap();
+        assert_eq!(r.vmstat_delta["thp_swpout"], 128);
+        (t("p0:thp"), t("p0:small"))
+    };
+    let (thp_off, small_off) = run_with(0, true, 1280);
+    let (thp_wbt, small_wbt) = run_with(2000, true, 1280);
+    let (thp_nocache, _) = run_with(2000, false, 1280);
+    let (thp_whole, _) = run_with(2000, true, 0);
+    // without wbt the 4 KiB writes wait for free tags behind 128 requests of 1.28 MB (~160 ms)
+    assert!(small_off > 100_000_000, "{small_off}");
+    // with it, behind at most max_depth requests
+    assert!(small_wbt * 2 < small_off, "{small_wbt} vs {small_off}");
+    // draining to zero before every batch costs the THP pageout a latency per batch
+    assert!(thp_wbt > thp_off, "{thp_wbt} vs {thp_off}");
+    assert!(thp_wbt > thp_nocache, "{thp_wbt} vs {thp_nocache}");
+    // two requests per THP: more batches than with whole 2 MiB requests
+    assert!(thp_wbt > thp_whole, "{thp_wbt} vs {thp_whole}");
+}
