@@ -72,7 +72,7 @@ def main() -> int:
             print(f"  {b}", file=sys.stderr, flush=True)
     print(
         f"machine {s['machine']}: boot MemFree {boot['free'] >> 20} MiB; fragmenter {sz['frag'] >> 20} MiB, "
-        f"free after fragmenting {sz['free_after_frag'] >> 20} MiB, hugepage benchmark {sz['hugepages'] >> 20} MiB, "
+        f"free after fragmenting {sz['free_after_frag'] >> 20} MiB, hugepage benchmark asks for {sz['pool_request']} x 2 MiB, "
         f"Java heap {sz['java'] >> 20} MiB"
     )
     print()

@@ -268,3 +268,36 @@ def test_kalloc_kfree_and_access_streams():
     p = r["processes"][0]
     assert p["errors"] == [] and p["killed"] is None if "killed" in p else p["errors"] == []
     assert p["access_ns"] > 0
+
+
+@pytest.mark.live
+def test_hugetlb_pool_is_set_and_restored():
+    from thplab import live
+
+    need_root()
+    path = Path("/proc/sys/vm/nr_hugepages")
+    if not path.exists():
+        pytest.skip("this kernel has no hugetlb pool (/proc/sys/vm/nr_hugepages)")
+    before = state()
+    old = int(path.read_text())
+    w = {
+        "name": "hugetlb",
+        "seed": 1,
+        "processes": [
+            {
+                "name": "p",
+                "ops": [
+                    {"op": "phase", "name": "grow"},
+                    {"op": "set", "knob": "vm.nr_hugepages", "value": str(old + 8)},
+                    {"op": "phase", "name": "done"},
+                ],
+            }
+        ],
+    }
+    r = live.run_kernel(w)
+    assert r["processes"][0]["errors"] == []
+    assert r["meminfo"]["HugePages_Total"] == old + 8
+    grow = next(p for p in r["phases"] if p["name"] == "p:grow")["vmstat_delta"]
+    assert grow.get("htlb_buddy_alloc_success", 0) == 8
+    assert int(path.read_text()) == old
+    assert state() == before

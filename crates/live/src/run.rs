@@ -217,7 +217,16 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
 
     // Memory: refuse a run that could hold more than a safe share of MemAvailable at once
     // (footprint.rs: touched 2 MiB blocks, less what munmap/MADV_DONTNEED drop, plus kalloc).
-    let total = crate::footprint::peak_bytes(&w);
+    // A hugetlb pool the run asks for holds 2 MiB per page until the pool is restored.
+    let pool = assigns
+        .iter()
+        .map(|(c, v, _)| (c, v))
+        .chain(sets.iter().map(|(c, v)| (c, v)))
+        .filter(|(c, _)| c.as_str() == "vm.nr_hugepages")
+        .filter_map(|(_, v)| v.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    let total = crate::footprint::peak_bytes(&w) + pool * (2 << 20);
     let avail = meminfo().get("MemAvailable").copied().unwrap_or(0) * 1024;
     let limit = (avail as f64 * a.max_mem_share) as u64;
     if total > limit {

@@ -324,6 +324,7 @@ fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
     let pm = &k.pm;
     // 3. every page is accounted for exactly once
     let (mut anon, mut kernel, mut pgt, mut zero, mut lru_pages) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut hugetlb = 0u64;
     for (p, &f) in pm.frames.iter().enumerate() {
         match tag(f) {
             TAG_ANON => {
@@ -344,6 +345,7 @@ fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
                     lru_pages += 1 << folio_order(&pm.frames, p as u64);
                 }
             }
+            TAG_KERNEL if is_hugetlb(f) => hugetlb += 1,
             TAG_KERNEL => kernel += 1,
             TAG_PGTABLE => pgt += 1,
             TAG_ZERO => zero += 1,
@@ -351,9 +353,10 @@ fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
         }
     }
     let managed = pm.total_managed();
-    if free_total + anon + kernel + pgt + zero != managed {
-        return Err(format!("pages: free/pcp {free_total} + anon {anon} + kernel {kernel} + pgtables {pgt} + zero {zero} != managed {managed}"));
+    if free_total + anon + kernel + pgt + zero + hugetlb != managed {
+        return Err(format!("pages: free/pcp {free_total} + anon {anon} + kernel {kernel} + pgtables {pgt} + zero {zero} + hugetlb {hugetlb} != managed {managed}"));
     }
+    check_hugetlb(k, hugetlb)?;
     if pgt != k.nr_pgtable_pages() || pgt != k.slots.live {
         return Err(format!("page-table pages {pgt}, counter {}, slots {}", k.nr_pgtable_pages(), k.slots.live));
     }
@@ -363,6 +366,32 @@ fn check_accounting(k: &Kernel, free_total: u64) -> Result<(), String> {
     let listed: u64 = k.pgdat.iter().map(|n| n.lruvec.iter().map(|l| l.pages).sum::<u64>()).sum();
     if listed != lru_pages {
         return Err(format!("LRU lists hold {listed} pages, frames say {lru_pages}"));
+    }
+    Ok(())
+}
+
+/// The hugetlb pool: every listed folio is an aligned order-9 block of hugetlb frames
+/// (head first) on the node of its list, listed once; no other frame is a hugetlb frame.
+fn check_hugetlb(k: &Kernel, frames: u64) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (nid, list) in k.hstate.freelists.iter().enumerate() {
+        for &h in list {
+            if h % HPAGE_PMD_NR != 0 || !seen.insert(h) {
+                return Err(format!("hugetlb pool: folio {h} misaligned or listed twice"));
+            }
+            if k.pm.node_of(h) != nid {
+                return Err(format!("hugetlb pool: folio {h} on node {nid}'s list lives on node {}", k.pm.node_of(h)));
+            }
+            for p in h..h + HPAGE_PMD_NR {
+                let f = k.pm.frames[p as usize];
+                if !is_hugetlb(f) || is_hugetlb_head(f) != (p == h) {
+                    return Err(format!("hugetlb pool: frame {p} of folio {h} is not a hugetlb frame"));
+                }
+            }
+        }
+    }
+    if frames != seen.len() as u64 * HPAGE_PMD_NR {
+        return Err(format!("hugetlb frames {frames} != {} pool folios x 512", seen.len()));
     }
     Ok(())
 }

@@ -26,7 +26,8 @@
 //! Never isolated: KERNEL/PGTABLE/ZERO/RESERVED frames and per-CPU-list pages, pages off
 //! the LRU or already isolated (the model's stand-in for pinned pages), unevictable
 //! (mlocked) pages unless vm.compact_unevictable_allowed, PMD THPs
-//! (skip_isolation_on_order). Async direct compaction only takes sources from pageblocks
+//! (skip_isolation_on_order), hugetlb pool folios (PageHuge without alloc_contig; both
+//! keep their block's skip bit, pageblock_skip_persistent). Async direct compaction only takes sources from pageblocks
 //! of the allocation's migratetype and gives up on an order-aligned block at the first
 //! page it cannot isolate (skip_on_failure).
 //!
@@ -432,6 +433,8 @@ impl Kernel {
                     && folio_order(&self.pm.frames, folio_head(&self.pm.frames, pfn)) >= PAGEBLOCK_ORDER
             }
             TAG_ZERO => true,
+            // a hugetlb pool folio (order 9, PageHuge)
+            TAG_KERNEL => is_hugetlb(f),
             _ => false,
         }
     }
@@ -871,6 +874,11 @@ impl Kernel {
                 let n = if t == TAG_ANON { 1u64 << folio_order(&self.pm.frames, pfn) } else { HPAGE_PMD_NR };
                 pfn += n - 1;
                 nr_scanned += n - 1;
+            } else if is_hugetlb_head(f) {
+                // PageHuge(): not for us outside alloc_contig; stepped over (a tail is
+                // stepped one frame at a time: its compound_order() reads 0)
+                pfn += HPAGE_PMD_NR - 1;
+                nr_scanned += HPAGE_PMD_NR - 1;
             } else if t == TAG_ANON && compound(f) == COMPOUND_BASE {
                 let l = lru(f);
                 let pinned = isolated(f);

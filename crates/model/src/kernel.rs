@@ -8,6 +8,7 @@
 use crate::compaction::Kcompactd;
 pub use crate::config::{Config, Defrag, SplitZero, ThpMode};
 use crate::huge_memory::HugeZeroFolio;
+use crate::hugetlb::Hstate;
 use crate::khugepaged::KhugepagedState;
 use crate::kthread::Kthread;
 use crate::locking::SimLock;
@@ -95,6 +96,8 @@ pub struct Kernel {
     pub(crate) swap: SwapState,
     /// the huge zero folio (huge_memory.rs)
     pub(crate) huge_zero: HugeZeroFolio,
+    /// the 2 MiB hugetlb pool (hugetlb.rs)
+    pub(crate) hstate: Hstate,
     /// the OOM killer's victims (oom_kill.rs)
     pub(crate) oom: OomControl,
     /// event counters, mTHP stats, latency samples, the trace, OOM reports (recorder.rs)
@@ -132,6 +135,7 @@ impl Kernel {
             khugepaged: KhugepagedState::default(),
             swap,
             huge_zero: HugeZeroFolio::default(),
+            hstate: Hstate::default(),
             oom: OomControl::default(),
             rec: Recorder::default(),
             cfg,
@@ -139,6 +143,14 @@ impl Kernel {
             clock: Clock::default(),
         };
         k.setup_min_free();
+        let pool = k.cfg.knobs.get("vm.nr_hugepages").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        if pool > 0 {
+            // a boot-time pool (hugepages= / an init script): the run starts with the
+            // per-CPU lists drained, as after any boot
+            k.set_nr_hugepages(pool);
+            k.pm.drain_all_pages(None);
+        }
+        k.hstate.boot_pages = k.hstate.nr_huge_pages();
         Ok(k)
     }
 
@@ -187,6 +199,10 @@ impl Kernel {
             }
             "vm.drop_caches" => {
                 self.drop_caches(v.parse().unwrap_or(0));
+                return Ok(());
+            }
+            "vm.nr_hugepages" => {
+                self.set_nr_hugepages(v.parse().unwrap_or(0));
                 return Ok(());
             }
             _ => {}
@@ -285,6 +301,9 @@ impl Kernel {
         m.insert("SwapTotal".into(), self.total_swap_pages() * 4);
         m.insert("SwapFree".into(), self.nr_swap_pages() * 4);
         m.insert("SwapCached".into(), self.nr_swapcache() * 4);
+        for (name, v) in self.hugetlb_meminfo() {
+            m.insert(name.into(), v);
+        }
         m
     }
 

@@ -13,6 +13,7 @@ pub mod content;
 pub mod engine;
 pub mod gfp;
 pub mod huge_memory;
+pub mod hugetlb;
 pub mod kernel;
 pub mod khugepaged;
 pub mod kthread;

@@ -3,7 +3,8 @@
 //! ```text
 //!  63..61 tag      FREE_TAIL(0) FREE(1) RESERVED(2) ANON(3) KERNEL(4) ZERO(5) PGTABLE(6)
 //!  FREE:    bits 0..3 order (a buddy block's first frame; the block's other frames are FREE_TAIL)
-//!  KERNEL:  bits 0..3 order on the block's first frame, bit 4 = head
+//!  KERNEL:  bits 0..3 order on the block's first frame, bit 4 = head, bit 5 = hugetlb
+//!           (a pool page of the 2 MiB hstate: every frame has order 9 and bit 5, see hugetlb.rs)
 //!  ANON:    bits 0..15  contents (see content.rs)
 //!           bits 16..17 compound: 0 base page, 1 THP head, 2 THP tail
 //!           bit 18 young (accessed)   bit 19 dirty   bits 20..21 LRU list (head only)
@@ -146,6 +147,23 @@ pub fn is_free_head(f: u64) -> bool {
 #[inline]
 pub fn make_kernel(order: u32, head: bool) -> u64 {
     (TAG_KERNEL << TAG_SHIFT) | order as u64 | if head { 0x10 } else { 0 }
+}
+const HUGETLB_BIT: u64 = 0x20;
+/// A frame of a hugetlb pool folio (a compound order-9 page owned by hugetlb.rs): the
+/// kernel's PageHuge(), never on an LRU, never moved by compaction outside alloc_contig.
+#[inline]
+pub fn make_hugetlb(head: bool) -> u64 {
+    make_kernel(crate::consts::HPAGE_PMD_ORDER, head) | HUGETLB_BIT
+}
+/// PageHuge(): the frame belongs to a hugetlb folio.
+#[inline]
+pub fn is_hugetlb(f: u64) -> bool {
+    tag(f) == TAG_KERNEL && f & HUGETLB_BIT != 0
+}
+/// The first frame of a hugetlb folio.
+#[inline]
+pub fn is_hugetlb_head(f: u64) -> bool {
+    is_hugetlb(f) && f & 0x10 != 0
 }
 #[inline]
 pub fn make_reserved() -> u64 {

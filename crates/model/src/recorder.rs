@@ -29,6 +29,9 @@ pub struct Recorder {
     pub latency_thp_fault: Vec<u64>,
     /// the page-allocation part of each successful THP fault (alloc_thp), ns
     pub latency_thp_alloc: Vec<u64>,
+    /// each successful hugetlb pool allocation of a vm.nr_hugepages write
+    /// (alloc_pool_huge_folio), ns
+    pub latency_hugetlb_alloc: Vec<u64>,
     /// the phase each mm's process is in (`process:phase`, as the live runner names it),
     /// set by the engine at each `phase` op; empty before the first
     pub mm_phase: Vec<String>,
@@ -48,11 +51,12 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// One latency sample of `kind` ("thp_fault", "thp_alloc") by `mm`: the run's list and
-    /// its phase's.
+    /// One latency sample of `kind` ("thp_fault", "thp_alloc", "hugetlb_alloc") by `mm`:
+    /// the run's list and its phase's.
     pub fn latency(&mut self, kind: &str, mm: usize, ns: u64) {
         match kind {
             "thp_fault" => self.latency_thp_fault.push(ns),
+            "hugetlb_alloc" => self.latency_hugetlb_alloc.push(ns),
             _ => self.latency_thp_alloc.push(ns),
         }
         if let Some(ph) = self.mm_phase.get(mm).filter(|p| !p.is_empty()) {

@@ -47,6 +47,7 @@ events! {
     THP_ZERO_PAGE_ALLOC = "thp_zero_page_alloc", THP_ZERO_PAGE_ALLOC_FAILED = "thp_zero_page_alloc_failed",
     THP_SWPOUT = "thp_swpout", THP_SWPOUT_FALLBACK = "thp_swpout_fallback",
     SWAP_RA = "swap_ra", SWAP_RA_HIT = "swap_ra_hit", SWPIN_ZERO = "swpin_zero", SWPOUT_ZERO = "swpout_zero",
+    HTLB_BUDDY_PGALLOC = "htlb_buddy_alloc_success", HTLB_BUDDY_PGALLOC_FAIL = "htlb_buddy_alloc_fail",
     // Not in mainline: Yu Zhao's 2021 series (seed 000/001) and Huang Ying's 2018 series (seed 003).
     THP_SPLIT_UNMAP = "thp_split_unmap", THP_SPLIT_FREE = "thp_split_free",
     THP_SWPIN = "thp_swpin", THP_SWPIN_FALLBACK = "thp_swpin_fallback",

@@ -68,6 +68,19 @@ pub struct Percentiles {
     pub count: u64,
     /// percentile (5, 10, 25, 30, 40, 50, 60, 75, 80, 90, 95, 99) -> ns
     pub ns: BTreeMap<String, u64>,
+    /// Points of the empirical CDF, `[ns, samples <= ns]`: the largest sample of each
+    /// log bin (eight bins per octave), so a plot through them is exact at every point.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cdf: Vec<[u64; 2]>,
+}
+
+/// The log bin of a sample: values below 8 ns each their own, then eight per octave.
+fn log_bin(ns: u64) -> u64 {
+    if ns < 8 {
+        return ns;
+    }
+    let top = 63 - ns.leading_zeros() as u64;
+    top * 8 + ((ns >> (top - 3)) & 7)
 }
 
 /// A time series: column names and rows of numbers; the first column is `t_ns`.
@@ -138,7 +151,13 @@ pub fn percentiles(samples: &mut [u64]) -> Percentiles {
             ns.insert(format!("p{p:02}"), samples[idx]);
         }
     }
-    Percentiles { count: samples.len() as u64, ns }
+    let mut cdf = vec![];
+    for (i, &v) in samples.iter().enumerate() {
+        if samples.get(i + 1).is_none_or(|&n| log_bin(n) != log_bin(v)) {
+            cdf.push([v, i as u64 + 1]);
+        }
+    }
+    Percentiles { count: samples.len() as u64, ns, cdf }
 }
 
 impl RunResult {
@@ -173,5 +192,12 @@ mod tests {
         assert_eq!(p.ns["p50"], 50);
         assert_eq!(p.ns["p95"], 95);
         assert_eq!(p.ns["p05"], 5);
+        // the CDF's points: every value below 16 is its own bin up to 8, then 8..15 in
+        // eighths of the octave (one value each); 96..100 share 96's bin [96, 104)
+        assert_eq!(p.cdf[0], [1, 1]);
+        assert_eq!(p.cdf.last(), Some(&[100, 100]));
+        assert!(p.cdf.windows(2).all(|w| w[0][0] < w[1][0] && w[0][1] < w[1][1]));
+        assert!(p.cdf.iter().all(|&[v, n]| v == n), "exact at each point");
+        assert_eq!(p.cdf.iter().filter(|&&[v, _]| v >= 64).count(), 5, "64..128 in eighths of 8");
     }
 }

@@ -98,6 +98,10 @@ fn latency(k: &mut Kernel) -> BTreeMap<String, Percentiles> {
         latency.insert("thp_fault".to_string(), percentiles(&mut v));
         let mut v = std::mem::take(&mut k.rec.latency_thp_alloc);
         latency.insert("thp_alloc".to_string(), percentiles(&mut v));
+        let mut v = std::mem::take(&mut k.rec.latency_hugetlb_alloc);
+        if !v.is_empty() {
+            latency.insert("hugetlb_alloc".to_string(), percentiles(&mut v));
+        }
         for (key, mut v) in std::mem::take(&mut k.rec.latency_by_phase) {
             latency.insert(key, percentiles(&mut v));
         }
@@ -138,6 +142,8 @@ fn extra(k: &mut Kernel, kts: &[Kt], zram_before: &[(String, Value)]) -> BTreeMa
     }
     extra.insert("swap_devices".into(), Value::Array(k.swap.devs.iter().map(|d| json!({"name": d.name, "type": format!("{:?}", d.kind).to_lowercase(), "priority": d.prio, "size_kb": d.usable() * 4, "used_kb": d.inuse * 4, "rotational": !d.nonrot, "synchronous": d.sync_io, "blkdev": d.blkdev})).collect()));
     extra.insert("tlb_shootdown_ipis".into(), json!(k.rec.tlb_ipis));
+    // the 2 MiB hugetlb pool (pages) at the start and the end of the run (hugetlb.rs)
+    extra.insert("hugetlb_pool".into(), json!({"boot": k.hstate.boot_pages, "end": k.hstate.nr_huge_pages()}));
     extra.insert("reclaim_tlb_flushes".into(), json!(k.rec.tlb_flushes));
     extra.insert("lock_wait_ns".into(), json!(k.rec.lock_wait_ns));
     extra.insert("lock_acquisitions".into(), json!(k.rec.lock_acquisitions));

@@ -4,6 +4,7 @@
 
 mod common;
 mod compaction;
+mod hugetlb;
 mod khugepaged;
 mod reclaim_swap;
 

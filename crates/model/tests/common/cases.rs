@@ -70,11 +70,15 @@ pub fn end_state(r: &RunResult) -> Result<(), String> {
             .map(|z| z["nr_pcp_pages"].as_i64().unwrap_or(0) + z["nr_kcompactd_isolated_free"].as_i64().unwrap_or(0))
             .sum()
     });
-    let held = -free_delta - (mi("SwapCached") / 4) as i64 - zram_pages - pcp_pages;
+    // the hugetlb pool's growth during the run (vm.nr_hugepages writes)
+    let pool =
+        r.extra.get("hugetlb_pool").map_or(0, |p| p["end"].as_i64().unwrap_or(0) - p["boot"].as_i64().unwrap_or(0))
+            * 512;
+    let held = -free_delta - (mi("SwapCached") / 4) as i64 - zram_pages - pcp_pages - pool;
     if held != 0 && held != 512 {
         return Err(format!(
             "after every process exited, {held} pages are neither free nor held by the swap cache, \
-             zram, the per-CPU lists, a paused kcompactd or the huge zero page (nr_free_pages {free_delta:+} since boot)"
+             zram, the per-CPU lists, a paused kcompactd, the hugetlb pool or the huge zero page (nr_free_pages {free_delta:+} since boot)"
         ));
     }
     // Unmapped anonymous folios stay on an LRU list only while the swap cache holds them.

@@ -11,15 +11,35 @@ pub(super) fn set(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
     let Op::Set { knob, value } = op else { unreachable!() };
     let oi = task.pc.index();
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
-    k.charge(k.costs.syscall_ns);
     let v = match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
+    if let Ok((canon, n)) = thplab_workload::knobs::check_assignment(knob, &v) {
+        if canon == "vm.nr_hugepages" {
+            return set_nr_hugepages(k, task, n.parse().unwrap_or(0));
+        }
+    }
+    k.charge(k.costs.syscall_ns);
     if let Err(e) = k.set_knob(knob, &v) {
         err(task, oi, op, "EINVAL", e);
     }
     done
+}
+
+/// echo N > /proc/sys/vm/nr_hugepages: set_max_huge_pages() one pool allocation per step
+/// (its cond_resched() between allocations), so that kernel threads run meanwhile.
+fn set_nr_hugepages(k: &mut Kernel, task: &mut Task, count: u64) -> StepOutcome {
+    if task.cursor == 0 {
+        k.charge(k.costs.syscall_ns);
+        k.hugetlb_resize_begin();
+    }
+    if k.hugetlb_resize_step(count, task.mm.idx()) {
+        task.cursor += 1;
+        StepOutcome::Continue { user_ns: 0 }
+    } else {
+        StepOutcome::OpDone { user_ns: 0, sleep: 0 }
+    }
 }
 
 /// prctl(PR_SET_THP_DISABLE).
