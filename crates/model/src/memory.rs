@@ -269,6 +269,19 @@ impl Kernel {
         None
     }
 
+    /// A new anonymous folio of 2^order pages just mapped whole by PTEs (the fault path's
+    /// large folio, a large folio swapped in whole): the head is young,
+    /// folio_add_new_anon_rmap() with every PTE mapping it, MM_ANONPAGES and NR_ANON_MAPPED.
+    fn account_new_anon_ptes(&mut self, mm: MmId, head: u64, order: u32) {
+        let nr = 1u64 << order;
+        let h = self.pm.frames[head as usize];
+        self.pm.frames[head as usize] = set_young(h, true);
+        self.folio_add_new_anon(head, order);
+        self.pm.mapcount.insert(head as u32, nr as u16);
+        self.mms[mm].rss_anon += nr;
+        self.mod_node_page_state(head, NodeStat::NrAnonMapped, nr as i64);
+    }
+
     /// do_anonymous_page() for a large folio of order `order` < PMD order: set_ptes()
     /// over the aligned range, folio_add_new_anon_rmap(), folio_add_lru_vma(). The
     /// folio is PTE-mapped from the start (its mapcount = nr pages).
@@ -282,12 +295,7 @@ impl Kernel {
             self.pm.frames[(head + k) as usize] = set_dirty(f, true);
             self.set_pte(sid, i0 + k as usize, mk_pte(K_PRESENT, (head + k) as u32));
         }
-        let h = self.pm.frames[head as usize];
-        self.pm.frames[head as usize] = set_young(h, true);
-        self.folio_add_new_anon(head, order);
-        self.pm.mapcount.insert(head as u32, nr as u16);
-        self.mms[mm].rss_anon += nr;
-        self.mod_node_page_state(head, NodeStat::NrAnonMapped, nr as i64);
+        self.account_new_anon_ptes(mm, head, order);
         self.lru_add(head, nr, vm_flags & VM_LOCKED != 0);
         self.count_mthp_order(order, "anon_fault_alloc", 1);
     }
@@ -458,13 +466,8 @@ impl Kernel {
             for k in 0..nr {
                 self.set_pte(sid, i0 + k as usize, mk_pte(K_PRESENT, (head + k) as u32));
             }
-            let h = self.pm.frames[head as usize];
-            self.pm.frames[head as usize] = set_young(h, true);
-            self.folio_add_new_anon(head, o);
-            self.pm.mapcount.insert(head as u32, nr as u16);
-            self.mms[mm].rss_anon += nr;
+            self.account_new_anon_ptes(mm, head, o);
             self.mms[mm].swap_ents -= nr;
-            self.mod_node_page_state(head, NodeStat::NrAnonMapped, nr as i64);
             for k in 0..nr as u32 {
                 self.swap_free(first + k);
             }

@@ -1,7 +1,13 @@
 //! Shared by the integration tests: run a workload (JSON text) on a machine (shorthand or
 //! JSON) with knobs, the invariant checker on.
 
+use crate::kernel::Kernel;
+use crate::mm_types::MmId;
+use crate::mmap::Mm;
+use crate::tlb::Tlb;
 use crate::{run, RunOptions};
+use thplab_workload::costs::CostProfile;
+use thplab_workload::knobs;
 use thplab_workload::{parse_workload, MachineSpec, RunResult};
 
 pub fn go(w: &str, machine: &str, knobs: &[(&str, &str)]) -> RunResult {
@@ -13,4 +19,20 @@ pub fn go(w: &str, machine: &str, knobs: &[(&str, &str)]) -> RunResult {
         ..Default::default()
     };
     run(&w, &o).unwrap()
+}
+
+/// A kernel on `machine` (shorthand) with `kn` over the default knobs and a small min
+/// watermark (so that 97 % of a 1 GiB machine can be used), and one process mm (MmId(0),
+/// "p") for the tests that call the kernel directly.
+pub fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
+    let m = MachineSpec::parse_shorthand(machine).unwrap();
+    let mut ks = knobs::defaults();
+    ks.insert("vm.min_free_kbytes".into(), "8192".into());
+    for (k, v) in kn {
+        let (c, v) = knobs::check_assignment(k, v).unwrap();
+        ks.insert(c, v);
+    }
+    let mut k = Kernel::new(&m, ks, CostProfile::default(), 1).unwrap();
+    k.mms.push(Mm::new(MmId(0), "p", 0, 0, Tlb::new(&m.tlb)));
+    k
 }

@@ -3,6 +3,7 @@
 //! contents survive migration, direct compaction on THP faults, kcompactd (woken and
 //! proactive, with its 32 s back-off). The invariant checker runs in every test.
 
+use super::common::kernel;
 use crate::check;
 use crate::compaction::fragmentation_score_wmark;
 use crate::compaction::CompactPriority;
@@ -11,29 +12,13 @@ use crate::kernel::Kernel;
 use crate::kthread::Kthread;
 use crate::memory::Mapping;
 use crate::mm_types::*;
-use crate::mmap::{Mm, VM_LOCKED, VM_READ, VM_WRITE};
+use crate::mmap::{VM_LOCKED, VM_READ, VM_WRITE};
 use crate::mmzone::*;
 use crate::page_alloc::*;
-use crate::tlb::Tlb;
 use crate::vmstat::{self, Ev};
 use thplab_workload::costs::CostProfile;
-use thplab_workload::knobs;
 use thplab_workload::workload::WriteData;
-use thplab_workload::{MachineSpec, RunResult};
-
-fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
-    let m = MachineSpec::parse_shorthand(machine).unwrap();
-    let mut ks = knobs::defaults();
-    // a small min watermark, so that 97 % of a 1 GiB machine can be used by the tests
-    ks.insert("vm.min_free_kbytes".into(), "8192".into());
-    for (k, v) in kn {
-        let (c, v) = knobs::check_assignment(k, v).unwrap();
-        ks.insert(c, v);
-    }
-    let mut k = Kernel::new(&m, ks, CostProfile::default(), 1).unwrap();
-    k.mms.push(Mm::new(P0, "p", 0, 0, Tlb::new(&m.tlb)));
-    k
-}
+use thplab_workload::RunResult;
 
 /// Map `size` bytes with `flags`, write one byte at offset (page index % 4096) of every page
 /// (distinct contents), then unmap 3/4 of every 2 MiB (offset 512K..2M) as seed 004 does.

@@ -2,17 +2,12 @@
 //! first failure on fragmented memory, shrinking, and pool pages that compaction leaves
 //! where they are. The invariant checker runs in every test.
 
-use super::common::go;
+use super::common::{go, kernel};
 use crate::check;
-use crate::kernel::Kernel;
 use crate::mm_types::*;
-use crate::mmap::{Mm, VM_READ, VM_WRITE};
-use crate::tlb::Tlb;
+use crate::mmap::{VM_READ, VM_WRITE};
 use crate::vmstat::Ev;
-use thplab_workload::costs::CostProfile;
-use thplab_workload::knobs;
 use thplab_workload::workload::WriteData;
-use thplab_workload::MachineSpec;
 
 const P0: MmId = MmId(0);
 
@@ -68,19 +63,6 @@ fn a_pool_that_fits_is_allocated_in_full_and_reads_back() {
     assert_eq!(r.latency["hugetlb_alloc"].count, 40);
     let grow = &r.phases.iter().find(|p| p.name == "p:grow").unwrap().vmstat_delta;
     assert_eq!(grow.get("htlb_buddy_alloc_fail"), None);
-}
-
-fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
-    let m = MachineSpec::parse_shorthand(machine).unwrap();
-    let mut ks = knobs::defaults();
-    ks.insert("vm.min_free_kbytes".into(), "8192".into());
-    for (k, v) in kn {
-        let (c, v) = knobs::check_assignment(k, v).unwrap();
-        ks.insert(c, v);
-    }
-    let mut k = Kernel::new(&m, ks, CostProfile::default(), 1).unwrap();
-    k.mms.push(Mm::new(P0, "p", 0, 0, Tlb::new(&m.tlb)));
-    k
 }
 
 #[test]
