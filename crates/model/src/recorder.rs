@@ -25,18 +25,14 @@ pub struct Recorder {
     pub mthp: [BTreeMap<&'static str, i64>; 10],
     /// record.fault_latency: sample the latencies below
     pub record_latency: bool,
-    /// each successful THP fault, ns
-    pub latency_thp_fault: Vec<u64>,
-    /// the page-allocation part of each successful THP fault (alloc_thp), ns
-    pub latency_thp_alloc: Vec<u64>,
-    /// each successful hugetlb pool allocation of a vm.nr_hugepages write
-    /// (alloc_pool_huge_folio), ns
-    pub latency_hugetlb_alloc: Vec<u64>,
     /// the phase each mm's process is in (`process:phase`, as the live runner names it),
     /// set by the engine at each `phase` op; empty before the first
     pub mm_phase: Vec<String>,
-    /// the same samples per phase, keyed `kind@process:phase` (the live runner's keys)
-    pub latency_by_phase: BTreeMap<String, Vec<u64>>,
+    /// latency samples (ns) by kind, for the whole run and per phase
+    /// (`kind@process:phase`, the live runner's keys): "thp_fault" (each successful THP
+    /// fault), "thp_alloc" (its page allocation, alloc_thp), "hugetlb_alloc" (each
+    /// successful pool allocation of a vm.nr_hugepages write, alloc_pool_huge_folio)
+    pub latency_samples: BTreeMap<String, Vec<u64>>,
     /// the enabled tracepoints and the events recorded (trace.rs)
     pub trace: Trace,
     pub oom_kills: Vec<OomReport>,
@@ -54,13 +50,12 @@ impl Recorder {
     /// One latency sample of `kind` ("thp_fault", "thp_alloc", "hugetlb_alloc") by `mm`:
     /// the run's list and its phase's.
     pub fn latency(&mut self, kind: &str, mm: usize, ns: u64) {
-        match kind {
-            "thp_fault" => self.latency_thp_fault.push(ns),
-            "hugetlb_alloc" => self.latency_hugetlb_alloc.push(ns),
-            _ => self.latency_thp_alloc.push(ns),
+        match self.latency_samples.get_mut(kind) {
+            Some(v) => v.push(ns),
+            None => drop(self.latency_samples.insert(kind.to_string(), vec![ns])),
         }
         if let Some(ph) = self.mm_phase.get(mm).filter(|p| !p.is_empty()) {
-            self.latency_by_phase.entry(format!("{kind}@{ph}")).or_default().push(ns);
+            self.latency_samples.entry(format!("{kind}@{ph}")).or_default().push(ns);
         }
     }
     /// count_vm_event()

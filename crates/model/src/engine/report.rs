@@ -94,15 +94,12 @@ pub(super) fn build_result(k: &mut Kernel, end: RunEnd<'_>) -> RunResult {
 fn latency(k: &mut Kernel) -> BTreeMap<String, Percentiles> {
     let mut latency = BTreeMap::new();
     if k.rec.record_latency {
-        let mut v = std::mem::take(&mut k.rec.latency_thp_fault);
-        latency.insert("thp_fault".to_string(), percentiles(&mut v));
-        let mut v = std::mem::take(&mut k.rec.latency_thp_alloc);
-        latency.insert("thp_alloc".to_string(), percentiles(&mut v));
-        let mut v = std::mem::take(&mut k.rec.latency_hugetlb_alloc);
-        if !v.is_empty() {
-            latency.insert("hugetlb_alloc".to_string(), percentiles(&mut v));
+        let mut samples = std::mem::take(&mut k.rec.latency_samples);
+        // the THP fault kinds are reported even when nothing was sampled
+        for kind in ["thp_fault", "thp_alloc"] {
+            samples.entry(kind.to_string()).or_default();
         }
-        for (key, mut v) in std::mem::take(&mut k.rec.latency_by_phase) {
+        for (key, mut v) in samples {
             latency.insert(key, percentiles(&mut v));
         }
     }
