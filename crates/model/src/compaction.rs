@@ -35,7 +35,8 @@
 //! migrate scanner `compact_scan_migrate_ns` and of the free scanner
 //! `compact_scan_free_ns`, each pageblock a block walker considers `compact_block_ns`,
 //! each free-list entry examined `compact_freelist_ns`, each page isolated from its LRU
-//! `compact_isolate_ns` (under the node's simulated lru_lock), each free block isolated
+//! holds the node's simulated lru_lock for `compact_isolate_ns` (its cost to the compactor
+//! is part of `migrate_4k_ns`, which calibrate fits per migrated page), each free block isolated
 //! `page_alloc_ns` and each returned `page_free_ns`, each migrated base page
 //! `migrate_4k_ns` (charged by move_folio). Latency emerges from the work done.
 //!
@@ -938,7 +939,9 @@ impl Kernel {
         if nr_isolated > 0 {
             self.rec.vm.add(Ev::COMPACT_ISOLATED, nr_isolated);
             let nid = self.pm.zones[cc.zi].node;
-            self.lock_acquire(LockId::Lru(nid), nr_isolated * self.costs.compact_isolate_ns);
+            // the isolations hold the lru_lock (its own cost is inside migrate_4k_ns, which
+            // calibrate fits per migrated page)
+            self.lock_hold(LockId::Lru(nid), nr_isolated * self.costs.compact_isolate_ns);
         }
         cc.migrate_pfn = pfn;
         self.charge(steps * self.costs.compact_scan_migrate_ns);

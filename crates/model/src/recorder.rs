@@ -42,6 +42,9 @@ pub struct Recorder {
     /// time spent spinning on simulated locks, and acquisitions (locking.rs)
     pub lock_wait_ns: u64,
     pub lock_acquisitions: u64,
+    /// the same per lock class (the lock's name as lockdep and /proc/lock_stat give it:
+    /// "lru_lock", "si->lock", "ci->lock"): (wait ns, acquisitions, contended acquisitions)
+    pub lock_stat: BTreeMap<&'static str, [u64; 3]>,
     /// zram mm_stat at each phase end (the result's extra.zram_mm_stat_phase_end)
     pub zram_phase_end: Vec<Value>,
 }

@@ -245,7 +245,10 @@ pub struct CostProfile {
     /// A free-list entry examined by fast_find_migrateblock / fast_isolate_freepages
     /// (a cache-cold struct page under the zone lock).
     pub compact_freelist_ns: u64,
-    /// Isolating one page from its LRU list (folio_get, lru_lock, list removal).
+    /// Isolating one page from its LRU list (folio_get, lru_lock, list removal): how long
+    /// the node's lru_lock stays held for it (the compactor's own cost for it is inside
+    /// migrate_4k_ns, fitted per migrated page). Estimate: a cold struct page and a list
+    /// removal.
     pub compact_isolate_ns: u64,
 
     // ---- memory access and TLB (the TLB model) ----

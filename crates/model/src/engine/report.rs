@@ -144,6 +144,14 @@ fn extra(k: &mut Kernel, kts: &[Kt], zram_before: &[(String, Value)]) -> BTreeMa
     extra.insert("reclaim_tlb_flushes".into(), json!(k.rec.tlb_flushes));
     extra.insert("lock_wait_ns".into(), json!(k.rec.lock_wait_ns));
     extra.insert("lock_acquisitions".into(), json!(k.rec.lock_acquisitions));
+    // per lock class, like /proc/lock_stat's waittime-total / acquisitions / contentions
+    let ls: serde_json::Map<String, Value> = k
+        .rec
+        .lock_stat
+        .iter()
+        .map(|(c, [w, a, n])| (c.to_string(), json!({"wait_ns": w, "acquisitions": a, "contentions": n})))
+        .collect();
+    extra.insert("lock_stat".into(), Value::Object(ls));
     extra.insert("deferred_split_queue".into(), json!(k.deferred_split_len()));
     extra.insert("khugepaged_mm_slots".into(), json!(k.khugepaged.mm_slots.len()));
     let kh = k.khugepaged_report();
