@@ -168,7 +168,10 @@ def kpageflags_blocks() -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--frag", help="bytes the fragmenter writes (e.g. 12G)")
-    ap.add_argument("--pool", help="hugetlb pool to ask for, bytes (e.g. 9G)")
+    ap.add_argument(
+        "--pool",
+        help="hugetlb pool to ask for, bytes (e.g. 9G), or max (MemAvailable less the kept quarter and --leave)",
+    )
     ap.add_argument(
         "--auto", type=float, help="size from MemAvailable: frag = AUTO x MemAvailable, pool = the rest less --leave"
     )
@@ -188,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         frag = int(avail * a.auto)
         pool = avail - frag // 4 - size(a.leave)
     else:
-        frag, pool = size(a.frag), size(a.pool)
+        frag = size(a.frag)
+        # "max": all MemAvailable less what the fragmenter keeps and --leave
+        pool = meminfo()["MemAvailable"] - frag // 4 - size(a.leave) if a.pool == "max" else size(a.pool)
     frag = frag // (2 * MIB) * (2 * MIB)
     pool_pages = pool // (2 * MIB)
     if a.workload:
