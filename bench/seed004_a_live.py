@@ -37,6 +37,10 @@ EVENTS = [
     "compaction/mm_compaction_defer_compaction",
     "compaction/mm_compaction_try_to_compact_pages",
     "oom/compact_retry",
+    "vmscan/mm_vmscan_kswapd_wake",
+    "vmscan/mm_vmscan_kswapd_sleep",
+    "compaction/mm_compaction_wakeup_kcompactd",
+    "compaction/mm_compaction_kcompactd_wake",
 ]
 VMSTAT = [
     "htlb_buddy_alloc_success",
@@ -110,6 +114,7 @@ def trace_summary(text: str) -> dict:
     ends: Counter[str] = Counter()
     begins: Counter[str] = Counter()
     retry: Counter[str] = Counter()
+    other: Counter[str] = Counter()
     last: list[str] = []
     for ln in text.splitlines():
         if "mm_compaction_begin:" in ln:
@@ -121,10 +126,18 @@ def trace_summary(text: str) -> dict:
         elif "compact_retry:" in ln:
             m = re.search(r"priority=(\w+) compaction_result=(\w+).*should_retry=(\d)", ln)
             retry[" ".join(m.groups()) if m else "?"] += 1
+        for ev in (
+            "mm_vmscan_kswapd_wake",
+            "mm_vmscan_kswapd_sleep",
+            "mm_compaction_wakeup_kcompactd",
+            "mm_compaction_kcompactd_wake",
+        ):
+            if f"{ev}:" in ln:
+                other[ev] += 1
         if "compaction" in ln or "compact_retry" in ln:
             last.append(ln.strip())
             last = last[-40:]
-    return {"begin": dict(begins), "end": dict(ends), "compact_retry": dict(retry), "tail": last}
+    return {"begin": dict(begins), "end": dict(ends), "compact_retry": dict(retry), **dict(other), "tail": last}
 
 
 def kpageflags_blocks() -> dict[str, int]:
