@@ -1674,9 +1674,12 @@ impl Kernel {
     /// should_compact_retry(): after SKIPPED, retry if reclaim can make room; after
     /// SUCCESS (a race lost), retry up to MAX_COMPACT_RETRIES (a quarter for costly
     /// orders); otherwise raise the priority, down to MIN_COMPACT_COSTLY_PRIORITY for
-    /// costly orders.
+    /// costly orders. So a costly request (a hugetlb pool page, order 9) whose sync-light
+    /// compaction fails (COMPLETE or PARTIAL_SKIPPED) gets no retry: SYNC_LIGHT is its
+    /// minimum priority, and SYNC_FULL (whole zone, skip hints ignored) is never tried.
+    /// Emits the kernel's `compact_retry` tracepoint (include/trace/events/oom.h).
     fn should_compact_retry(
-        &self,
+        &mut self,
         order: u32,
         zonelist: &[usize],
         result: CompactResult,
@@ -1687,26 +1690,57 @@ impl Kernel {
         if order == 0 {
             return false;
         }
-        if result == CompactResult::Skipped {
-            return self.compaction_zonelist_suitable(zonelist, order);
-        }
-        if result == CompactResult::Success {
-            let max = if order > PAGE_ALLOC_COSTLY_ORDER { MAX_COMPACT_RETRIES / 4 } else { MAX_COMPACT_RETRIES };
-            *retries += 1;
-            if *retries <= max {
-                return true;
+        let (prio0, retries0) = (*prio, *retries);
+        // (the kernel divides max_retries for costly orders in the SUCCESS branch only,
+        // and traces it as it stands)
+        let max = if order > PAGE_ALLOC_COSTLY_ORDER && result == CompactResult::Success {
+            MAX_COMPACT_RETRIES / 4
+        } else {
+            MAX_COMPACT_RETRIES
+        };
+        let ret = 'out: {
+            if result == CompactResult::Skipped {
+                break 'out self.compaction_zonelist_suitable(zonelist, order);
             }
-        }
-        let min_prio = if order > PAGE_ALLOC_COSTLY_ORDER { MIN_COMPACT_COSTLY_PRIORITY } else { MIN_COMPACT_PRIORITY };
-        if *prio > min_prio {
-            *prio = match *prio {
-                CompactPriority::Async => CompactPriority::SyncLight,
-                _ => CompactPriority::SyncFull,
-            };
-            *retries = 0;
-            return true;
-        }
-        false
+            if result == CompactResult::Success {
+                *retries += 1;
+                if *retries <= max {
+                    break 'out true;
+                }
+            }
+            let min_prio =
+                if order > PAGE_ALLOC_COSTLY_ORDER { MIN_COMPACT_COSTLY_PRIORITY } else { MIN_COMPACT_PRIORITY };
+            if *prio > min_prio {
+                *prio = match *prio {
+                    CompactPriority::Async => CompactPriority::SyncLight,
+                    _ => CompactPriority::SyncFull,
+                };
+                *retries = 0;
+                break 'out true;
+            }
+            false
+        };
+        // compact_retry: the priority and retries it was called with; the result as
+        // compact_result_to_feedback() (failed / withdrawn / progress)
+        trace_event!(
+            self,
+            compact_retry,
+            order = order,
+            priority = match prio0 {
+                CompactPriority::SyncFull => "COMPACT_PRIO_SYNC_FULL",
+                CompactPriority::SyncLight => "COMPACT_PRIO_SYNC_LIGHT",
+                CompactPriority::Async => "COMPACT_PRIO_ASYNC",
+            },
+            compaction_result = match result {
+                CompactResult::Complete => "failed",
+                CompactResult::Success => "progress",
+                _ => "withdrawn",
+            },
+            retries = retries0,
+            max_retries = max,
+            should_retry = ret as u32,
+        );
+        ret
     }
 
     /// __alloc_pages_direct_compact(): try_to_compact_pages; a captured block is the

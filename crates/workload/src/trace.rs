@@ -36,6 +36,7 @@ pub const TRACEPOINTS: &[Tracepoint] = &[
     tp("compaction", "mm_compaction_kcompactd_sleep", "kcompactd goes to sleep"),
     tp("compaction", "mm_compaction_wakeup_kcompactd", "kswapd wakes kcompactd"),
     tp("compaction", "mm_compaction_kcompactd_wake", "kcompactd runs kcompactd_do_work()"),
+    tp("oom", "compact_retry", "should_compact_retry()'s verdict after a direct compaction that did not allocate"),
     tp("vmscan", "mm_vmscan_kswapd_sleep", "kswapd goes to sleep, the node balanced"),
     tp("vmscan", "mm_vmscan_kswapd_wake", "kswapd starts balancing a node"),
     tp("vmscan", "mm_vmscan_wakeup_kswapd", "an allocation wakes kswapd"),

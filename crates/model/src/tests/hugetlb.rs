@@ -99,3 +99,52 @@ fn compaction_leaves_pool_pages_alone() {
     assert_eq!(k.cfg.knobs["vm.nr_hugepages"], "0");
     check::check(&k).unwrap();
 }
+
+/// The allocation that ends a pool write, as 6.18's __alloc_pages_slowpath() takes it for
+/// order 9 with __GFP_RETRY_MAYFAIL: async compaction (INIT_COMPACT_PRIORITY) fails; direct
+/// reclaim returns at once with progress 1 because compaction is ready (vmscan.c
+/// compaction_ready(), do_try_to_free_pages()); one sync-light compaction
+/// (DEF_COMPACT_PRIORITY) fails; should_compact_retry() says no, SYNC_LIGHT being
+/// MIN_COMPACT_COSTLY_PRIORITY, so SYNC_FULL (whole zone, skip hints ignored) never runs,
+/// and set_max_huge_pages() stops at this first failure. The live kernel traced the same
+/// (bench/seed004_a_live.py, docs/compaction.md: one compact_retry event,
+/// `priority=COMPACT_PRIO_SYNC_LIGHT compaction_result=failed should_retry=0`).
+#[test]
+fn the_failing_pool_allocation_gets_one_sync_light_compaction_and_no_sync_full() {
+    let w = pool_workload("100000", "0").replace(
+        r#""record":{"fault_latency":true}"#,
+        r#""record":{"trace":["compact_retry","mm_compaction_try_to_compact_pages","mm_vmscan_direct_reclaim_end"]}"#,
+    );
+    let r = go(&w, "1G,cpus=2", &[]);
+    let grow = &r.phases.iter().find(|p| p.name == "p:grow").unwrap().vmstat_delta;
+    assert_eq!(grow.get("htlb_buddy_alloc_fail").copied().unwrap_or(0), 1);
+    let ev = |e: &serde_json::Value| e["event"].as_str().unwrap().to_string();
+    // never a direct compaction at SYNC_FULL (priority 0) for the order-9 pool pages
+    let tries: Vec<_> = r.trace.iter().filter(|e| ev(e) == "mm_compaction_try_to_compact_pages").collect();
+    assert!(tries.len() > 100, "{}", tries.len());
+    assert!(tries.iter().all(|e| e["order"] == 9 && e["prio"] != 0), "a SYNC_FULL compaction");
+    // the last compact_retry verdict is the one that ends the write: sync-light, no retry
+    let retries: Vec<_> = r.trace.iter().filter(|e| ev(e) == "compact_retry").collect();
+    let last = retries.last().expect("a compact_retry event");
+    assert_eq!(last["priority"], "COMPACT_PRIO_SYNC_LIGHT", "{last}");
+    assert_eq!(last["should_retry"], 0, "{last}");
+    assert_ne!(last["compaction_result"], "progress", "{last}");
+    // the failing allocation's sequence: async, reclaim (compaction ready: 0 reclaimed),
+    // sync-light, the verdict
+    let tail: Vec<String> = r.trace.iter().rev().take(4).map(ev).collect();
+    assert_eq!(
+        tail,
+        [
+            "compact_retry",
+            "mm_compaction_try_to_compact_pages",
+            "mm_vmscan_direct_reclaim_end",
+            "mm_compaction_try_to_compact_pages"
+        ],
+        "{:?}",
+        &r.trace[r.trace.len() - 4..]
+    );
+    let n = r.trace.len();
+    assert_eq!(r.trace[n - 4]["prio"], 2, "async first");
+    assert_eq!(r.trace[n - 3]["nr_reclaimed"], 0);
+    assert_eq!(r.trace[n - 2]["prio"], 1, "then sync-light");
+}
