@@ -47,8 +47,9 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   profile and the live runs must be taken close together;
 * THP faults on memory the guest reported free to the host (free page reporting) cost
   ~2.5-3.7 ms per 2 MiB live (refault_reported_2m_ns). A live run records
-  thplab.free_page_reporting=1 on such a guest and the model charges the refault for blocks
-  free for PAGE_REPORTING_DELAY (2 s) in the run; memory free when the run starts is backed
+  thplab.free_page_reporting=1 on such a guest and the model reports free blocks as 6.18's
+  budgeted page_reporting_process() does (docs/page_reporting.md), charging the refault per
+  discarded page touched; memory free when the run starts is backed
   in the model, so on such a guest the live runner first backs the workload's footprint
   (faults it in and frees it, host::back_free_memory) just before the run, which otherwise
   would find memory reported during the swap set-up or since the previous run (seed 000's
@@ -454,6 +455,11 @@ FILL_MAX_MEM_SHARE = 0.9
 FILL_PHASE = "p:fault"
 FILL_COUNTER_TOL = {"thp_fault_alloc": 0.02, "compact_stall": 0.10, "compact_success": 0.10}
 FILL_LATENCY = ("thp_fault", "p50", 0.50)
+#: Informational counters of a fill scenario that show the host's other tenants: memory freed
+#: while the workload only sleeps (settle), file pages reclaimed and THPs taken from
+#: ZONE_DMA32 in the fault phase (the model has neither other tenants nor page cache; see
+#: docs/compaction.md, "compaction-fill-p0: stalls and successes").
+FILL_INFO = (("nr_free_pages", "p:settle"), ("pgsteal_file", FILL_PHASE), ("pgalloc_dma32", FILL_PHASE))
 
 
 def is_fill(name: str) -> bool:
@@ -511,6 +517,13 @@ def fill_rows(kernel: dict, model: dict, *, calibrated: bool) -> list[dict]:
         rows.append(
             {"counter": f"{n}@{FILL_PHASE}", "kind": f"±{tol:.0%}", "kernel": k, "model": m, "error": m - k, "ok": ok}
         )
+    for n, phase in FILL_INFO:
+        kd, md = _phase_counters(kernel, phase), _phase_counters(model, phase)
+        if n in kd or n in md:
+            k, m = int(kd.get(n, 0)), int(md.get(n, 0))
+            rows.append(
+                {"counter": f"{n}@{phase}", "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True}
+            )
     kind, pct, tol = FILL_LATENCY
     key = f"{kind}@{FILL_PHASE}"
     k = ((kernel.get("latency") or {}).get(key) or {}).get("ns", {}).get(pct)

@@ -207,7 +207,8 @@ fn check_pcp_lists(k: &Kernel, held: Held) -> Result<(), String> {
         .iter()
         .filter_map(|n| n.kcompactd.running_cc())
         .map(|cc| cc.isolated_free().map(|(_, o)| 1u64 << o).sum::<u64>())
-        .sum();
+        .sum::<u64>()
+        + k.pm.pr.isolated_pages();
     if isolated != held.isolated {
         return Err(format!("compactors hold {isolated} isolated free pages, frames say {}", held.isolated));
     }

@@ -1237,6 +1237,8 @@ impl Kernel {
                 self.pm.frames[pfn as usize] = 0;
                 cc.nr_freepages -= 1;
                 cc.nr_migratepages = cc.nr_migratepages.saturating_sub(1);
+                // the migration copy is the first touch of the target page
+                self.page_reporting_touch(pfn, 0);
                 return Some(pfn);
             }
             if has_isolated {

@@ -126,6 +126,8 @@ impl Kernel {
         }
         let nodes = pm.nodes.len();
         let cfg = Config::from_knobs(knobs);
+        // a virtio-balloon with VIRTIO_BALLOON_F_REPORTING registers at boot
+        pm.pr.enabled = cfg.free_page_reporting;
         let swap = SwapState::new(&m.swap, &costs, cfg.thp_swap, pm.nr_cpus)?;
         let mut k = Kernel {
             pm,

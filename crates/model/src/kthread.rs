@@ -1,4 +1,5 @@
-//! Kernel threads (kernel/kthread.c): kswapd and kcompactd per node, one khugepaged.
+//! Kernel threads (kernel/kthread.c): kswapd and kcompactd per node, one khugepaged, and
+//! on a guest with free page reporting the kworker that runs its delayed work.
 //! The engine runs them as timed tasks; a thread's step returns what it does next, and
 //! the kernel asks for wake-ups through `wake`.
 
@@ -10,6 +11,8 @@ pub enum Kthread {
     Kswapd(usize),
     Kcompactd(usize),
     Khugepaged,
+    /// the kworker running page_reporting_process() (page_reporting.rs)
+    PageReporting,
 }
 
 /// What a kernel thread does after a step.
@@ -38,6 +41,9 @@ impl Kernel {
             v.push(Kthread::Kcompactd(n));
         }
         v.push(Kthread::Khugepaged);
+        if self.pm.pr.enabled {
+            v.push(Kthread::PageReporting);
+        }
         v
     }
 
@@ -45,6 +51,7 @@ impl Kernel {
     pub fn kthread_initial(&self, kt: Kthread) -> KthreadNext {
         match kt {
             Kthread::Kcompactd(n) => self.kcompactd_initial(n),
+            Kthread::PageReporting => self.page_reporting_initial(),
             _ => KthreadNext::Wait,
         }
     }
@@ -55,6 +62,7 @@ impl Kernel {
             Kthread::Kswapd(n) => self.kswapd_step(n),
             Kthread::Kcompactd(n) => self.kcompactd_step(n),
             Kthread::Khugepaged => self.khugepaged_step(),
+            Kthread::PageReporting => self.page_reporting_step(),
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod mmzone;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
+pub mod page_reporting;
 pub mod pgtable;
 pub mod recorder;
 pub mod swap_state;

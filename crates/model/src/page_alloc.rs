@@ -20,6 +20,7 @@ use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::mmzone::*;
+use crate::page_reporting::PageReporting;
 use crate::trace::{trace_event, Trace};
 use crate::vmstat::{Ev, NodeStat, VmStat};
 use thplab_workload::machine::MachineSpec;
@@ -142,10 +143,9 @@ pub struct PhysMem {
     pub reserved_pages: u64,
     /// zonelists per node: [any node, this node only]
     pub zonelists: Vec<[std::rc::Rc<[usize]>; 2]>,
-    /// Free page reporting (a VM guest, mm/page_reporting.c): per pageblock, the time (ms)
-    /// since which it has been wholly free, or BACKED while any of it is in use. Boot
-    /// memory counts as freed at t=0: it is reported once it stays free past the delay.
-    pub pb_free_since_ms: Vec<u32>,
+    /// Free page reporting (a VM guest, page_reporting.rs): PageReported, the device's
+    /// state, the pages the host discarded
+    pub pr: PageReporting,
     /// the current simulated time in ms (set by the engine before each step)
     pub now_ms: u32,
     /// alloc_flags_nofragment()'s zone test, precomputed: ZONE_NORMAL with a populated
@@ -181,7 +181,7 @@ impl PhysMem {
             reserved_pages: 0,
             zonelists: vec![],
             nofragment_zone: vec![],
-            pb_free_since_ms: vec![0; npb],
+            pr: PageReporting::new(max_pfn),
             now_ms: 0,
             pcp: vec![],
             cpu: 0,
@@ -355,11 +355,17 @@ impl PhysMem {
         let fa = &mut self.zones[zi].free_area[order as usize];
         fa.lists[mt as usize].remove(&mut self.links, pfn as u32, 1 << order);
         fa.nr_free[mt as usize] -= 1;
+        // clear reported state
+        self.pr.clear_reported(pfn, order);
     }
-    /// move_to_free_list(): to the tail of another migratetype's list.
+    /// move_to_free_list(): to the tail of another migratetype's list (PageReported stays).
     fn move_to_free_list(&mut self, zi: usize, pfn: u64, order: u32, to: u8) {
+        let reported = self.pr.page_reported(pfn);
         self.del_from_free_list(zi, pfn, order);
         self.add_to_free_list(zi, pfn, order, to, true);
+        if reported {
+            self.pr.set_reported(pfn);
+        }
     }
     /// The free list `mt` of `order` in zone `zi` (its head is the next block handed out).
     pub fn free_list(&self, zi: usize, order: u32, mt: u8) -> &List {
@@ -421,6 +427,17 @@ impl PhysMem {
     /// pageblocks of unmergeable types); a direct compactor's capture_control takes the
     /// block when it reaches the order it waits for. `to_tail`: FPI_TO_TAIL.
     fn __free_one_page(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, to_tail: bool) {
+        self.__free_one_page_fpi(zi, pfn, order, mt, to_tail, false);
+    }
+
+    /// __putback_isolated_page(): a block isolated from the free lists goes back to the
+    /// tail, without notifying free page reporting (FPI_SKIP_REPORT_NOTIFY | FPI_TO_TAIL).
+    pub fn putback_isolated_page(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) {
+        self.__free_one_page_fpi(zi, pfn, order, mt, true, true);
+    }
+
+    /// __free_one_page() with its fpi flags: FPI_TO_TAIL, FPI_SKIP_REPORT_NOTIFY.
+    fn __free_one_page_fpi(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, to_tail: bool, skip_report: bool) {
         let mut pfn = pfn;
         let mut order = order;
         self.zones[zi].free_pages += 1 << order;
@@ -452,15 +469,12 @@ impl PhysMem {
             pfn &= buddy;
             order += 1;
         }
-        if order >= PAGEBLOCK_ORDER {
-            // a whole pageblock is free again: page reporting may hand it to the host
-            let first = (pfn >> PAGEBLOCK_ORDER) as usize;
-            for pb in first..first + (1usize << (order - PAGEBLOCK_ORDER)) {
-                self.pb_free_since_ms[pb] = self.now_ms;
-            }
-        }
         let tail = to_tail || self.buddy_merge_likely(zi, pfn, order);
         self.add_to_free_list(zi, pfn, order, mt, tail);
+        // notify page reporting subsystem of freed page
+        if !skip_report {
+            self.pr.notify_free(order);
+        }
     }
 
     /// compaction_capture(): while a task direct-compacts zone `zi`, the first block of the
@@ -489,26 +503,6 @@ impl PhysMem {
             self.__free_one_page(zi, p, step, mt, to_tail);
             p += 1 << step;
         }
-    }
-
-    /// Pageblocks of [pfn, pfn + 2^order) the host had taken back (wholly free for at
-    /// least PAGE_REPORTING_DELAY): count them and mark them backed.
-    pub fn take_reported(&mut self, pfn: u64, order: u32) -> u64 {
-        const BACKED: u32 = u32::MAX;
-        const PAGE_REPORTING_DELAY_MS: u32 = 2000;
-        let first = (pfn >> PAGEBLOCK_ORDER) as usize;
-        let last = ((pfn + (1 << order) - 1) >> PAGEBLOCK_ORDER) as usize;
-        let mut n = 0;
-        for pb in first..=last {
-            let since = self.pb_free_since_ms[pb];
-            if since != BACKED {
-                if self.now_ms.saturating_sub(since) >= PAGE_REPORTING_DELAY_MS {
-                    n += 1;
-                }
-                self.pb_free_since_ms[pb] = BACKED;
-            }
-        }
-        n
     }
 
     /// expand(): split a block of order `high` down to `low`; the upper halves go to the
@@ -1429,11 +1423,8 @@ impl Kernel {
             None => self.alloc_pages_slowpath(gfp, order, nid, &zonelist),
         };
         if let Some(pfn) = page {
-            // free page reporting: the first touch of a block the host took back refaults it
-            let reported = self.pm.take_reported(pfn.0, order);
-            if self.cfg.free_page_reporting && reported > 0 {
-                self.charge(reported * self.costs.refault_reported_2m_ns);
-            }
+            // free page reporting: the first touch of pages the host took back refaults them
+            self.page_reporting_touch(pfn.0, order);
         }
         page
     }

@@ -186,31 +186,33 @@ fn oom_kill_when_nothing_can_be_reclaimed() {
     assert_eq!(r.processes[0].killed, None);
 }
 
-/// thplab.free_page_reporting: the first touch of memory the host took back (wholly free
-/// for at least PAGE_REPORTING_DELAY = 2 s; boot memory counts as freed at t=0) costs a
-/// refault of the 2 MiB block; memory freed and reused at once does not.
+/// thplab.free_page_reporting (mm/page_reporting.c): 2 s after boot the reporting worker
+/// starts handing free blocks to the host, a budget per pass (every 2 s) put back at the
+/// tail of the free lists, so THP faults 3 s in still find backed blocks at the head; after
+/// a minute of idling every free block is reported and each THP fault refaults its 2 MiB;
+/// memory freed and reused at once is (mostly) still backed.
 #[test]
 fn free_page_reporting_charges_refaults_of_reported_blocks() {
     let w = r#"{"processes":[{"ops":[
       {"op":"sleep","duration":"3s"},
       {"op":"mmap","name":"a","size":"64M"},{"op":"madvise","region":"a","advice":"hugepage"},
-      {"op":"phase","name":"cold"},{"op":"write","region":"a","every":"2M","length":"4K"},
-      {"op":"munmap","region":"a"},
+      {"op":"phase","name":"early"},{"op":"write","region":"a","every":"2M","length":"4K"},
+      {"op":"munmap","region":"a"},{"op":"phase","name":"idle"},{"op":"sleep","duration":"60s"},
       {"op":"mmap","name":"b","size":"64M"},{"op":"madvise","region":"b","advice":"hugepage"},
-      {"op":"phase","name":"warm"},{"op":"write","region":"b","every":"2M","length":"4K"},
-      {"op":"munmap","region":"b"},{"op":"sleep","duration":"30s"},
+      {"op":"phase","name":"reported"},{"op":"write","region":"b","every":"2M","length":"4K"},
+      {"op":"munmap","region":"b"},
       {"op":"mmap","name":"c","size":"64M"},{"op":"madvise","region":"c","advice":"hugepage"},
-      {"op":"phase","name":"reported"},{"op":"write","region":"c","every":"2M","length":"4K"}]}]}"#;
+      {"op":"phase","name":"warm"},{"op":"write","region":"c","every":"2M","length":"4K"}]}]}"#;
     let on = go(w, "4G", &[("thplab.free_page_reporting", "1")]);
     let off = go(w, "4G", &[]);
     let t = |r: &RunResult, n: &str| r.phases.iter().find(|p| p.name == n).map(|p| p.end_ns - p.start_ns).unwrap();
     let refault = thplab_workload::costs::CostProfile::default().refault_reported_2m_ns;
-    assert!(t(&on, "p0:cold") >= t(&off, "p0:cold") + 32 * refault, "never-touched memory refaults");
-    assert!(t(&on, "p0:warm") < t(&off, "p0:warm") + refault, "memory reused at once is still backed");
-    // b's THPs went to the per-CPU order-9 list; decay_pcp_high() returns them to the
-    // buddy lists over the next seconds (at least batch << 5 pages a second), where
-    // they are reported after 2 s
-    assert!(t(&on, "p0:reported") >= t(&off, "p0:reported") + 16 * refault, "free for 30 s: reported, refaults");
+    assert!(t(&on, "p0:early") < t(&off, "p0:early") + refault, "the first pass left the list heads backed");
+    // (a's last THPs stay on the per-CPU list, which is never reported)
+    assert!(t(&on, "p0:reported") >= t(&off, "p0:reported") + 28 * refault, "idle for 60 s: reported, refaults");
+    // (b's THPs that the per-CPU list returns merge with reported buddies: a split of the
+    // merged block may hand out the discarded half)
+    assert!(t(&on, "p0:warm") < t(&off, "p0:warm") + 4 * refault, "memory reused at once is still backed");
 }
 
 /// Issue 15 difference 6 (seed 003's spinlock row): 16 writers swapping through a pmem

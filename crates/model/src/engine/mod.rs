@@ -156,7 +156,7 @@ impl<'w> Engine<'w> {
             .map(|kind| {
                 let cpu = match kind {
                     Kthread::Kswapd(n) | Kthread::Kcompactd(n) => k.pm.nodes[n].cpus.first().copied().unwrap_or(0),
-                    Kthread::Khugepaged => 0,
+                    Kthread::Khugepaged | Kthread::PageReporting => 0,
                 };
                 Kt { kind, cpu: cpu % ncpus, gen: 0, scheduled: None, busy_ns: 0, runs: 0 }
             })

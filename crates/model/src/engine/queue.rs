@@ -69,11 +69,17 @@ pub fn kthread_name(k: Kthread) -> String {
         Kthread::Kswapd(n) => format!("kswapd{n}"),
         Kthread::Kcompactd(n) => format!("kcompactd{n}"),
         Kthread::Khugepaged => "khugepaged".into(),
+        Kthread::PageReporting => "kworker/page_reporting".into(),
     }
 }
 
 /// Wake-ups the kernel requested during a step: a waiting or later-scheduled thread runs earlier.
 pub(super) fn drain_wakeups(k: &mut Kernel, kts: &mut [Kt], q: &mut EventQueue) {
+    if std::mem::take(&mut k.pm.pr.schedule_requested) {
+        // schedule_delayed_work(&prdev->work, PAGE_REPORTING_DELAY)
+        let at = k.clock.now + k.clock.cost + crate::page_reporting::PAGE_REPORTING_DELAY_NS;
+        k.clock.wakeups.push((Kthread::PageReporting, at));
+    }
     for (kind, at) in std::mem::take(&mut k.clock.wakeups) {
         if let Some(i) = kts.iter().position(|t| t.kind == kind) {
             let kt = &mut kts[i];

@@ -6,6 +6,7 @@ mod common;
 mod compaction;
 mod hugetlb;
 mod khugepaged;
+mod page_reporting;
 mod reclaim_swap;
 
 /// The module structure (issue 13): apart from the `impl Kernel` blocks (every mechanism

@@ -1,0 +1,387 @@
+//! Free page reporting (mm/page_reporting.c, drivers/virtio/virtio_balloon.c): a VM guest
+//! hands free blocks of at least `page_reporting_order` (pageblock_order by default) to its
+//! host, which discards their backing; the guest's first touch of such memory later refaults
+//! it in the host.
+//!
+//! 6.18's mechanism, modelled here:
+//! - __free_one_page() ends with page_reporting_notify_free(order): a free block of at least
+//!   the reporting order requests reporting (IDLE -> REQUESTED), and a request from IDLE
+//!   schedules the work PAGE_REPORTING_DELAY (2 s) later (a putback by the reporting itself,
+//!   FPI_SKIP_REPORT_NOTIFY, does not notify).
+//! - page_reporting_process() walks every zone (if it is above its low watermark plus
+//!   PAGE_REPORTING_CAPACITY blocks) and in each its free lists of order >= the reporting
+//!   order; page_reporting_cycle() skips blocks already PageReported, isolates the others into
+//!   a scatterlist of PAGE_REPORTING_CAPACITY (32) entries and, when it is full, reports it
+//!   (the hypercall: the host discards the blocks) and puts the blocks back at the TAIL of
+//!   their lists (__putback_isolated_page: FPI_TO_TAIL) with PageReported set unless they
+//!   merged meanwhile. Each list gets a budget of DIV_ROUND_UP(nr_free of the order,
+//!   32 * 16) report calls (plus the one that empties it); a list with budget left over
+//!   re-requests reporting, and the work reschedules itself 2 s later while requested.
+//! - __del_page_from_free_list() clears PageReported (an allocation, a merge into a larger
+//!   buddy, the compaction free scanner); move_to_free_list keeps it.
+//!
+//! The host side: the pages of a reported block are unbacked until the guest next writes
+//! them. The model tracks that per 4 KiB page (the host backs guest memory with 4 KiB pages:
+//! a reported 2 MiB block refaults page by page as the guest touches it), so a 4 KiB
+//! allocation from a reported block costs 1/512 of cost.refault_reported_2m (calibrated as
+//! the extra cost of a THP fault, which clears all 512 pages, on a reported block).
+//! Allocation is first touch (the fault clears the page, the kernel writes its own pages),
+//! and so is the compaction migration target (the copy writes it).
+//!
+//! The report itself: the worker (a kworker running the delayed work) isolates the batch,
+//! kicks the reporting virtqueue and sleeps until the host acks (virtballoon_free_page_report:
+//! wait_event(vb->acked)); the batch stays off the free lists meanwhile. That wait is
+//! REPORT_WAIT_PER_2M_NS per 2 MiB reported (measured, see there); the guest CPU time of the
+//! walk is not charged (microseconds per batch against the host's tens of milliseconds).
+
+use crate::consts::*;
+use crate::kernel::Kernel;
+use crate::kthread::KthreadNext;
+use crate::mm_types::*;
+use crate::mmzone::*;
+
+/// PAGE_REPORTING_CAPACITY: scatterlist entries per report call.
+pub const PAGE_REPORTING_CAPACITY: usize = 32;
+/// PAGE_REPORTING_DELAY: 2 * HZ.
+pub const PAGE_REPORTING_DELAY_NS: u64 = 2_000_000_000;
+/// How long a report call keeps the worker waiting for the host's ack, per 2 MiB reported.
+/// Measured on the reference host (Firecracker, 2026-11-23, docs/page_reporting.md): after
+/// freeing 1 GiB of THPs, /proc/meminfo's MemFree sampled every ~1 ms dips by the 64 MiB of
+/// a full scatterlist of pageblocks for 233-267 ms per pass, passes 2.25 s apart; the lists'
+/// budgets then (buddyinfo) allowed at most 11 full calls a pass: >= ~22 ms a call of 32
+/// blocks, ~690 us per 2 MiB. Not in the cost profile (no calibration step measures it yet).
+pub const REPORT_WAIT_PER_2M_NS: u64 = 690_000;
+
+/// The reporting device's state (prdev->state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrState {
+    Idle,
+    Requested,
+    Active,
+}
+
+/// Where page_reporting_process() is in its pass (it sleeps inside it, waiting for the host).
+#[derive(Clone, Debug, Default)]
+struct PrPass {
+    zi: usize,
+    /// the zone passed its watermark check; the free list being walked is (order, mt)
+    zone_started: bool,
+    order: u32,
+    mt: u8,
+    /// inside page_reporting_cycle() of (order, mt), with this budget left
+    in_cycle: bool,
+    budget: i64,
+    /// the scatterlist: isolated blocks (pfn, order)
+    sg: Vec<(u64, u32)>,
+    /// the scatterlist is with the host: drain it when the worker runs again
+    waiting: bool,
+    /// the zone's leftover report was sent
+    leftover_sent: bool,
+}
+
+/// Free page reporting: the device's state, PageReported of free blocks, and which pages
+/// the host has discarded. Owned by PhysMem (the free lists' hooks need it).
+pub struct PageReporting {
+    /// a reporting device is registered (thplab.free_page_reporting)
+    pub enabled: bool,
+    /// page_reporting_order (pageblock_order: the default, and what virtio-balloon keeps
+    /// on x86)
+    pub order: u32,
+    pub state: PrState,
+    /// page_reporting_notify_free() asked for the delayed work (the engine schedules it)
+    pub schedule_requested: bool,
+    pass: Option<PrPass>,
+    /// PageReported of the free block whose head is at this pageblock
+    reported: Vec<bool>,
+    /// pages the host discarded and the guest has not touched since (a bit per pfn)
+    unbacked: Vec<u64>,
+    /// per pageblock: how many of its pages are unbacked
+    pb_unbacked: Vec<u16>,
+    /// report calls (batches) and blocks reported so far
+    pub reports: u64,
+    pub blocks_reported: u64,
+}
+
+impl PageReporting {
+    pub fn new(max_pfn: u64) -> PageReporting {
+        let npb = max_pfn.div_ceil(PAGEBLOCK_NR_PAGES) as usize;
+        PageReporting {
+            enabled: false,
+            order: PAGEBLOCK_ORDER,
+            // page_reporting_register() requests the initial flush of the zones
+            state: PrState::Requested,
+            schedule_requested: false,
+            pass: None,
+            reported: vec![false; npb],
+            unbacked: vec![0; max_pfn.div_ceil(64) as usize],
+            pb_unbacked: vec![0; npb],
+            reports: 0,
+            blocks_reported: 0,
+        }
+    }
+
+    /// page_reporting_notify_free() / __page_reporting_request(): a block of `order` was
+    /// freed into the buddy lists.
+    #[inline]
+    pub fn notify_free(&mut self, order: u32) {
+        if !self.enabled || order < self.order || self.state == PrState::Requested {
+            return;
+        }
+        let was = std::mem::replace(&mut self.state, PrState::Requested);
+        if was == PrState::Idle {
+            self.schedule_requested = true;
+        }
+    }
+
+    /// PageReported of the free block at `pfn`.
+    #[inline]
+    pub fn page_reported(&self, pfn: u64) -> bool {
+        pfn.is_multiple_of(PAGEBLOCK_NR_PAGES) && self.reported[(pfn >> PAGEBLOCK_ORDER) as usize]
+    }
+
+    /// __ClearPageReported() as the block leaves its free list.
+    #[inline]
+    pub fn clear_reported(&mut self, pfn: u64, order: u32) {
+        if order >= PAGEBLOCK_ORDER {
+            self.reported[(pfn >> PAGEBLOCK_ORDER) as usize] = false;
+        }
+    }
+
+    /// __SetPageReported()
+    pub fn set_reported(&mut self, pfn: u64) {
+        self.reported[(pfn >> PAGEBLOCK_ORDER) as usize] = true;
+    }
+
+    /// The host discarded [pfn, pfn + 2^order).
+    fn discard(&mut self, pfn: u64, order: u32) {
+        let n = 1u64 << order;
+        debug_assert!(pfn.is_multiple_of(64) && n >= 64);
+        for w in (pfn / 64)..(pfn + n) / 64 {
+            self.unbacked[w as usize] = u64::MAX;
+        }
+        for pb in (pfn >> PAGEBLOCK_ORDER)..((pfn + n) >> PAGEBLOCK_ORDER) {
+            self.pb_unbacked[pb as usize] = PAGEBLOCK_NR_PAGES as u16;
+        }
+    }
+
+    /// The guest touches [pfn, pfn + 2^order): returns how many of its pages the host had
+    /// discarded (each refaults now), and marks them backed.
+    #[inline]
+    pub fn touch(&mut self, pfn: u64, order: u32) -> u64 {
+        let end = pfn + (1u64 << order);
+        let mut n = 0;
+        let mut pb = pfn >> PAGEBLOCK_ORDER;
+        while pb << PAGEBLOCK_ORDER < end {
+            if self.pb_unbacked[pb as usize] != 0 {
+                let s = pfn.max(pb << PAGEBLOCK_ORDER);
+                let e = end.min((pb + 1) << PAGEBLOCK_ORDER);
+                let mut got = 0u64;
+                let mut p = s;
+                while p < e {
+                    let w = (p / 64) as usize;
+                    let lo = p % 64;
+                    let hi = (e - (p - lo)).min(64);
+                    let mask = if hi - lo == 64 { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
+                    got += (self.unbacked[w] & mask).count_ones() as u64;
+                    self.unbacked[w] &= !mask;
+                    p = p - lo + hi;
+                }
+                self.pb_unbacked[pb as usize] -= got as u16;
+                n += got;
+            }
+            pb += 1;
+        }
+        n
+    }
+
+    /// Free pages the worker holds isolated (its scatterlist).
+    pub fn isolated_pages(&self) -> u64 {
+        self.pass.as_ref().map_or(0, |p| p.sg.iter().map(|&(_, o)| 1u64 << o).sum())
+    }
+
+    /// Pages the host has discarded and the guest not touched since.
+    pub fn nr_unbacked(&self) -> u64 {
+        self.pb_unbacked.iter().map(|&n| n as u64).sum()
+    }
+
+    /// Free blocks marked PageReported.
+    pub fn nr_reported(&self) -> u64 {
+        self.reported.iter().filter(|&&r| r).count() as u64
+    }
+}
+
+impl Kernel {
+    /// The guest's first touch of [pfn, pfn + 2^order) (an allocation, a migration target):
+    /// pages the host took back refault, each 1/512 of cost.refault_reported_2m.
+    #[inline]
+    pub fn page_reporting_touch(&mut self, pfn: u64, order: u32) {
+        if !self.pm.pr.enabled {
+            return;
+        }
+        let n = self.pm.pr.touch(pfn, order);
+        if n > 0 {
+            self.charge(n * self.costs.refault_reported_2m_ns / PAGEBLOCK_NR_PAGES);
+        }
+    }
+
+    /// The reporting worker's state at boot: the initial flush is due PAGE_REPORTING_DELAY
+    /// after page_reporting_register().
+    pub fn page_reporting_initial(&self) -> KthreadNext {
+        if self.pm.pr.enabled {
+            KthreadNext::Sleep(PAGE_REPORTING_DELAY_NS)
+        } else {
+            KthreadNext::Wait
+        }
+    }
+
+    /// page_reporting_process(), one step: up to the next report call (then the worker
+    /// sleeps until the host acks), or to the end of the pass.
+    pub fn page_reporting_step(&mut self) -> KthreadNext {
+        let pr = &mut self.pm.pr;
+        if !pr.enabled {
+            return KthreadNext::Wait;
+        }
+        let mut pass = match pr.pass.take() {
+            Some(p) => p,
+            None => {
+                if pr.state != PrState::Requested {
+                    return KthreadNext::Wait;
+                }
+                // "Active", so that a request during the pass is seen at its end
+                pr.state = PrState::Active;
+                PrPass::default()
+            }
+        };
+        if pass.waiting {
+            self.page_reporting_drain(&mut pass);
+        }
+        let cap = PAGE_REPORTING_CAPACITY;
+        loop {
+            if pass.zi >= self.pm.zones.len() {
+                break;
+            }
+            let zi = pass.zi;
+            if !pass.zone_started {
+                // page_reporting_process_zone(): only with room above the low watermark
+                let z = &self.pm.zones[zi];
+                let mark = z.wmark(WMARK_LOW) + ((cap as u64) << self.pm.pr.order);
+                if !z.populated() || !self.pm.zone_watermark_ok(zi, 0, mark, 0, 0) {
+                    pass.zi += 1;
+                    continue;
+                }
+                pass.zone_started = true;
+                pass.order = self.pm.pr.order;
+                pass.mt = 0;
+                pass.in_cycle = false;
+                pass.leftover_sent = false;
+            }
+            if pass.order as usize >= NR_PAGE_ORDERS {
+                // the leftover pages are reported before the next zone
+                if !pass.sg.is_empty() && !pass.leftover_sent {
+                    pass.leftover_sent = true;
+                    return self.page_reporting_report(pass);
+                }
+                pass.zi += 1;
+                pass.zone_started = false;
+                continue;
+            }
+            if pass.mt as usize >= NR_FREE_LISTS {
+                pass.order += 1;
+                pass.mt = 0;
+                continue;
+            }
+            let (order, mt) = (pass.order, pass.mt);
+            if !pass.in_cycle {
+                // page_reporting_cycle(): skip an empty list; the budget
+                if self.pm.free_list(zi, order, mt).len == 0 {
+                    pass.mt += 1;
+                    continue;
+                }
+                let nr_free = self.pm.zones[zi].nr_free_order(order as usize);
+                pass.budget = nr_free.div_ceil((cap * 16) as u64) as i64;
+                pass.in_cycle = true;
+            }
+            // walk the list from its head (after a report the kernel restarts there too)
+            let mut p = self.pm.free_list(zi, order, mt).head;
+            let mut end_at: Option<u64> = None;
+            let mut report = false;
+            while p != NIL {
+                let pfn = p as u64;
+                let next = List::next(&self.pm.links, p);
+                if self.pm.pr.page_reported(pfn) {
+                    p = next;
+                    continue;
+                }
+                if pass.budget < 0 {
+                    // budget spent: ask for another pass
+                    self.pm.pr.state = PrState::Requested;
+                    end_at = Some(pfn);
+                    break;
+                }
+                if pass.sg.len() < cap {
+                    if self.pm.isolate_free_page(zi, pfn).is_none() {
+                        end_at = Some(pfn);
+                        break;
+                    }
+                    self.pm.frames[pfn as usize] = make_isolated_free(order);
+                    pass.sg.push((pfn, order));
+                    p = next;
+                    continue;
+                }
+                // the scatterlist is full: this page heads the list while the lock is dropped
+                self.pm.rotate_free_list(zi, order, mt, pfn, false);
+                report = true;
+                break;
+            }
+            if report {
+                pass.budget -= 1;
+                return self.page_reporting_report(pass);
+            }
+            // the cycle ends: rotate the leftover pages to the head of the list
+            if let Some(pfn) = end_at {
+                self.pm.rotate_free_list(zi, order, mt, pfn, false);
+            }
+            pass.in_cycle = false;
+            pass.mt += 1;
+        }
+        // end of the pass: back to idle, unless reporting was requested meanwhile
+        let pr = &mut self.pm.pr;
+        if pr.state == PrState::Active {
+            pr.state = PrState::Idle;
+            KthreadNext::Wait
+        } else {
+            KthreadNext::Sleep(PAGE_REPORTING_DELAY_NS)
+        }
+    }
+
+    /// prdev->report(): the host discards the scatterlist's blocks; the worker waits for
+    /// its ack.
+    fn page_reporting_report(&mut self, mut pass: PrPass) -> KthreadNext {
+        for &(pfn, order) in &pass.sg {
+            self.pm.pr.discard(pfn, order);
+        }
+        let blocks_2m: u64 = pass.sg.iter().map(|&(_, o)| 1u64 << (o - PAGEBLOCK_ORDER)).sum();
+        self.pm.pr.reports += 1;
+        self.pm.pr.blocks_reported += pass.sg.len() as u64;
+        pass.waiting = true;
+        self.pm.pr.pass = Some(pass);
+        KthreadNext::Sleep(blocks_2m * REPORT_WAIT_PER_2M_NS)
+    }
+
+    /// page_reporting_drain(): the reported blocks go back to the tail of their free lists
+    /// (__putback_isolated_page: FPI_TO_TAIL, no notification), PageReported unless they
+    /// merged.
+    fn page_reporting_drain(&mut self, pass: &mut PrPass) {
+        let zi = pass.zi;
+        for (pfn, order) in std::mem::take(&mut pass.sg) {
+            let mt = self.pm.pb_mt(pfn);
+            self.pm.frames[pfn as usize] = 0;
+            self.pm.putback_isolated_page(zi, pfn, order, mt);
+            let f = self.pm.frames[pfn as usize];
+            if is_free_head(f) && free_order(f) == order {
+                self.pm.pr.set_reported(pfn);
+            }
+        }
+        pass.waiting = false;
+    }
+}

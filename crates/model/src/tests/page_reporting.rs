@@ -1,0 +1,133 @@
+//! Free page reporting (page_reporting.rs): the budgeted passes of page_reporting_process(),
+//! PageReported and the tail placement of reported blocks, the refault of discarded pages.
+
+use super::common::kernel;
+use crate::consts::*;
+use crate::gfp::*;
+use crate::kernel::Kernel;
+use crate::kthread::KthreadNext;
+use crate::mm_types::*;
+use crate::mmzone::MIGRATE_MOVABLE;
+use crate::page_reporting::*;
+
+/// Run the worker through one pass (its report calls and their waits); returns the
+/// report calls made and whether it asked for another pass.
+fn one_pass(k: &mut Kernel) -> (u64, bool) {
+    let before = k.pm.pr.reports;
+    loop {
+        match k.page_reporting_step() {
+            KthreadNext::Sleep(PAGE_REPORTING_DELAY_NS) => return (k.pm.pr.reports - before, true),
+            KthreadNext::Sleep(d) if d % REPORT_WAIT_PER_2M_NS == 0 => continue,
+            KthreadNext::Wait => return (k.pm.pr.reports - before, false),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// Free blocks of order >= pageblock_order in zone `zi`, and how many are reported.
+fn blocks(k: &Kernel, zi: usize) -> (u64, u64) {
+    let (mut n, mut rep) = (0, 0);
+    for o in PAGEBLOCK_ORDER..=MAX_PAGE_ORDER {
+        for mt in 0..4u8 {
+            let mut p = k.pm.free_list(zi, o, mt).head;
+            while p != NIL {
+                n += 1;
+                rep += k.pm.pr.page_reported(p as u64) as u64;
+                p = List::next(&k.pm.links, p);
+            }
+        }
+    }
+    (n, rep)
+}
+
+fn biggest_zone(k: &Kernel) -> usize {
+    (0..k.pm.zones.len()).max_by_key(|&z| k.pm.zones[z].free_pages).unwrap()
+}
+
+/// One pass reports at most (budget + 1) x PAGE_REPORTING_CAPACITY blocks of a list, the
+/// budget being DIV_ROUND_UP(nr_free, 32 * 16); reported blocks go to the tail, so the
+/// head of the list stays unreported; passes repeat (every 2 s) until all are reported,
+/// then the worker goes idle; nothing is refaulted before the guest touches it.
+#[test]
+fn reporting_is_budgeted_and_reported_blocks_go_to_the_tail() {
+    let mut k = kernel("2G", &[("thplab.free_page_reporting", "1")]);
+    let zi = biggest_zone(&k);
+    let (total, rep0) = blocks(&k, zi);
+    assert_eq!(rep0, 0);
+    let nr10 = k.pm.zones[zi].nr_free_order(MAX_PAGE_ORDER as usize);
+    assert!(nr10 > 200, "a 2G machine has {nr10} free 4 MiB blocks");
+    let budget10 = nr10.div_ceil(32 * 16);
+    let (calls, again) = one_pass(&mut k);
+    let (_, rep1) = blocks(&k, zi);
+    assert!(again, "budget left blocks unreported: another pass is requested");
+    assert_eq!(k.pm.pr.state, PrState::Requested);
+    // the order-10 movable list: budget + 1 full report calls, no more
+    let l = *k.pm.free_list(zi, MAX_PAGE_ORDER, MIGRATE_MOVABLE);
+    let mut rep10 = 0;
+    let mut p = l.head;
+    while p != NIL {
+        rep10 += k.pm.pr.page_reported(p as u64) as u64;
+        p = List::next(&k.pm.links, p);
+    }
+    assert_eq!(rep10, (budget10 + 1) * PAGE_REPORTING_CAPACITY as u64, "{calls} calls");
+    assert!(rep1 < total / 2, "one pass reports a budget, not everything ({rep1} of {total})");
+    assert!(!k.pm.pr.page_reported(l.head as u64), "the head is an unreported block");
+    assert!(k.pm.pr.page_reported(l.tail as u64), "reported blocks went to the tail");
+    assert!(k.pm.pr.nr_unbacked() >= k.pm.pr.blocks_reported << PAGEBLOCK_ORDER);
+    // an allocation takes the unreported head: no refault
+    k.clock.cost = 0;
+    let pfn = k.alloc_pages(GFP_TRANSHUGE, PAGEBLOCK_ORDER, 0).unwrap();
+    assert_eq!(k.pm.pr.touch(pfn.0, PAGEBLOCK_ORDER), 0, "the head block was backed");
+    k.pm.free_pages(pfn, PAGEBLOCK_ORDER, &mut k.rec.vm);
+    // later passes report the rest, then the worker idles
+    let mut passes = 1;
+    loop {
+        let (_, again) = one_pass(&mut k);
+        passes += 1;
+        if !again {
+            break;
+        }
+        assert!(passes < 100);
+    }
+    assert_eq!(k.pm.pr.state, PrState::Idle);
+    let (total2, rep2) = blocks(&k, zi);
+    assert!(rep2 + 2 >= total2, "an idle machine ends with its free blocks reported ({rep2} of {total2})");
+    assert!(passes >= 4, "reporting everything takes several 2 s passes ({passes})");
+}
+
+/// An allocation clears PageReported and refaults the discarded pages it touches (a THP
+/// all 512, at cost.refault_reported_2m; a 4 KiB page one 512th); memory touched again is
+/// backed; a block freed into the buddy lists requests reporting (2 s later), a block
+/// the reporting puts back does not.
+#[test]
+fn allocation_clears_reported_and_refaults_only_discarded_pages() {
+    let mut k = kernel("1G", &[("thplab.free_page_reporting", "1")]);
+    while one_pass(&mut k).1 {}
+    let zi = biggest_zone(&k);
+    let (total, rep) = blocks(&k, zi);
+    assert!(rep + 2 >= total && rep > 0);
+    assert_eq!(k.pm.pr.state, PrState::Idle);
+    assert!(!k.pm.pr.schedule_requested, "the putbacks did not notify");
+    let refault = k.costs.refault_reported_2m_ns;
+    k.clock.cost = 0;
+    let pfn = k.alloc_pages(GFP_TRANSHUGE, PAGEBLOCK_ORDER, 0).unwrap().0;
+    assert!(!k.pm.pr.page_reported(pfn));
+    let with = k.clock.cost;
+    k.clock.cost = 0;
+    k.pm.free_pages(Pfn(pfn), PAGEBLOCK_ORDER, &mut k.rec.vm);
+    k.pm.drain_all_pages(None);
+    assert!(k.pm.pr.schedule_requested, "a freed block asks for reporting");
+    assert_eq!(k.pm.pr.state, PrState::Requested);
+    k.pm.pr.schedule_requested = false;
+    let again = k.alloc_pages(GFP_TRANSHUGE, PAGEBLOCK_ORDER, 0).unwrap().0;
+    let without = k.clock.cost;
+    assert!(with >= without + refault, "the first THP refaults ({with} vs {without})");
+    assert_eq!(again, pfn, "the block just freed (head of the list) comes back, backed");
+    // 4 KiB pages from a discarded block: one 512th each
+    k.clock.cost = 0;
+    let p4 = k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, 0).unwrap().0;
+    let c1 = k.clock.cost;
+    assert!(c1 >= refault / 512, "a 4 KiB page of a reported block refaults ({c1})");
+    assert!(c1 < refault / 4, "but not the whole block ({c1})");
+    assert_eq!(k.pm.pr.touch(p4, 0), 0, "touched: backed");
+}
