@@ -175,7 +175,10 @@ impl Kernel {
                     return Fault::Ok;
                 }
                 // do_anonymous_page() / wp_page_copy(): anon_vma_prepare() before allocating
-                self.mms[mm].anon_vma_prepare(addr);
+                // (a no-op once the VMA has its anon_vma: skip the VMA lookup then)
+                if vma.anon_vma.is_none() {
+                    self.mms[mm].anon_vma_prepare(addr);
+                }
                 if k == pgtable_none() {
                     if let Some(r) = self.alloc_anon_folio(mm, vma, sid, addr) {
                         return r;
@@ -620,6 +623,16 @@ impl Kernel {
         self.do_swap_page(mm, addr, write)
     }
 
+    /// page_to_nid(): the node of a frame (one node: no zone lookup).
+    #[inline]
+    pub(crate) fn page_nid(&self, pfn: u64) -> usize {
+        if self.pgdat.len() == 1 {
+            0
+        } else {
+            self.pm.node_of(pfn)
+        }
+    }
+
     #[inline]
     pub fn set_pte(&mut self, sid: u32, i: usize, v: u32) {
         if let Pmd::Table(t) = &mut self.slots.get_mut(sid).pmd {
@@ -642,7 +655,7 @@ impl Kernel {
     pub(crate) fn lruvec_add_folio(&mut self, head: u64, nr: u64, l: u64, tail: bool) {
         let f = with_lru(self.pm.frames[head as usize], l);
         self.pm.frames[head as usize] = f;
-        let node = self.pm.node_of(head);
+        let node = self.page_nid(head);
         let list = &mut self.pgdat[node].lruvec[lru_index(f)];
         if tail {
             list.push_tail(&mut self.pm.links, head as u32, nr);
@@ -654,7 +667,7 @@ impl Kernel {
     /// folio_add_lru_vma(): new anonymous folios go to the inactive anon list
     /// (unevictable for VM_LOCKED).
     pub fn lru_add(&mut self, pfn: u64, nr: u64, locked: bool) {
-        let node = self.pm.node_of(pfn);
+        let node = self.page_nid(pfn);
         let l = if locked { LRU_UNEVICTABLE } else { LRU_INACTIVE_ANON };
         let f = self.pm.frames[pfn as usize];
         self.pm.frames[pfn as usize] = set_mlocked(with_lru(f, l), locked);
@@ -663,14 +676,15 @@ impl Kernel {
         // folio_add_lru(): through this CPU's lru_add folio batch, moved onto the LRU
         // under one lru_lock when full (FOLIO_BATCH_SIZE) or at once after a large folio
         // (folio_may_be_lru_cached) — folio_batch_move_lru
-        let cpu = self.clock.cpu;
-        let n = {
-            let c = self.pgdat[node].lru_add_batch.entry(cpu).or_insert(0);
-            *c += 1;
-            *c
-        };
+        let cpu = self.clock.cpu as usize;
+        let batch = &mut self.pgdat[node].lru_add_batch;
+        if batch.len() <= cpu {
+            batch.resize(cpu + 1, 0);
+        }
+        batch[cpu] += 1;
+        let n = batch[cpu];
         if n >= FOLIO_BATCH_SIZE || nr > 1 {
-            self.pgdat[node].lru_add_batch.insert(cpu, 0);
+            batch[cpu] = 0;
             self.lock_acquire(crate::locking::LockId::Lru(node), n);
         }
     }
@@ -705,7 +719,7 @@ impl Kernel {
         if l == LRU_NONE {
             return;
         }
-        let node = self.pm.node_of(pfn);
+        let node = self.page_nid(pfn);
         self.pgdat[node].lruvec[lru_index(f)].remove(&mut self.pm.links, pfn as u32, nr);
         self.pm.frames[pfn as usize] = with_lru(f, LRU_NONE);
     }
