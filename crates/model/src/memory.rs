@@ -34,6 +34,37 @@ pub enum Mapping {
     Migration(u64),
 }
 
+thread_local! {
+    /// Debug switch (tests compare runs with it off): the write op's pages go through
+    /// write_page_fast() (read when a write step starts).
+    pub static USE_WRITE_FAST_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+#[cfg(test)]
+thread_local! {
+    /// Faults taken by write_page_fast()'s fast path (tests: the path was used).
+    pub static WRITE_FAST_FAULTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// What write_page_fast() carries from one page of a write step to the next.
+pub struct WriteHint {
+    /// the fast path is off (USE_WRITE_FAST_PATH)
+    off: bool,
+    /// the VMA of an earlier page of this step
+    vma: Option<crate::mmap::Vma>,
+    /// faults in `vma` take no mTHP order (alloc_anon_folio() returns at once)
+    no_mthp: bool,
+}
+impl WriteHint {
+    pub fn new() -> WriteHint {
+        WriteHint { off: !USE_WRITE_FAST_PATH.with(|c| c.get()), vma: None, no_mthp: false }
+    }
+}
+impl Default for WriteHint {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Folios per per-CPU folio batch (include/linux/pagevec.h: PAGEVEC_SIZE, the size of a
 /// folio_batch).
 pub const FOLIO_BATCH_SIZE: u64 = 31;
@@ -184,22 +215,27 @@ impl Kernel {
                         return r;
                     }
                 }
-                // write to none or to the zero page (wp_page_copy): a new page
-                let nid = self.mms[mm].node;
-                let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
-                if !self.mms[mm].alive {
-                    // the OOM killer chose this very process while we allocated
-                    self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
-                    return Fault::Oom;
-                }
-                self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
-                self.map_new_page(mm, sid, i, pfn, vm_flags, true);
-                if k == K_ZERO {
-                    self.mms[mm].tlb.flush_range(addr & PAGE_MASK, (addr & PAGE_MASK) + PAGE_SIZE);
-                }
-                Fault::Ok
+                self.fault_new_base_page(mm, sid, i, addr, k, vm_flags)
             }
         }
+    }
+
+    /// The order-0 end of do_anonymous_page() (a write to a none PTE) or wp_page_copy()
+    /// (a write to the zero page, `k` == K_ZERO): allocate, clear and map a new page.
+    fn fault_new_base_page(&mut self, mm: MmId, sid: u32, i: usize, addr: u64, k: u32, vm_flags: u32) -> Fault {
+        let nid = self.mms[mm].node;
+        let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
+        if !self.mms[mm].alive {
+            // the OOM killer chose this very process while we allocated
+            self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+            return Fault::Oom;
+        }
+        self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
+        self.map_new_page(mm, sid, i, pfn, vm_flags, true);
+        if k == K_ZERO {
+            self.mms[mm].tlb.flush_range(addr & PAGE_MASK, (addr & PAGE_MASK) + PAGE_SIZE);
+        }
+        Fault::Ok
     }
 
     /// alloc_anon_folio() and the large-folio part of do_anonymous_page(): the orders
@@ -975,12 +1011,87 @@ impl Kernel {
                 }
             }
         };
+        self.store_to_page(pfn, byte, bytes, data);
+        Fault::Ok
+    }
+
+    /// The store itself: the page's content, its accessed/dirty bits, the time.
+    #[inline]
+    fn store_to_page(&mut self, pfn: u64, byte: u32, bytes: u32, data: &thplab_workload::workload::WriteData) {
         let f = self.pm.frames[pfn as usize];
         let c = content::apply_write(content(f), byte, bytes, data);
         self.pm.frames[pfn as usize] = with_content(f, c);
         self.touch_folio(pfn, true);
         self.charge(self.costs.touch_page_ns);
-        Fault::Ok
+    }
+
+    /// write_page() for the pages of a write op, one after the other: the same work in
+    /// the same order, with less host work per page. A page already mapped by a PTE is
+    /// stored to at once; a write fault on a none PTE of an existing PTE table, in a
+    /// writable VMA that has its anon_vma and takes no mTHP order, goes straight to the
+    /// order-0 end of do_anonymous_page() with the VMA found for an earlier page of
+    /// the same step (`hint`: faults do not change VMAs; the hint is dropped whenever a
+    /// page takes the plain path, which may). Every other case is write_page().
+    /// Off (USE_WRITE_FAST_PATH false), every page takes write_page().
+    pub fn write_page_fast(
+        &mut self,
+        mm: MmId,
+        addr: u64,
+        byte: u32,
+        bytes: u32,
+        data: &thplab_workload::workload::WriteData,
+        hint: &mut WriteHint,
+    ) -> Fault {
+        if hint.off {
+            return self.write_page(mm, addr, byte, bytes, data);
+        }
+        let i = pte_index(addr);
+        let sid = self.mms[mm].pmds.lookup(addr >> PMD_SHIFT);
+        // the PTE, when the PMD points to a PTE table (anything else: the plain path)
+        let pte = match sid.map(|sid| &self.slots.get(sid).pmd) {
+            Some(Pmd::Table(t)) => Some(t[i]),
+            _ => None,
+        };
+        if let Some(pte) = pte.filter(|&p| pte_kind(p) == K_PRESENT) {
+            // follow() -> the page
+            self.store_to_page(pte_payload(pte) as u64, byte, bytes, data);
+            return Fault::Ok;
+        }
+        if let (Some(sid), Some(pte)) = (sid, pte.filter(|&p| pte_kind(p) == pgtable_none())) {
+            if !self.mms[mm].alive {
+                return self.write_page(mm, addr, byte, bytes, data);
+            }
+            if hint.vma.as_ref().is_none_or(|v| addr < v.start || addr >= v.end) {
+                hint.vma = self.mms[mm].find_vma(addr).cloned();
+                hint.no_mthp = hint.vma.as_ref().is_some_and(|v| {
+                    let hp = v.flags & crate::mmap::VM_HUGEPAGE != 0;
+                    self.mms[mm].thp_disable
+                        || v.flags & crate::mmap::VM_NOHUGEPAGE != 0
+                        || self.cfg.anon_orders_mask(hp) & ((1 << HPAGE_PMD_ORDER) - 1) == 0
+                });
+            }
+            let fast = hint.vma.as_ref().filter(|v| v.flags & VM_WRITE != 0 && v.anon_vma.is_some() && hint.no_mthp);
+            if let Some(vm_flags) = fast.map(|v| v.flags) {
+                // handle_mm_fault() -> do_pte_fault() -> do_anonymous_page(): the same
+                // steps as the plain path (alloc_anon_folio() takes no order here)
+                self.rec.vm.count(Ev::PGFAULT);
+                #[cfg(test)]
+                WRITE_FAST_FAULTS.with(|c| c.set(c.get() + 1));
+                let r = self.fault_new_base_page(mm, sid, i, addr, pte_kind(pte), vm_flags);
+                if r != Fault::Ok {
+                    return r;
+                }
+                return match self.follow(mm, addr) {
+                    Mapping::Page(Pfn(pfn), _) => {
+                        self.store_to_page(pfn, byte, bytes, data);
+                        Fault::Ok
+                    }
+                    _ => Fault::Segv,
+                };
+            }
+        }
+        hint.vma = None;
+        self.write_page(mm, addr, byte, bytes, data)
     }
 
     /// A load from the page at `addr`, faulting it in (zero page) if needed.
