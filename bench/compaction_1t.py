@@ -5,11 +5,13 @@ host wall time, CPU time and peak RSS (os.wait4), then the seed-vs-thplab table.
     .venv/bin/python bench/compaction_1t.py            # 1 TiB (about 10 minutes of CPU)
     .venv/bin/python bench/compaction_1t.py --quick    # 8 GiB
     .venv/bin/python bench/compaction_1t.py --only a_vanilla,c_proactive
+    .venv/bin/python bench/compaction_1t.py --jobs 2    # two runs side by side (~5 GiB each)
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -55,6 +57,7 @@ def main() -> int:
         "--only", help="comma-separated run names (a_vanilla, a_proactive, b_vanilla, b_proactive, c_proactive)"
     )
     ap.add_argument("--out", help="write rows, bench figures and results here (JSON)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (as `thplab seeds` does with 2)")
     a = ap.parse_args()
     scale = "quick" if a.quick else "full"
     s = seed004.SCALES[scale]
@@ -65,11 +68,17 @@ def main() -> int:
     names = a.only.split(",") if a.only else list(wls)
     results, bench = {}, []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in names:
+
+        def one(n: str) -> tuple[dict, dict]:
             print(f"running {n} on {s['machine']} ...", file=sys.stderr, flush=True)
-            results[n], b = run_child(wls[n], s["machine"], tmp, n)
-            bench.append(b)
+            r, b = run_child(wls[n], s["machine"], tmp, n)
             print(f"  {b}", file=sys.stderr, flush=True)
+            return r, b
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+            for n, (r, b) in zip(names, ex.map(one, names), strict=True):
+                results[n] = r
+                bench.append(b)
     print(
         f"machine {s['machine']}: boot MemFree {boot['free'] >> 20} MiB; fragmenter {sz['frag'] >> 20} MiB, "
         f"free after fragmenting {sz['free_after_frag'] >> 20} MiB, hugepage benchmark asks for {sz['pool_request']} x 2 MiB, "

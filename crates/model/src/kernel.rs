@@ -44,8 +44,9 @@ pub struct PgData {
     pub kcompactd: Kcompactd,
     /// node_stat_item counters (vmstat.rs)
     pub stat: NodeStats,
-    /// per CPU: folios in its lru_add folio batch for this node (memory.rs, lru_add)
-    pub lru_add_batch: std::collections::BTreeMap<u32, u64>,
+    /// per CPU (indexed by CPU, grown on first use): folios in its lru_add folio batch
+    /// for this node (memory.rs, lru_add)
+    pub lru_add_batch: Vec<u64>,
 }
 
 impl PgData {

@@ -34,6 +34,37 @@ pub enum Mapping {
     Migration(u64),
 }
 
+thread_local! {
+    /// Debug switch (tests compare runs with it off): the write op's pages go through
+    /// write_page_fast() (read when a write step starts).
+    pub static USE_WRITE_FAST_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+#[cfg(test)]
+thread_local! {
+    /// Faults taken by write_page_fast()'s fast path (tests: the path was used).
+    pub static WRITE_FAST_FAULTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// What write_page_fast() carries from one page of a write step to the next.
+pub struct WriteHint {
+    /// the fast path is off (USE_WRITE_FAST_PATH)
+    off: bool,
+    /// the VMA of an earlier page of this step
+    vma: Option<crate::mmap::Vma>,
+    /// faults in `vma` take no mTHP order (alloc_anon_folio() returns at once)
+    no_mthp: bool,
+}
+impl WriteHint {
+    pub fn new() -> WriteHint {
+        WriteHint { off: !USE_WRITE_FAST_PATH.with(|c| c.get()), vma: None, no_mthp: false }
+    }
+}
+impl Default for WriteHint {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Folios per per-CPU folio batch (include/linux/pagevec.h: PAGEVEC_SIZE, the size of a
 /// folio_batch).
 pub const FOLIO_BATCH_SIZE: u64 = 31;
@@ -175,28 +206,36 @@ impl Kernel {
                     return Fault::Ok;
                 }
                 // do_anonymous_page() / wp_page_copy(): anon_vma_prepare() before allocating
-                self.mms[mm].anon_vma_prepare(addr);
+                // (a no-op once the VMA has its anon_vma: skip the VMA lookup then)
+                if vma.anon_vma.is_none() {
+                    self.mms[mm].anon_vma_prepare(addr);
+                }
                 if k == pgtable_none() {
                     if let Some(r) = self.alloc_anon_folio(mm, vma, sid, addr) {
                         return r;
                     }
                 }
-                // write to none or to the zero page (wp_page_copy): a new page
-                let nid = self.mms[mm].node;
-                let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
-                if !self.mms[mm].alive {
-                    // the OOM killer chose this very process while we allocated
-                    self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
-                    return Fault::Oom;
-                }
-                self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
-                self.map_new_page(mm, sid, i, pfn, vm_flags, true);
-                if k == K_ZERO {
-                    self.mms[mm].tlb.flush_range(addr & PAGE_MASK, (addr & PAGE_MASK) + PAGE_SIZE);
-                }
-                Fault::Ok
+                self.fault_new_base_page(mm, sid, i, addr, k, vm_flags)
             }
         }
+    }
+
+    /// The order-0 end of do_anonymous_page() (a write to a none PTE) or wp_page_copy()
+    /// (a write to the zero page, `k` == K_ZERO): allocate, clear and map a new page.
+    fn fault_new_base_page(&mut self, mm: MmId, sid: u32, i: usize, addr: u64, k: u32, vm_flags: u32) -> Fault {
+        let nid = self.mms[mm].node;
+        let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
+        if !self.mms[mm].alive {
+            // the OOM killer chose this very process while we allocated
+            self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+            return Fault::Oom;
+        }
+        self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
+        self.map_new_page(mm, sid, i, pfn, vm_flags, true);
+        if k == K_ZERO {
+            self.mms[mm].tlb.flush_range(addr & PAGE_MASK, (addr & PAGE_MASK) + PAGE_SIZE);
+        }
+        Fault::Ok
     }
 
     /// alloc_anon_folio() and the large-folio part of do_anonymous_page(): the orders
@@ -620,6 +659,16 @@ impl Kernel {
         self.do_swap_page(mm, addr, write)
     }
 
+    /// page_to_nid(): the node of a frame (one node: no zone lookup).
+    #[inline]
+    pub(crate) fn page_nid(&self, pfn: u64) -> usize {
+        if self.pgdat.len() == 1 {
+            0
+        } else {
+            self.pm.node_of(pfn)
+        }
+    }
+
     #[inline]
     pub fn set_pte(&mut self, sid: u32, i: usize, v: u32) {
         if let Pmd::Table(t) = &mut self.slots.get_mut(sid).pmd {
@@ -642,7 +691,7 @@ impl Kernel {
     pub(crate) fn lruvec_add_folio(&mut self, head: u64, nr: u64, l: u64, tail: bool) {
         let f = with_lru(self.pm.frames[head as usize], l);
         self.pm.frames[head as usize] = f;
-        let node = self.pm.node_of(head);
+        let node = self.page_nid(head);
         let list = &mut self.pgdat[node].lruvec[lru_index(f)];
         if tail {
             list.push_tail(&mut self.pm.links, head as u32, nr);
@@ -654,7 +703,7 @@ impl Kernel {
     /// folio_add_lru_vma(): new anonymous folios go to the inactive anon list
     /// (unevictable for VM_LOCKED).
     pub fn lru_add(&mut self, pfn: u64, nr: u64, locked: bool) {
-        let node = self.pm.node_of(pfn);
+        let node = self.page_nid(pfn);
         let l = if locked { LRU_UNEVICTABLE } else { LRU_INACTIVE_ANON };
         let f = self.pm.frames[pfn as usize];
         self.pm.frames[pfn as usize] = set_mlocked(with_lru(f, l), locked);
@@ -663,14 +712,15 @@ impl Kernel {
         // folio_add_lru(): through this CPU's lru_add folio batch, moved onto the LRU
         // under one lru_lock when full (FOLIO_BATCH_SIZE) or at once after a large folio
         // (folio_may_be_lru_cached) — folio_batch_move_lru
-        let cpu = self.clock.cpu;
-        let n = {
-            let c = self.pgdat[node].lru_add_batch.entry(cpu).or_insert(0);
-            *c += 1;
-            *c
-        };
+        let cpu = self.clock.cpu as usize;
+        let batch = &mut self.pgdat[node].lru_add_batch;
+        if batch.len() <= cpu {
+            batch.resize(cpu + 1, 0);
+        }
+        batch[cpu] += 1;
+        let n = batch[cpu];
         if n >= FOLIO_BATCH_SIZE || nr > 1 {
-            self.pgdat[node].lru_add_batch.insert(cpu, 0);
+            batch[cpu] = 0;
             self.lock_acquire(crate::locking::LockId::Lru(node), n);
         }
     }
@@ -705,7 +755,7 @@ impl Kernel {
         if l == LRU_NONE {
             return;
         }
-        let node = self.pm.node_of(pfn);
+        let node = self.page_nid(pfn);
         self.pgdat[node].lruvec[lru_index(f)].remove(&mut self.pm.links, pfn as u32, nr);
         self.pm.frames[pfn as usize] = with_lru(f, LRU_NONE);
     }
@@ -961,12 +1011,87 @@ impl Kernel {
                 }
             }
         };
+        self.store_to_page(pfn, byte, bytes, data);
+        Fault::Ok
+    }
+
+    /// The store itself: the page's content, its accessed/dirty bits, the time.
+    #[inline]
+    fn store_to_page(&mut self, pfn: u64, byte: u32, bytes: u32, data: &thplab_workload::workload::WriteData) {
         let f = self.pm.frames[pfn as usize];
         let c = content::apply_write(content(f), byte, bytes, data);
         self.pm.frames[pfn as usize] = with_content(f, c);
         self.touch_folio(pfn, true);
         self.charge(self.costs.touch_page_ns);
-        Fault::Ok
+    }
+
+    /// write_page() for the pages of a write op, one after the other: the same work in
+    /// the same order, with less host work per page. A page already mapped by a PTE is
+    /// stored to at once; a write fault on a none PTE of an existing PTE table, in a
+    /// writable VMA that has its anon_vma and takes no mTHP order, goes straight to the
+    /// order-0 end of do_anonymous_page() with the VMA found for an earlier page of
+    /// the same step (`hint`: faults do not change VMAs; the hint is dropped whenever a
+    /// page takes the plain path, which may). Every other case is write_page().
+    /// Off (USE_WRITE_FAST_PATH false), every page takes write_page().
+    pub fn write_page_fast(
+        &mut self,
+        mm: MmId,
+        addr: u64,
+        byte: u32,
+        bytes: u32,
+        data: &thplab_workload::workload::WriteData,
+        hint: &mut WriteHint,
+    ) -> Fault {
+        if hint.off {
+            return self.write_page(mm, addr, byte, bytes, data);
+        }
+        let i = pte_index(addr);
+        let sid = self.mms[mm].pmds.lookup(addr >> PMD_SHIFT);
+        // the PTE, when the PMD points to a PTE table (anything else: the plain path)
+        let pte = match sid.map(|sid| &self.slots.get(sid).pmd) {
+            Some(Pmd::Table(t)) => Some(t[i]),
+            _ => None,
+        };
+        if let Some(pte) = pte.filter(|&p| pte_kind(p) == K_PRESENT) {
+            // follow() -> the page
+            self.store_to_page(pte_payload(pte) as u64, byte, bytes, data);
+            return Fault::Ok;
+        }
+        if let (Some(sid), Some(pte)) = (sid, pte.filter(|&p| pte_kind(p) == pgtable_none())) {
+            if !self.mms[mm].alive {
+                return self.write_page(mm, addr, byte, bytes, data);
+            }
+            if hint.vma.as_ref().is_none_or(|v| addr < v.start || addr >= v.end) {
+                hint.vma = self.mms[mm].find_vma(addr).cloned();
+                hint.no_mthp = hint.vma.as_ref().is_some_and(|v| {
+                    let hp = v.flags & crate::mmap::VM_HUGEPAGE != 0;
+                    self.mms[mm].thp_disable
+                        || v.flags & crate::mmap::VM_NOHUGEPAGE != 0
+                        || self.cfg.anon_orders_mask(hp) & ((1 << HPAGE_PMD_ORDER) - 1) == 0
+                });
+            }
+            let fast = hint.vma.as_ref().filter(|v| v.flags & VM_WRITE != 0 && v.anon_vma.is_some() && hint.no_mthp);
+            if let Some(vm_flags) = fast.map(|v| v.flags) {
+                // handle_mm_fault() -> do_pte_fault() -> do_anonymous_page(): the same
+                // steps as the plain path (alloc_anon_folio() takes no order here)
+                self.rec.vm.count(Ev::PGFAULT);
+                #[cfg(test)]
+                WRITE_FAST_FAULTS.with(|c| c.set(c.get() + 1));
+                let r = self.fault_new_base_page(mm, sid, i, addr, pte_kind(pte), vm_flags);
+                if r != Fault::Ok {
+                    return r;
+                }
+                return match self.follow(mm, addr) {
+                    Mapping::Page(Pfn(pfn), _) => {
+                        self.store_to_page(pfn, byte, bytes, data);
+                        Fault::Ok
+                    }
+                    _ => Fault::Segv,
+                };
+            }
+        }
+        hint.vma = None;
+        self.write_page(mm, addr, byte, bytes, data)
     }
 
     /// A load from the page at `addr`, faulting it in (zero page) if needed.

@@ -164,3 +164,44 @@ fn series_has_per_process_columns() {
     let last = r.series.rows.last().unwrap();
     assert_eq!((last[aa], last[ba]), (0.0, 0.0), "both exited");
 }
+
+/// The write op's fast path (memory.rs, write_page_fast) changes nothing but host time:
+/// a fragmenting write and munmap (seed 004's), writes to present, zero-page, swapped and
+/// mTHP-backed pages, reclaim inside the fast path's allocations, then the hugetlb pool
+/// give identical results (counters, simulated time, latencies, series) with it on and off.
+#[test]
+fn write_fast_path_changes_nothing_but_speed() {
+    use crate::memory::{USE_WRITE_FAST_PATH, WRITE_FAST_FAULTS};
+    let w = r#"{"knobs":{"transparent_hugepage/enabled":"madvise","vm.compaction_proactiveness":"0"},
+        "record":{"fault_latency":true,"series_interval":"10ms"},
+        "processes":[{"name":"idle","ops":[{"op":"sleep","duration":"0"}]},{"name":"p","ops":[
+        {"op":"mmap","name":"all","size":"700M"},
+        {"op":"write","region":"all"},
+        {"op":"munmap","region":"all","every":"2M","offset":"512K","length":"1536K"},
+        {"op":"mmap","name":"z","size":"64M"},
+        {"op":"read","region":"z"},
+        {"op":"write","region":"z","every":"8K","length":"4K","bytes":8,"data":1},
+        {"op":"mmap","name":"big","size":"760M"},
+        {"op":"write","region":"big","bytes":8,"data":2},
+        {"op":"write","region":"all","every":"2M","length":"512K","bytes":8,"data":3},
+        {"op":"set","knob":"transparent_hugepage/hugepages-64kB/enabled","value":"always"},
+        {"op":"mmap","name":"m","size":"32M"},
+        {"op":"write","region":"m"},
+        {"op":"munmap","region":"big"},
+        {"op":"set","knob":"vm.compaction_proactiveness","value":"20"},
+        {"op":"sleep","duration":"1s"},
+        {"op":"set","knob":"vm.nr_hugepages","value":"600"}]}]}"#;
+    let m = "1G,cpus=2,swap=zram:1G";
+    WRITE_FAST_FAULTS.with(|c| c.set(0));
+    let on = common::go(w, m, &[]);
+    let fast = WRITE_FAST_FAULTS.with(|c| c.get());
+    USE_WRITE_FAST_PATH.with(|c| c.set(false));
+    let off = common::go(w, m, &[]);
+    USE_WRITE_FAST_PATH.with(|c| c.set(true));
+    assert_eq!(WRITE_FAST_FAULTS.with(|c| c.get()), fast, "off: no fast fault");
+    assert!(fast > 100_000, "the fast path took the base-page faults: {fast}");
+    assert!(on.vmstat_delta.get("pswpout").copied().unwrap_or(0) > 0, "reclaim ran during the writes");
+    assert!(on.vmstat_delta.get("htlb_buddy_alloc_success").copied().unwrap_or(0) > 0, "the pool grew");
+    assert_eq!(on.processes[1].killed, None, "no OOM kill");
+    assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap());
+}

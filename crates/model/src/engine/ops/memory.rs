@@ -58,10 +58,11 @@ pub(super) fn mmap(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
 /// memset into every page of the range.
 pub(super) fn write(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
     let Op::Write { range, byte, bytes, data } = op else { unreachable!() };
+    let mut hint = crate::memory::WriteHint::new();
     page_op(k, task, op, range, |k, pid, a| {
         let b = byte.unwrap_or(0);
         let n = bytes.unwrap_or(PAGE_SIZE as u32 - b);
-        k.write_page(pid, a, b, n, data)
+        k.write_page_fast(pid, a, b, n, data, &mut hint)
     })
 }
 
@@ -143,7 +144,7 @@ pub(super) fn page_op(
     task: &mut Task,
     op: &Op,
     range: &thplab_workload::workload::RangeSpec,
-    f: impl Fn(&mut Kernel, MmId, u64) -> Fault,
+    mut f: impl FnMut(&mut Kernel, MmId, u64) -> Fault,
 ) -> StepOutcome {
     let pid = task.mm;
     let Some(&(addr, size)) = task.regions.get(&range.region) else {
