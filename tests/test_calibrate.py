@@ -68,6 +68,7 @@ FIXTURE = {
         "compact.b.pgmigrate_success": [25000],
     },
     "values": {
+        "file.max_segments": "254",
         "zram.lz4.same.bytes": 1,
         "zram.lz4.sparse.bytes": 120,
         "zram.lz4.text.bytes": 2400,
@@ -92,9 +93,11 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert f["write_mb_per_s"] == 1000 and f["read_mb_per_s"] == 2000
     assert f["write_latency_ns"] == 34096 - 4096 and f["read_latency_ns"] == 22048 - 2048
     assert f["random_penalty_ns"] == 0  # random and sequential reads alike
+    assert f["max_segments"] == 254  # queue/max_segments as read from sysfs
     pte = prof["pte_walk_ns"]
     assert prof["swap_free_ns"] == 60 - pte
-    assert prof["remove_mapping_ns"] == 800 - (60 - pte) - pte
+    # the free of the folio is page_free_ns, which the model charges apart (free_folio)
+    assert prof["remove_mapping_ns"] == 800 - (60 - pte) - pte - prof["page_free_ns"]
     # reclaim_scan_page + unmap_page = the 4 KiB pageout less the TLB flush, PTE walk, zero check
     x = 2900 - prof["tlb_flush_ns"] - pte - 10
     assert prof["reclaim_scan_page_ns"] + prof["unmap_page_ns"] in (x - 1, x, x + 1)

@@ -273,8 +273,8 @@ def _fit_devices(prof, S, V, rows, spread):
         qd = str(V.get(f"{dev}.nr_requests") or "")
         if qd.isdigit() and int(qd) > 0:
             d["queue_depth"] = int(qd)
-        # the bio split size, writeback throttling's latency target and the write cache
-        for attr in ("max_sectors_kb", "wbt_lat_usec"):
+        # the bio split size, the segments per request, writeback throttling's latency target and the write cache
+        for attr in ("max_sectors_kb", "max_segments", "wbt_lat_usec"):
             x = str(V.get(f"{dev}.{attr}") or "")
             if x.isdigit():
                 d[attr] = int(x)
@@ -349,9 +349,9 @@ def _fit_reclaim(prof, S, V, rows, spread):
                 rows,
                 spread,
                 "remove_mapping_ns",
-                m(f"{dev}.munmap_cached") - prof["swap_free_ns"] - pte,
+                m(f"{dev}.munmap_cached") - prof["swap_free_ns"] - pte - prof["page_free_ns"],
                 S[f"{dev}.munmap_cached"],
-                f"{dev}.munmap_cached less swap_free, pte_walk",
+                f"{dev}.munmap_cached less swap_free, pte_walk, page_free (the model frees the folio apart)",
             )
     alg = _device_alg(S)
     x = None
@@ -360,12 +360,12 @@ def _fit_reclaim(prof, S, V, rows, spread):
         x = m(f"{dev}.pageout_4k") - tlb - pte - best
     elif alg and m(f"zram.{alg}.same.out") is not None:
         z = prof["zram"][alg]["same_ns"]
-        x = m(f"zram.{alg}.same.out") - z - tlb - pte - best - prof["remove_mapping_ns"]
+        x = m(f"zram.{alg}.same.out") - z - tlb - pte - best - prof["remove_mapping_ns"] - prof["page_free_ns"]
     if x is None:
         return
     if alg and m(f"zram.{alg}.same.thp_out") is not None:
         z = prof["zram"][alg]["same_ns"]
-        fixed = x + prof["split_pmd_ns"] + tlb + prof["remove_mapping_ns"] + pmd
+        fixed = x + prof["split_pmd_ns"] + tlb + prof["remove_mapping_ns"] + prof["page_free_ns"] + pmd
         u = ((m(f"zram.{alg}.same.thp_out") - z) - fixed / 512) / (1 - 1 / 512)
         _put(
             prof,

@@ -54,14 +54,34 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   (faults it in and frees it, host::back_free_memory) just before the run, which otherwise
   would find memory reported during the swap set-up or since the previous run (seed 000's
   1 GiB THP faults: 0.8-1.9 s live unbacked, 114-160 ms backed, model 118 ms);
-* MADV_PAGEOUT of 4 KiB pages to the loop block device (disk_best/worst p:pageout_4k, 4.7-6.3x):
-  live, consecutive 4 KiB swap writes leave the loop device as 512 KiB requests (128
-  segments: its max_segments) where the model sends one request per folio through wbt
-  (blk_wbt.rs), each batch waiting for the device's latency; where 6.18 merges them (no plug
-  on the MADV_PAGEOUT path) is not modelled yet;
-* MADV_PAGEOUT of THPs to a swap file (split into 4 KiB folios) is 0.4-0.6x, munmap after a
-  swap-file pageout 0.2-0.5x and after a disk pageout 1.4x: no single missing per-unit cost
-  (zram's per-slot free notify would make the zram munmaps, now 0.9-1.3x, slower still);
+* MADV_PAGEOUT of 4 KiB pages to a block device or swap file: live, consecutive 4 KiB swap
+  writes leave under madvise's block plug as requests of max_segments folios (the loop
+  device's 128: 512 KiB), which the model now does (page_io.rs BlkPlug: the back merge of
+  contiguous swap writes up to max_sectors_kb and max_segments, a new request only for a bio
+  that merges into nothing, wbt tokens per request). Measured 2026-11-23 against the same
+  saved live runs (out/host3.toml plus the queues' max_segments): disk_worst p:pageout_4k
+  4.15x -> 0.84x, disk_best 4.44x -> 1.43x, mthp_64k_pageout_swapfile p:pageout 4.19x ->
+  0.81x (with the split of an mTHP charged its n/512 share of split_folio_ns); munmap after
+  a disk pageout 1.45x -> 1.08x (remove_mapping_ns no longer counts the folio's free, which
+  free_folio charges as page_free_ns); 10 swap/split scenarios: 24 -> 27 of 38 gated
+  phase times within +-25 %;
+* the best cases' p:pageout_4k (1.4-2.0x) walk 512 PTEs per table of which one is present:
+  the model charges pte_walk_ns (an estimate, 12 ns) per PTE, the kernel's none-PTE loop is
+  a few ns;
+* MADV_PAGEOUT of THPs to a swap file (split into 4 KiB folios, 511 zero subpages each
+  remapped to the zero page) is 0.4x: ~1.45 ms per THP live, where the underused shrinker's
+  split of a THP with 508 zero subpages takes ~0.7 ms live and ~0.55 ms in the model; perf
+  in the guest (no PMU: samples skid to interrupt-enable points) puts half of the live time
+  in folio_alloc_swap, swap_writeout and folio_free_swap of the 64 pages written, which no
+  calibrated per-unit cost covers yet;
+* split_underused_511 p:shrink is drop_caches=2 alone (nothing is underused at 511): the
+  model charges the calibrated drop_slab_ns (0.13 ms, the walk of the host's other
+  shrinkers, which it never charged before); live 1.8-3.9 ms, unstable: what the host's
+  other tenants left in their slab caches since the last drop;
+* a phase's run-queue wait could exceed its elapsed time (a preemption between the
+  runner's clock and schedstat reads at the phase end, counted in the wait but not in the
+  phase), leaving 0 ms live for some munmap phases; the runner now reads the wait before
+  the clock at a phase's end;
 * phases under 1 ms are mostly the runner's phase-boundary cost (see TIME_ABS_SLACK_NS).
 """
 

@@ -163,8 +163,9 @@ fn block_io(tag: &str, path: &str, size: usize, reps: usize, s: &mut Samples) ->
 }
 
 /// The block queue's attributes the model's device takes (DeviceCosts): the tag depth, the
-/// bio split size, writeback throttling's latency target (0: off) and the write cache.
-const QUEUE_ATTRS: [&str; 4] = ["nr_requests", "max_sectors_kb", "wbt_lat_usec", "write_cache"];
+/// bio split size, the segments a request holds, writeback throttling's latency target (0: off)
+/// and the write cache.
+const QUEUE_ATTRS: [&str; 5] = ["nr_requests", "max_sectors_kb", "max_segments", "wbt_lat_usec", "write_cache"];
 
 /// The host's disk as a swap file reaches it (bios straight to the file's sectors: O_DIRECT on
 /// a file in /var/tmp) and as a `disk` swap device is set up live (a loop device with direct

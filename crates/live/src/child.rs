@@ -294,9 +294,13 @@ impl<'a> Child<'a> {
                 json!({"t": "lat", "thp_fault": st.thp_lat, "fault": st.fault_lat, "marks": st.lat_marks}),
             );
         }
+        // the run-queue wait is read before the clock at a phase's end (and after it at its
+        // start), so a preemption between the two reads is never subtracted from a phase
+        // that did not include it
+        let rq = self_run_delay_ns();
         send(
             self.to_parent,
-            json!({"t": "done", "ns": now_ns(), "stime": self_stime_ns(), "rq": self_run_delay_ns(), "access_ns": st.access_ns}),
+            json!({"t": "done", "ns": now_ns(), "stime": self_stime_ns(), "rq": rq, "access_ns": st.access_ns}),
         );
         wait_ack(self.from_parent);
         unsafe { libc::_exit(0) }
@@ -316,10 +320,12 @@ impl<'a> Child<'a> {
         match op {
             Op::Repeat { .. } => unreachable!("run_ops loops over repeats"),
             Op::Phase { name } => {
+                // the phase's run-queue wait first, then its end time (see "done")
+                let rq = self_run_delay_ns();
                 st.lat_marks.push((name.clone(), st.thp_lat.len(), st.fault_lat.len()));
                 send(
                     self.to_parent,
-                    json!({"t": "phase", "name": name, "i": i, "ns": now_ns(), "stime": self_stime_ns(), "rq": self_run_delay_ns()}),
+                    json!({"t": "phase", "name": name, "i": i, "ns": now_ns(), "stime": self_stime_ns(), "rq": rq}),
                 );
                 wait_ack(self.from_parent);
                 // the new phase starts now, after the supervisor's snapshot at the boundary

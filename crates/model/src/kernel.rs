@@ -234,6 +234,9 @@ impl Kernel {
         }
         if v & 2 != 0 {
             self.rec.vm.count(Ev::DROP_SLAB);
+            // drop_slab(): the walk of the host's other shrinkers (dentries, inodes, ...),
+            // which the model does not hold (calibrate: drop_slab)
+            self.charge(self.costs.drop_slab_ns);
             self.shrink_slab();
         }
     }

@@ -4,6 +4,7 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod bitmap;
+pub mod blk_core;
 pub mod blk_wbt;
 pub mod check;
 pub mod compaction;

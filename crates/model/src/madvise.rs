@@ -19,6 +19,14 @@ impl Kernel {
             return Err("EINVAL");
         }
         self.charge(self.costs.syscall_ns);
+        // madvise_do_behavior(): the walk runs under a block plug (page_io.rs)
+        self.blk_start_plug();
+        let r = self.madvise_do_behavior(mm, start, end, advice);
+        self.blk_finish_plug();
+        r
+    }
+
+    fn madvise_do_behavior(&mut self, mm: MmId, start: u64, end: u64, advice: Advice) -> Result<(), &'static str> {
         let mapped_all = self.mms[mm].fully_mapped(start, end);
         match advice {
             Advice::Hugepage | Advice::Nohugepage => {

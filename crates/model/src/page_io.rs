@@ -10,7 +10,22 @@
 //! request completes, folio_test_writeback), a read is waited for; synchronous devices
 //! (pmem, zram) are memory copies done by the CPU that asked. pswpout/pswpin count pages,
 //! thp_swpout a PMD-size folio written whole; pgpgout/pgpgin count kB.
+//!
+//! Plugging (block/blk-core.c blk_start_plug / blk_finish_plug, block/blk-mq.c
+//! blk_mq_submit_bio, block/blk-merge.c): madvise (madvise_do_behavior) and reclaim
+//! (shrink_lruvec) run under a plug. A swap write bio submitted while plugged first tries
+//! a back merge into the request last added to the plug (blk_attempt_plug_merge →
+//! bio_attempt_back_merge): same queue, its first sector right after the request's last,
+//! and the merged request within max_sectors_kb (blk_rq_get_max_sectors) and max_segments
+//! (ll_back_merge_fn: one segment per folio here). Only a bio that merges into nothing takes
+//! a wbt token and a tag and makes a new request; the plug holds it until the next request
+//! is added (blk_add_rq_to_plug dispatches the plug once its last request reaches
+//! BLK_PLUG_FLUSH_SIZE) or the plug is finished. So MADV_PAGEOUT of consecutive 4 KiB
+//! pages to consecutive slots reaches the device as requests of max_segments pages, not one
+//! request per page. The model keeps the one request that can still grow (`BlkPlug`); its
+//! folios are under writeback from submission and learn their completion when it is issued.
 
+use crate::blk_core::PlugRq;
 use crate::consts::*;
 use crate::content;
 use crate::kernel::Kernel;
@@ -18,6 +33,9 @@ use crate::mm_types::*;
 use crate::swapfile::*;
 use crate::trace::trace_event;
 use crate::vmstat::Ev;
+
+/// A folio under writeback whose request still sits in the plug: completion not known yet.
+const WB_PLUGGED: u64 = u64::MAX;
 
 /// zram could not store a compressed page (zs_malloc failed): the folio stays in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +107,78 @@ impl Kernel {
         }
     }
 
+    /// blk_start_plug(): plug the current task's I/O (nested plugs do nothing).
+    pub fn blk_start_plug(&mut self) {
+        self.swap.plug.depth += 1;
+    }
+
+    /// blk_finish_plug(): the outermost finish issues what the plug holds.
+    pub fn blk_finish_plug(&mut self) {
+        self.swap.plug.depth = self.swap.plug.depth.saturating_sub(1);
+        if self.swap.plug.depth == 0 {
+            self.blk_flush_plug();
+        }
+    }
+
+    /// blk_flush_plug(): issue the plugged request (its wbt token and tag wait is the
+    /// submitter's), and give its folios their completion time.
+    pub fn blk_flush_plug(&mut self) {
+        let Some(rq) = self.swap.plug.rq.take() else { return };
+        let (w, done) = self.swap_io(rq.dev, true, rq.slot, rq.nr);
+        self.charge(w);
+        self.swap.plug.requests += 1;
+        for (head, before) in rq.heads {
+            if let Some(d) = self.swap.writeback.get_mut(&head) {
+                if *d == WB_PLUGGED {
+                    *d = done.max(before);
+                }
+            }
+        }
+    }
+
+    /// A swap write bio of `nr` pages at `slot` on block device `di` for the folio at
+    /// `head` (__swap_writepage → submit_bio → blk_mq_submit_bio). Not plugged: issued at
+    /// once. Plugged: back-merged into the plug's request when it fits, otherwise the plug's
+    /// request is issued and the bio's requests follow, the last one kept in the plug.
+    fn swap_write_bio(&mut self, di: usize, head: u64, slot: u32, nr: u32) {
+        if self.swap.plug.depth == 0 {
+            let (w, done) = self.swap_io(di, true, slot, nr);
+            self.charge(w);
+            self.swap.writeback.insert(head as u32, done);
+            return;
+        }
+        let d = &self.swap.devs[di];
+        let max_pages =
+            if d.io.max_sectors_kb == 0 { u32::MAX } else { (d.io.max_sectors_kb * 1024 / PAGE_SIZE) as u32 };
+        let max_segs = if d.io.max_segments == 0 { u64::MAX } else { d.io.max_segments };
+        if let Some(rq) = self.swap.plug.rq.as_mut() {
+            // bio_attempt_back_merge(): contiguous, within max_sectors and max_segments
+            if rq.dev == di && rq.slot + rq.nr == slot && rq.nr + nr <= max_pages && rq.segs < max_segs {
+                rq.nr += nr;
+                rq.segs += 1;
+                rq.heads.push((head as u32, 0));
+                self.swap.plug.merges += 1;
+                self.swap.writeback.insert(head as u32, WB_PLUGGED);
+                return;
+            }
+        }
+        // a new request: the plug's request goes to the device first
+        self.blk_flush_plug();
+        // bio_split_to_limits(): all but the last piece are issued now
+        let mut before = 0;
+        let (mut s, mut left) = (slot, nr);
+        while left > max_pages {
+            let (w, done) = self.swap_io(di, true, s, max_pages);
+            self.charge(w);
+            self.swap.plug.requests += 1;
+            before = before.max(done);
+            s += max_pages;
+            left -= max_pages;
+        }
+        self.swap.plug.rq = Some(PlugRq { dev: di, slot: s, nr: left, segs: 1, heads: vec![(head as u32, before)] });
+        self.swap.writeback.insert(head as u32, WB_PLUGGED);
+    }
+
     /// folio_test_writeback(): is the swap-cache folio at `head` still being written?
     pub fn folio_under_writeback(&self, head: u64) -> bool {
         self.swap.writeback.get(&(head as u32)).is_some_and(|&done| done > self.clock.now + self.clock.cost)
@@ -156,9 +246,7 @@ impl Kernel {
             }
             // __swap_writepage → swap_writepage_bdev_async: the folio is under writeback
             // until the request completes; the writer goes on
-            let (w, done) = self.swap_io(di, true, slot, nr);
-            self.charge(w);
-            self.swap.writeback.insert(head as u32, done);
+            self.swap_write_bio(di, head, slot, nr);
         }
         // count_swpout_vm_event()
         if nr > 1 {
@@ -170,7 +258,6 @@ impl Kernel {
         }
         self.rec.vm.add(Ev::PSWPOUT, nr as u64);
         self.rec.vm.add(Ev::PGPGOUT, 4 * nr as u64);
-        self.swap.devs[di].last_end = slot + nr;
         Ok(())
     }
 
@@ -220,6 +307,8 @@ impl Kernel {
             }
             self.charge(ns);
         } else {
+            // a read the task waits for schedules, which flushes its plug first
+            self.blk_flush_plug();
             let (w, _) = self.swap_io(di, false, slot, nr);
             if wait || self.swap.devs[di].sync_io {
                 self.charge(w);

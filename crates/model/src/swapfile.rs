@@ -249,6 +249,8 @@ pub struct SwapState {
     /// PG_writeback: swap-cache folios (by head) whose asynchronous write completes at
     /// the given time (ns)
     pub writeback: BTreeMap<u32, u64>,
+    /// current->plug of the task writing swap (page_io.rs: blk_start_plug .. blk_finish_plug)
+    pub plug: crate::blk_core::BlkPlug,
 }
 
 impl SwapState {
@@ -297,6 +299,7 @@ impl SwapState {
                     queue_depth: 1,
                     // zram is bio-based (no request queue): no split, no wbt
                     max_sectors_kb: 0,
+                    max_segments: 0,
                     wbt_lat_usec: 0,
                     write_cache: false,
                 },

@@ -644,6 +644,8 @@ impl Kernel {
         }
         let mut left_anon = scan_anon;
         let mut left_file = scan_file;
+        // the scan loop runs under a block plug (page_io.rs)
+        self.blk_start_plug();
         while (left_anon > 0 || left_file > 0) && sc.nr_reclaimed < sc.nr_to_reclaim {
             if left_file > 0 {
                 let n = left_file.min(SWAP_CLUSTER_MAX);
@@ -668,6 +670,7 @@ impl Kernel {
                 }
             }
         }
+        self.blk_finish_plug();
         if anon_ok && self.inactive_is_low(node, ia) {
             self.shrink_active_list(node, ia + 1, SWAP_CLUSTER_MAX);
         }

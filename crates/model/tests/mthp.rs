@@ -153,3 +153,34 @@ fn pageout_swaps_mthp_out_whole_to_zram() {
     assert_eq!(st(&r, 64, "split_deferred"), 64);
     assert_eq!(vm(&r, "pswpout"), 1024);
 }
+
+/// A split's work is per subpage (every PTE to a migration entry and back, every struct
+/// page made a folio): split_folio_ns is calibrated on PMD THPs, and an mTHP split pays
+/// its share, n/512 of it. 64 folios of 64 KiB paged out to a swap file (no large swap
+/// entries: each is split, swpout_fallback) cost 64 × 16/512 × split_folio_ns.
+#[test]
+fn an_mthp_split_pays_its_share_of_split_folio_ns() {
+    use thplab_model::{run, RunOptions};
+    use thplab_workload::costs::CostProfile;
+    let wl = w(
+        "4M",
+        r#"{"op":"write","region":"b","data":"text"},
+           {"op":"phase","name":"out"},
+           {"op":"madvise","region":"b","advice":"pageout"}"#,
+    );
+    let wl = thplab_workload::parse_workload(&wl).unwrap();
+    let t = |split_folio_ns: u64| {
+        let o = RunOptions {
+            machine: Some(thplab_workload::MachineSpec::parse_any("1G,swap=file:256M").unwrap()),
+            knobs: [("hugepages-64kB/enabled".to_string(), "always".to_string())].into_iter().collect(),
+            costs: Some(CostProfile { split_folio_ns, ..CostProfile::default() }),
+            check: true,
+            ..Default::default()
+        };
+        let r = run(&wl, &o).unwrap();
+        assert_eq!(st(&r, 64, "swpout_fallback"), 64);
+        let p = r.phases.iter().find(|p| p.name.ends_with(":out")).unwrap();
+        p.end_ns - p.start_ns
+    };
+    assert_eq!(t(512_000) - t(0), 64 * 16 * 1_000);
+}

@@ -44,6 +44,29 @@ fn underused_split_needs_max_ptes_none_below_511() {
     assert_eq!(pd(&r, 1, "thp_split_page"), 0);
 }
 
+/// drop_caches=2 walks every shrinker of the host (drop_slab): the model holds only the
+/// deferred split queue and the huge zero page, and charges the walk of the others as the
+/// calibrated drop_slab_ns, even when max_ptes_none 511 leaves nothing to split.
+#[test]
+fn drop_slab_charges_the_walk_of_the_other_shrinkers() {
+    use thplab_model::{run, RunOptions};
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(&sparse(4, r#"{"op":"drop_caches","value":2},"#)).unwrap();
+    let t = |drop_slab_ns: u64| {
+        let o = RunOptions {
+            machine: Some(thplab_workload::MachineSpec::parse_any("1G").unwrap()),
+            costs: Some(CostProfile { drop_slab_ns, ..CostProfile::default() }),
+            check: true,
+            ..Default::default()
+        };
+        let r = run(&w, &o).unwrap();
+        assert_eq!(pd(&r, 1, "drop_slab"), 1);
+        assert_eq!(pd(&r, 1, "thp_split_page"), 0);
+        r.phases[1].end_ns - r.phases[1].start_ns
+    };
+    assert_eq!(t(1_000_000) - t(0), 1_000_000);
+}
+
 #[test]
 fn partially_mapped_thp_is_split_by_the_shrinker_only() {
     let w = sparse(

@@ -75,8 +75,9 @@ impl Default for CompressorCosts {
 /// (writeback is asynchronous) unless `queue_depth` requests are already in flight or, with
 /// writeback throttling on (`wbt_lat_usec` > 0, block/blk-wbt.c), wbt's depth of swap writes
 /// is; a reader waits for its read. Synchronous devices (pmem) are served by the CPU that
-/// asks. The last three fields are the block queue's sysfs attributes
-/// (/sys/block/<dev>/queue/{max_sectors_kb,wbt_lat_usec,write_cache}); calibrate reads them.
+/// asks. The last four fields are the block queue's sysfs attributes
+/// (/sys/block/<dev>/queue/{max_sectors_kb,max_segments,wbt_lat_usec,write_cache}); calibrate
+/// reads them.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DeviceCosts {
@@ -90,6 +91,10 @@ pub struct DeviceCosts {
     pub queue_depth: u64,
     /// The largest request (queue/max_sectors_kb); 0: bios are never split.
     pub max_sectors_kb: u64,
+    /// The most segments a request holds (queue/max_segments; 0: no limit). Bios merged into
+    /// one request under a plug (blk-merge.c ll_new_hw_segment) add their segments: one per
+    /// folio, so consecutive 4 KiB swap writes make requests of at most max_segments pages.
+    pub max_segments: u64,
     /// Writeback throttling's latency target (queue/wbt_lat_usec); 0: wbt off.
     pub wbt_lat_usec: u64,
     /// A volatile write cache (queue/write_cache = "write back"): wbt wakes a throttled
@@ -106,6 +111,8 @@ impl Default for DeviceCosts {
             write_mb_per_s: 1_500,
             queue_depth: 256,
             max_sectors_kb: 1_280,
+            // BLK_MAX_SEGMENTS: blk_validate_limits()' default for a driver that sets none
+            max_segments: 128,
             wbt_lat_usec: 2_000,
             write_cache: false,
         }
@@ -178,7 +185,7 @@ pub struct CostProfile {
     /// LRU and the deferred split queue; the zero checks of the subpages (memchr_inv_4k_ns)
     /// and freeing zero subpages (page_free_ns) are charged apart. calibrate: split_partial
     /// (the deferred split of partially mapped THPs whose subpages are all non-zero, per THP)
-    /// less drop_slab per THP.
+    /// less drop_slab per THP. The work is per subpage: an mTHP of n pages pays n/512 of it.
     pub split_folio_ns: u64,
     /// Migrating a 4 KiB folio (isolation, unmap, copy, remap, free): calibrate: the
     /// compaction fit (vm.compact_memory at two fragmentation densities: time = scanned pfns ×
@@ -199,10 +206,11 @@ pub struct CostProfile {
     /// cache entry) or try_to_migrate. calibrate: zram MADV_PAGEOUT of same-filled THPs (written
     /// whole) per page, less same_ns and the folio's fixed costs / 512.
     pub unmap_page_ns: u64,
-    /// __remove_mapping and the free of a reclaimed folio: out of the swap cache, onto the
-    /// free lists. Also the zap of a swap PTE whose folio is only in the swap cache
-    /// (free_swap_and_cache → __try_to_reclaim_swap). calibrate: munmap of pages still in
-    /// the swap cache after a swap-file pageout (munmap_cached) less swap_free_ns.
+    /// __remove_mapping of a reclaimed folio: out of the swap cache. Also the zap of a swap PTE whose folio is only in the swap cache
+    /// (free_swap_and_cache → __try_to_reclaim_swap). The free itself (folio_put to the
+    /// free lists) is page_free_ns, charged apart. calibrate: munmap of pages still in the
+    /// swap cache after a swap-file pageout (munmap_cached) less swap_free_ns, pte_walk_ns and
+    /// page_free_ns.
     pub remove_mapping_ns: u64,
     /// The zap of one swap PTE (free_swap_and_cache: the slot's count, the slot freed, the
     /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
@@ -277,14 +285,15 @@ pub struct CostProfile {
     /// bandwidth from 2 MiB requests from 4 threads, single 4 KiB requests for latency, the
     /// loop device's nr_requests for the queue depth). The
     /// queue's limits are the loop device's on 6.18 (read on the reference host,
-    /// 2026-11-23): max_sectors_kb 1280 (loop's max_hw_sectors 2560), wbt on with
+    /// 2026-11-23): max_sectors_kb 1280 (loop's max_hw_sectors 2560), max_segments 128
+    /// (BLK_MAX_SEGMENTS: loop sets none), wbt on with
     /// wbt_lat_usec 2000 (wbt_init runs when the loop device is registered, before
     /// loop_configure marks it rotational, so it keeps the non-rotational 2 ms target), write
     /// cache "write back" (loop sets BLK_FEAT_WRITE_CACHE over a file that has fsync).
     pub disk: DeviceCosts,
     /// An NVMe SSD: estimate from a datacenter NVMe drive's data sheet (~80 µs read, ~30 µs
     /// write latency; 2.5 / 1.8 GB/s); queue depth: the NVMe driver's nr_requests (1023);
-    /// max_sectors_kb 512 (a common MDTS), wbt's non-rotational default (2 ms), no volatile
+    /// max_sectors_kb 512 (a common MDTS), max_segments 128 (estimate), wbt's non-rotational default (2 ms), no volatile
     /// write cache (power-loss protected datacenter drives report "write through").
     pub ssd: DeviceCosts,
     /// Persistent memory (or a RAM-backed pmem device as in seed 003): estimate (~1 µs,
@@ -293,7 +302,7 @@ pub struct CostProfile {
     /// A swap file on the host's disk: calibrate: file.* (O_DIRECT on a file on the same
     /// filesystem; swap I/O goes straight to the file's blocks; the disk's nr_requests). The
     /// queue's limits are the filesystem's disk's (the reference host's virtio disk,
-    /// rotational: max_sectors_kb 4096, wbt_lat_usec 75000 (wbt's rotational default), write
+    /// rotational: max_sectors_kb 4096, max_segments 254 (virtio-blk's seg_max), wbt_lat_usec 75000 (wbt's rotational default), write
     /// cache "write back").
     pub file: DeviceCosts,
 
@@ -363,10 +372,10 @@ impl Default for CostProfile {
             walk_2m_cycles: 22.0,
             refault_reported_2m_ns: 2_000_000,
             zram,
-            disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300, queue_depth: 128, max_sectors_kb: 1_280, wbt_lat_usec: 2_000, write_cache: true },
-            ssd: DeviceCosts { read_latency_ns: 80_000, write_latency_ns: 30_000, random_penalty_ns: 0, read_mb_per_s: 2_500, write_mb_per_s: 1_800, queue_depth: 1_023, max_sectors_kb: 512, wbt_lat_usec: 2_000, write_cache: false },
-            pmem: DeviceCosts { read_latency_ns: 1_000, write_latency_ns: 1_500, random_penalty_ns: 0, read_mb_per_s: 10_000, write_mb_per_s: 6_000, queue_depth: 1, max_sectors_kb: 0, wbt_lat_usec: 0, write_cache: false },
-            file: DeviceCosts { read_latency_ns: 28_000, write_latency_ns: 28_000, random_penalty_ns: 0, read_mb_per_s: 800, write_mb_per_s: 800, queue_depth: 256, max_sectors_kb: 4_096, wbt_lat_usec: 75_000, write_cache: true },
+            disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300, queue_depth: 128, max_sectors_kb: 1_280, max_segments: 128, wbt_lat_usec: 2_000, write_cache: true },
+            ssd: DeviceCosts { read_latency_ns: 80_000, write_latency_ns: 30_000, random_penalty_ns: 0, read_mb_per_s: 2_500, write_mb_per_s: 1_800, queue_depth: 1_023, max_sectors_kb: 512, max_segments: 128, wbt_lat_usec: 2_000, write_cache: false },
+            pmem: DeviceCosts { read_latency_ns: 1_000, write_latency_ns: 1_500, random_penalty_ns: 0, read_mb_per_s: 10_000, write_mb_per_s: 6_000, queue_depth: 1, max_sectors_kb: 0, max_segments: 0, wbt_lat_usec: 0, write_cache: false },
+            file: DeviceCosts { read_latency_ns: 28_000, write_latency_ns: 28_000, random_penalty_ns: 0, read_mb_per_s: 800, write_mb_per_s: 800, queue_depth: 256, max_sectors_kb: 4_096, max_segments: 254, wbt_lat_usec: 75_000, write_cache: true },
             spread: BTreeMap::new(),
         }
     }
