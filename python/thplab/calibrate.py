@@ -127,6 +127,14 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_4k_total",
             "4K write fault minus clear_4k",
         )
+    if have("pte_walk_none"):
+        # at least 1 ns: the model's walks charge whole nanoseconds per entry
+        put(
+            "pte_walk_ns",
+            max(1.0, _med(S["pte_walk_none"])),
+            "pte_walk_none",
+            "MADV_COLD over PTE tables of 511 none entries and one inactive page, per PTE",
+        )
     if have("munmap_4k"):
         put(
             "page_free_ns",

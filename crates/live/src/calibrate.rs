@@ -260,6 +260,20 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
             s.add("fault_zero", v)
         }
         drop(m);
+        // the PTE walk: one page written per 2 MiB, so every PTE table is there with 511
+        // none entries; MADV_COLD (madvise_cold_or_pageout_pte_range) walks every entry. The
+        // first call deactivates the present pages; the second finds them inactive and
+        // does nothing else for them, so its time per PTE is the walk (a PMD step per 512)
+        let m = Map_::new(fsz, Some(false))?;
+        (0..fsz / HPAGE).for_each(|b| unsafe { std::ptr::write_volatile(m.page(b * 512), 1) });
+        let cold = |m: &Map_| unsafe { libc::madvise(m.p as *mut _, m.len, libc::MADV_COLD) };
+        cold(&m);
+        let mut rc = 0;
+        let v = timed(n, || rc = cold(&m));
+        if r > 0 && rc == 0 {
+            s.add("pte_walk_none", v)
+        }
+        drop(m);
         let warmup = Map_::new(fsz * 2, Some(true))?;
         warmup.touch(1);
         drop(warmup);

@@ -159,7 +159,8 @@ pub struct CostProfile {
     /// Syscall entry and exit: calibrate: syscall (getppid).
     pub syscall_ns: u64,
     /// Per 4 KiB PTE visited by munmap/madvise/mprotect walks: estimate (a load and a test
-    /// per entry, ~30 cycles).
+    /// per entry, ~30 cycles). calibrate: pte_walk_none (MADV_COLD over PTE tables of
+    /// none entries, per PTE).
     pub pte_walk_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
