@@ -31,6 +31,7 @@ FIXTURE = {
         "fault_4k_total": [1500, 1400, 1600],
         "fault_zero": [600, 650, 700],
         "pte_walk_none": [2.4, 2.6, 2.5],
+        "munmap_zero": [30, 32, 31],
         "fault_2m_total": [100000, 110000, 105000],
         "refault_reported_2m_total": [105000, 6_000_000, 5_000_000, 7_000_000],
         **{
@@ -97,6 +98,7 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert f["max_segments"] == 254  # queue/max_segments as read from sysfs
     pte = prof["pte_walk_ns"]
     assert pte == 2  # the MADV_COLD walk over none PTEs, per PTE (median 2.5, rounded)
+    assert prof["zap_zero_pte_ns"] == 31 - pte
     assert prof["swap_free_ns"] == 60 - pte
     # the free of the folio is page_free_ns, which the model charges apart (free_folio)
     assert prof["remove_mapping_ns"] == 800 - (60 - pte) - pte - prof["page_free_ns"]

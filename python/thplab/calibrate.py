@@ -135,6 +135,13 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "pte_walk_none",
             "MADV_COLD over PTE tables of 511 none entries and one inactive page, per PTE",
         )
+    if have("munmap_zero"):
+        put(
+            "zap_zero_pte_ns",
+            _med(S["munmap_zero"]) - prof["pte_walk_ns"],
+            "munmap_zero",
+            "munmap of zero-page PTEs per PTE, less the PTE walk",
+        )
     if have("munmap_4k"):
         put(
             "page_free_ns",

@@ -66,8 +66,13 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   free_folio charges as page_free_ns); 10 swap/split scenarios: 24 -> 27 of 38 gated
   phase times within +-25 %;
 * the best cases' p:pageout_4k (1.4-2.0x) walk 512 PTEs per table of which one is present:
-  the model charges pte_walk_ns (an estimate, 12 ns) per PTE, the kernel's none-PTE loop is
-  a few ns;
+  the model charged pte_walk_ns as an estimate (12 ns) per PTE; calibrate now measures it
+  (pte_walk_none, a second MADV_COLD over none PTEs: ~5 ns here) and the zap of a zero-page
+  PTE apart (zap_zero_pte_ns, munmap_zero less the walk: ~72 ns here), which the best cases'
+  munmap does for 511 of every 512 PTEs. Replayed on the same live runs (out/host3.toml
+  with these two measured): p:pageout_4k disk_best 1.85x -> 1.20x, file_best 1.30x ->
+  0.84x, zram_best 1.36x -> 1.00x; file_best p:munmap 0.45x -> 0.99x; seed 000's six
+  scenarios 21 -> 24 of 35 gated phase times within +-25 %;
 * MADV_PAGEOUT of THPs to a swap file (split into 4 KiB folios, 511 zero subpages each
   remapped to the zero page) is 0.4x: ~1.45 ms per THP live, where the underused shrinker's
   split of a THP with 508 zero subpages takes ~0.7 ms live and ~0.55 ms in the model; perf

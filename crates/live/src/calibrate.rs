@@ -259,7 +259,12 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         if r > 0 {
             s.add("fault_zero", v)
         }
-        drop(m);
+        // munmap of those zero-page PTEs: per PTE the walk and the clear (zap_present_ptes
+        // with no normal page)
+        let v = timed(n, || drop(m));
+        if r > 0 {
+            s.add("munmap_zero", v)
+        }
         // the PTE walk: one page written per 2 MiB, so every PTE table is there with 511
         // none entries; MADV_COLD (madvise_cold_or_pageout_pte_range) walks every entry. The
         // first call deactivates the present pages; the second finds them inactive and

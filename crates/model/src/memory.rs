@@ -887,6 +887,8 @@ impl Kernel {
                             continue;
                         }
                         K_SWAP => self.free_swap_entry(mm, pte_payload(pte)),
+                        // zap_present_ptes() without a normal page: clear and record it
+                        K_ZERO => self.charge(self.costs.zap_zero_pte_ns),
                         _ => {}
                     }
                     self.set_pte(sid, i, PTE_NONE);

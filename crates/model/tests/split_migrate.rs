@@ -171,3 +171,33 @@ fn thp_migration_falls_back_to_split_when_the_node_has_no_2m_block() {
     let moved = g("pgmigrate_success");
     assert!(moved >= ok * 512 && moved <= ok * 512 + split * 2, "{:?}", mv.vmstat_delta);
 }
+
+/// zap_present_ptes() on a PTE of the shared zero page finds no normal page and only
+/// clears the entry: munmap of 256 read-faulted pages charges zap_zero_pte_ns for each
+/// of them (and nothing else changes with it).
+#[test]
+fn munmap_of_zero_page_ptes_charges_their_zap() {
+    use thplab_model::{run, RunOptions};
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(
+        r#"{"processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"b","size":"1M"},
+          {"op":"madvise","region":"b","advice":"nohugepage"},
+          {"op":"read","region":"b"},
+          {"op":"phase","name":"unmap"},
+          {"op":"munmap","region":"b"}]}]}"#,
+    )
+    .unwrap();
+    let t = |zap_zero_pte_ns: u64| {
+        let o = RunOptions {
+            machine: Some(thplab_workload::MachineSpec::parse_any("1G").unwrap()),
+            costs: Some(CostProfile { zap_zero_pte_ns, ..CostProfile::default() }),
+            check: true,
+            ..Default::default()
+        };
+        let r = run(&w, &o).unwrap();
+        let p = r.phases.iter().find(|p| p.name.ends_with(":unmap")).unwrap();
+        p.end_ns - p.start_ns
+    };
+    assert_eq!(t(1_000) - t(0), 256 * 1_000);
+}

@@ -162,6 +162,12 @@ pub struct CostProfile {
     /// per entry, ~30 cycles). calibrate: pte_walk_none (MADV_COLD over PTE tables of
     /// none entries, per PTE).
     pub pte_walk_ns: u64,
+    /// The zap of a PTE that maps the shared zero page, beyond the walk: zap_present_ptes()
+    /// finds no normal page (vm_normal_page) and only clears the entry
+    /// (ptep_get_and_clear_full, an atomic exchange) and records it for the TLB flush.
+    /// Estimate: an atomic and a store (~10 ns). calibrate: munmap_zero (munmap of
+    /// read-faulted zero-page PTEs, per PTE) less pte_walk_ns.
+    pub zap_zero_pte_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
     /// Allocating a page through the buddy allocator: estimate (the per-cpu list fast path,
@@ -344,6 +350,7 @@ impl Default for CostProfile {
             touch_page_ns: 60,
             syscall_ns: 250,
             pte_walk_ns: 12,
+            zap_zero_pte_ns: 10,
             pmd_walk_ns: 20,
             page_alloc_ns: 90,
             page_free_ns: 80,
