@@ -47,19 +47,24 @@ fn underused_split_needs_max_ptes_none_below_511() {
 /// drop_caches=2 walks every shrinker of the host (drop_slab): the model holds only the
 /// deferred split queue and the huge zero page, and charges the walk of the others as the
 /// calibrated drop_slab_ns, even when max_ptes_none 511 leaves nothing to split.
+/// A run on a 1 GiB machine with the invariant checker and these costs (the cost tests
+/// vary one primitive and compare a phase's time).
+fn run_1g(w: &thplab_workload::Workload, costs: thplab_workload::costs::CostProfile) -> RunResult {
+    let o = thplab_model::RunOptions {
+        machine: Some(thplab_workload::MachineSpec::parse_any("1G").unwrap()),
+        costs: Some(costs),
+        check: true,
+        ..Default::default()
+    };
+    thplab_model::run(w, &o).unwrap()
+}
+
 #[test]
 fn drop_slab_charges_the_walk_of_the_other_shrinkers() {
-    use thplab_model::{run, RunOptions};
     use thplab_workload::costs::CostProfile;
     let w = thplab_workload::parse_workload(&sparse(4, r#"{"op":"drop_caches","value":2},"#)).unwrap();
     let t = |drop_slab_ns: u64| {
-        let o = RunOptions {
-            machine: Some(thplab_workload::MachineSpec::parse_any("1G").unwrap()),
-            costs: Some(CostProfile { drop_slab_ns, ..CostProfile::default() }),
-            check: true,
-            ..Default::default()
-        };
-        let r = run(&w, &o).unwrap();
+        let r = run_1g(&w, CostProfile { drop_slab_ns, ..CostProfile::default() });
         assert_eq!(pd(&r, 1, "drop_slab"), 1);
         assert_eq!(pd(&r, 1, "thp_split_page"), 0);
         r.phases[1].end_ns - r.phases[1].start_ns
@@ -177,7 +182,6 @@ fn thp_migration_falls_back_to_split_when_the_node_has_no_2m_block() {
 /// of them (and nothing else changes with it).
 #[test]
 fn munmap_of_zero_page_ptes_charges_their_zap() {
-    use thplab_model::{run, RunOptions};
     use thplab_workload::costs::CostProfile;
     let w = thplab_workload::parse_workload(
         r#"{"processes":[{"name":"p","ops":[
@@ -189,13 +193,7 @@ fn munmap_of_zero_page_ptes_charges_their_zap() {
     )
     .unwrap();
     let t = |zap_zero_pte_ns: u64| {
-        let o = RunOptions {
-            machine: Some(thplab_workload::MachineSpec::parse_any("1G").unwrap()),
-            costs: Some(CostProfile { zap_zero_pte_ns, ..CostProfile::default() }),
-            check: true,
-            ..Default::default()
-        };
-        let r = run(&w, &o).unwrap();
+        let r = run_1g(&w, CostProfile { zap_zero_pte_ns, ..CostProfile::default() });
         let p = r.phases.iter().find(|p| p.name.ends_with(":unmap")).unwrap();
         p.end_ns - p.start_ns
     };
