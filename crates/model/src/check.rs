@@ -222,9 +222,7 @@ fn check_pageblock_summaries(k: &Kernel) -> Result<(), String> {
     let mut sum = vec![crate::page_alloc::PbSummary::default(); pm.pb_sum.len()];
     for (pfn, &f) in pm.frames.iter().enumerate() {
         if is_free_head(f) {
-            let s = &mut sum[pfn >> PAGEBLOCK_ORDER];
-            s.free_heads += 1;
-            s.free_heads_sampled += pfn.is_multiple_of(1 << PAGE_ALLOC_COSTLY_ORDER) as u16;
+            sum[pfn >> PAGEBLOCK_ORDER].count_free_head(pfn as u64, true);
         }
     }
     match sum.iter().zip(&pm.pb_sum).position(|(a, b)| a != b) {

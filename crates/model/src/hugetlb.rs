@@ -38,6 +38,15 @@ impl Hstate {
     }
 }
 
+/// hstate_next_node_to_alloc() / hstate_next_node_to_free(): the cursor's node, or the
+/// next allowed one after it (wrapping), and the cursor moves past it. `nodes` is sorted
+/// and not empty.
+fn next_node_allowed(nodes: &[usize], cursor: &mut usize) -> usize {
+    let i = nodes.iter().position(|&n| n >= *cursor).unwrap_or(0);
+    *cursor = nodes[(i + 1) % nodes.len()];
+    nodes[i]
+}
+
 impl Kernel {
     /// The nodes with memory (node_states[N_MEMORY]), as the pool's nodes_allowed.
     fn hugetlb_nodes(&self) -> Vec<usize> {
@@ -108,11 +117,7 @@ impl Kernel {
         }
         self.hugetlb_resize_begin_if_needed();
         for _ in 0..nodes.len() {
-            // hstate_next_node_to_alloc(): the cursor's node (or the next allowed one), then advance
-            let cur = self.hstate.next_nid_to_alloc;
-            let nid = nodes.iter().copied().find(|&n| n >= cur).unwrap_or(nodes[0]);
-            let i = nodes.iter().position(|&n| n == nid).unwrap();
-            self.hstate.next_nid_to_alloc = nodes[(i + 1) % nodes.len()];
+            let nid = next_node_allowed(&nodes, &mut self.hstate.next_nid_to_alloc);
             if let Some(pfn) = self.alloc_buddy_hugetlb_folio(nid) {
                 for p in pfn..pfn + HPAGE_PMD_NR {
                     self.pm.frames[p as usize] = make_hugetlb(p == pfn);
@@ -168,10 +173,7 @@ impl Kernel {
             return None;
         }
         for _ in 0..nodes.len() {
-            let cur = self.hstate.next_nid_to_free;
-            let nid = nodes.iter().copied().find(|&n| n >= cur).unwrap_or(nodes[0]);
-            let i = nodes.iter().position(|&n| n == nid).unwrap();
-            self.hstate.next_nid_to_free = nodes[(i + 1) % nodes.len()];
+            let nid = next_node_allowed(&nodes, &mut self.hstate.next_nid_to_free);
             if let Some(pfn) = self.hstate.freelists.get_mut(nid).and_then(|l| l.pop()) {
                 return Some(pfn);
             }

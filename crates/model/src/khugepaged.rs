@@ -505,7 +505,7 @@ impl Kernel {
                     }
                     let addr = self.khugepaged.address;
                     let mut cc = CollapseControl { is_khugepaged: true, node_load: vec![0; self.pm.nodes.len()] };
-                    let (r, locked) = self.hpage_collapse_scan_pmd(mm, &v, addr, &mut cc);
+                    let (r, locked) = self.hpage_collapse_scan_pmd(mm, addr, &mut cc);
                     result = r;
                     if r == ScanResult::Succeed {
                         self.khugepaged.pages_collapsed += 1;
@@ -602,13 +602,7 @@ impl Kernel {
 
     /// The per-PTE checks shared by hpage_collapse_scan_pmd and
     /// __collapse_huge_page_isolate. Returns the verdict and what it counted.
-    fn collapse_check_ptes(
-        &mut self,
-        _mm: MmId,
-        _v: &Vma,
-        sid: u32,
-        cc: &mut CollapseControl,
-    ) -> (ScanResult, ScanPmd) {
+    fn collapse_check_ptes(&mut self, sid: u32, cc: &mut CollapseControl) -> (ScanResult, ScanPmd) {
         let mut s = ScanPmd::default();
         let mut shared = 0u32;
         let khugepaged = cc.is_khugepaged;
@@ -683,13 +677,7 @@ impl Kernel {
     /// hpage_collapse_scan_pmd(): the candidacy test of one 2 MiB range, and the
     /// collapse when it passes. Returns the result and whether the mmap lock is still
     /// held (false once collapse_huge_page ran).
-    pub fn hpage_collapse_scan_pmd(
-        &mut self,
-        mm: MmId,
-        v: &Vma,
-        addr: u64,
-        cc: &mut CollapseControl,
-    ) -> (ScanResult, bool) {
+    pub fn hpage_collapse_scan_pmd(&mut self, mm: MmId, addr: u64, cc: &mut CollapseControl) -> (ScanResult, bool) {
         self.charge(self.costs.pmd_walk_ns);
         let (r, sid) = self.find_pmd_or_thp_or_none(mm, addr);
         let mut s = ScanPmd::default();
@@ -697,7 +685,7 @@ impl Kernel {
         let mut locked = true;
         if r == ScanResult::Succeed {
             let sid = sid.unwrap();
-            let (r2, s2) = self.collapse_check_ptes(mm, v, sid, cc);
+            let (r2, s2) = self.collapse_check_ptes(sid, cc);
             s = s2;
             result = r2;
             if result == ScanResult::Succeed {
@@ -841,7 +829,7 @@ impl Kernel {
         }
         // __collapse_huge_page_isolate(): the checks again, under the locks
         let mut cc2 = CollapseControl { is_khugepaged: cc.is_khugepaged, node_load: vec![0; self.pm.nodes.len()] };
-        let (r, s) = self.collapse_check_ptes(mm, &v, sid, &mut cc2);
+        let (r, s) = self.collapse_check_ptes(sid, &mut cc2);
         // __collapse_huge_page_isolate() takes no swap entries: a page the swap-in above read
         // may have been reclaimed again by a later swap-in's allocation (SCAN_PTE_NON_PRESENT)
         let r = if r == ScanResult::Succeed && s.unmapped > 0 { ScanResult::PteNonPresent } else { r };
@@ -921,15 +909,12 @@ impl Kernel {
         let mut last_fail = ScanResult::Fail;
         let mut addr = hstart;
         while addr < hend {
-            let v = match self.hugepage_vma_revalidate(mm, addr, false) {
-                Ok(v) => v,
-                Err(e) => {
-                    last_fail = e;
-                    break;
-                }
-            };
+            if let Err(e) = self.hugepage_vma_revalidate(mm, addr, false) {
+                last_fail = e;
+                break;
+            }
             let mut cc = CollapseControl { is_khugepaged: false, node_load: vec![0; self.pm.nodes.len()] };
-            let (r, _) = self.hpage_collapse_scan_pmd(mm, &v, addr, &mut cc);
+            let (r, _) = self.hpage_collapse_scan_pmd(mm, addr, &mut cc);
             use ScanResult::*;
             match r {
                 Succeed | PmdMapped => thps += 1,
@@ -999,11 +984,13 @@ impl Kernel {
     /// The candidacy verdict of the 2 MiB range at `addr` without collapsing it
     /// (find_pmd_or_thp_or_none + the per-PTE checks), for tests and tools.
     pub fn khugepaged_candidacy(&mut self, mm: MmId, addr: u64, is_khugepaged: bool) -> ScanResult {
-        let Some(v) = self.mms[mm].find_vma(addr).cloned() else { return ScanResult::VmaNull };
+        if self.mms[mm].find_vma(addr).is_none() {
+            return ScanResult::VmaNull;
+        }
         match self.find_pmd_or_thp_or_none(mm, addr) {
             (ScanResult::Succeed, Some(sid)) => {
                 let mut cc = CollapseControl { is_khugepaged, node_load: vec![0; self.pm.nodes.len()] };
-                self.collapse_check_ptes(mm, &v, sid, &mut cc).0
+                self.collapse_check_ptes(sid, &mut cc).0
             }
             (r, _) => r,
         }

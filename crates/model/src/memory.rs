@@ -215,27 +215,49 @@ impl Kernel {
                         return r;
                     }
                 }
-                self.fault_new_base_page(mm, sid, i, addr, k, vm_flags)
+                match self.fault_new_base_page(mm, sid, i, addr, k, vm_flags) {
+                    Ok(_) => Fault::Ok,
+                    Err(f) => f,
+                }
             }
         }
     }
 
     /// The order-0 end of do_anonymous_page() (a write to a none PTE) or wp_page_copy()
     /// (a write to the zero page, `k` == K_ZERO): allocate, clear and map a new page.
-    fn fault_new_base_page(&mut self, mm: MmId, sid: u32, i: usize, addr: u64, k: u32, vm_flags: u32) -> Fault {
+    /// Returns the page mapped, or the fault's failure.
+    fn fault_new_base_page(
+        &mut self,
+        mm: MmId,
+        sid: u32,
+        i: usize,
+        addr: u64,
+        k: u32,
+        vm_flags: u32,
+    ) -> Result<u64, Fault> {
         let nid = self.mms[mm].node;
-        let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return self.fault_oom(mm) };
+        let Some(Pfn(pfn)) = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) else { return Err(self.fault_oom(mm)) };
         if !self.mms[mm].alive {
             // the OOM killer chose this very process while we allocated
             self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
-            return Fault::Oom;
+            return Err(Fault::Oom);
         }
         self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
         self.map_new_page(mm, sid, i, pfn, vm_flags, true);
         if k == K_ZERO {
             self.mms[mm].tlb.flush_range(addr & PAGE_MASK, (addr & PAGE_MASK) + PAGE_SIZE);
         }
-        Fault::Ok
+        Ok(pfn)
+    }
+
+    /// The orders below PMD order an anonymous fault in `vma` may try
+    /// (thp_vma_allowable_orders for the mTHP sizes): none when the process or the VMA
+    /// disables THP, else the per-size knobs' mask.
+    fn anon_mthp_orders(&self, mm: MmId, vma: &crate::mmap::Vma) -> u32 {
+        if self.mms[mm].thp_disable || vma.flags & crate::mmap::VM_NOHUGEPAGE != 0 {
+            return 0;
+        }
+        self.cfg.anon_orders_mask(vma.flags & crate::mmap::VM_HUGEPAGE != 0) & ((1 << HPAGE_PMD_ORDER) - 1)
     }
 
     /// alloc_anon_folio() and the large-folio part of do_anonymous_page(): the orders
@@ -247,10 +269,7 @@ impl Kernel {
     /// 1 << order PTEs (no PMD mapping below PMD order) and anon_fault_alloc counted.
     /// None: no mTHP order applies or all failed; the caller allocates order 0.
     fn alloc_anon_folio(&mut self, mm: MmId, vma: &crate::mmap::Vma, sid: u32, addr: u64) -> Option<Fault> {
-        if self.mms[mm].thp_disable || vma.flags & crate::mmap::VM_NOHUGEPAGE != 0 {
-            return None;
-        }
-        let mask = self.cfg.anon_orders_mask(vma.flags & crate::mmap::VM_HUGEPAGE != 0) & ((1 << HPAGE_PMD_ORDER) - 1);
+        let mask = self.anon_mthp_orders(mm, vma);
         if mask == 0 {
             return None;
         }
@@ -431,10 +450,7 @@ impl Kernel {
     /// None: order 0 as before (zswap is never enabled in the model).
     fn swapin_large_folio(&mut self, mm: MmId, sid: u32, addr: u64, slot: u32) -> Option<Fault> {
         let vma = self.mms[mm].find_vma(addr).cloned()?;
-        if self.mms[mm].thp_disable || vma.flags & crate::mmap::VM_NOHUGEPAGE != 0 {
-            return None;
-        }
-        let mask = self.cfg.anon_orders_mask(vma.flags & crate::mmap::VM_HUGEPAGE != 0) & ((1 << HPAGE_PMD_ORDER) - 1);
+        let mask = self.anon_mthp_orders(mm, &vma);
         if mask == 0 {
             return None;
         }
@@ -659,16 +675,6 @@ impl Kernel {
         self.do_swap_page(mm, addr, write)
     }
 
-    /// page_to_nid(): the node of a frame (one node: no zone lookup).
-    #[inline]
-    pub(crate) fn page_nid(&self, pfn: u64) -> usize {
-        if self.pgdat.len() == 1 {
-            0
-        } else {
-            self.pm.node_of(pfn)
-        }
-    }
-
     #[inline]
     pub fn set_pte(&mut self, sid: u32, i: usize, v: u32) {
         if let Pmd::Table(t) = &mut self.slots.get_mut(sid).pmd {
@@ -691,7 +697,7 @@ impl Kernel {
     pub(crate) fn lruvec_add_folio(&mut self, head: u64, nr: u64, l: u64, tail: bool) {
         let f = with_lru(self.pm.frames[head as usize], l);
         self.pm.frames[head as usize] = f;
-        let node = self.page_nid(head);
+        let node = self.pm.node_of(head);
         let list = &mut self.pgdat[node].lruvec[lru_index(f)];
         if tail {
             list.push_tail(&mut self.pm.links, head as u32, nr);
@@ -703,7 +709,7 @@ impl Kernel {
     /// folio_add_lru_vma(): new anonymous folios go to the inactive anon list
     /// (unevictable for VM_LOCKED).
     pub fn lru_add(&mut self, pfn: u64, nr: u64, locked: bool) {
-        let node = self.page_nid(pfn);
+        let node = self.pm.node_of(pfn);
         let l = if locked { LRU_UNEVICTABLE } else { LRU_INACTIVE_ANON };
         let f = self.pm.frames[pfn as usize];
         self.pm.frames[pfn as usize] = set_mlocked(with_lru(f, l), locked);
@@ -755,7 +761,7 @@ impl Kernel {
         if l == LRU_NONE {
             return;
         }
-        let node = self.page_nid(pfn);
+        let node = self.pm.node_of(pfn);
         self.pgdat[node].lruvec[lru_index(f)].remove(&mut self.pm.links, pfn as u32, nr);
         self.pm.frames[pfn as usize] = with_lru(f, LRU_NONE);
     }
@@ -1065,12 +1071,7 @@ impl Kernel {
             }
             if hint.vma.as_ref().is_none_or(|v| addr < v.start || addr >= v.end) {
                 hint.vma = self.mms[mm].find_vma(addr).cloned();
-                hint.no_mthp = hint.vma.as_ref().is_some_and(|v| {
-                    let hp = v.flags & crate::mmap::VM_HUGEPAGE != 0;
-                    self.mms[mm].thp_disable
-                        || v.flags & crate::mmap::VM_NOHUGEPAGE != 0
-                        || self.cfg.anon_orders_mask(hp) & ((1 << HPAGE_PMD_ORDER) - 1) == 0
-                });
+                hint.no_mthp = hint.vma.as_ref().is_some_and(|v| self.anon_mthp_orders(mm, v) == 0);
             }
             let fast = hint.vma.as_ref().filter(|v| v.flags & VM_WRITE != 0 && v.anon_vma.is_some() && hint.no_mthp);
             if let Some(vm_flags) = fast.map(|v| v.flags) {
@@ -1079,16 +1080,15 @@ impl Kernel {
                 self.rec.vm.count(Ev::PGFAULT);
                 #[cfg(test)]
                 WRITE_FAST_FAULTS.with(|c| c.set(c.get() + 1));
-                let r = self.fault_new_base_page(mm, sid, i, addr, pte_kind(pte), vm_flags);
-                if r != Fault::Ok {
-                    return r;
-                }
-                return match self.follow(mm, addr) {
-                    Mapping::Page(Pfn(pfn), _) => {
+                return match self.fault_new_base_page(mm, sid, i, addr, pte_kind(pte), vm_flags) {
+                    Ok(pfn) => {
                         self.store_to_page(pfn, byte, bytes, data);
                         Fault::Ok
                     }
-                    _ => Fault::Segv,
+                    // fault_oom()'s "retry" (the OOM killer freed memory) maps nothing:
+                    // write_page() then finds no page and fails the same way
+                    Err(Fault::Ok) => Fault::Segv,
+                    Err(f) => f,
                 };
             }
         }

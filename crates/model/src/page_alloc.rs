@@ -46,6 +46,21 @@ pub struct PbSummary {
     pub free_heads_sampled: u16,
 }
 
+impl PbSummary {
+    /// A free buddy head at `pfn` in this pageblock joins the counts (`listed`) or leaves them.
+    #[inline]
+    pub fn count_free_head(&mut self, pfn: u64, listed: bool) {
+        let sampled = pfn.is_multiple_of(1 << PAGE_ALLOC_COSTLY_ORDER) as u16;
+        if listed {
+            self.free_heads += 1;
+            self.free_heads_sampled += sampled;
+        } else {
+            self.free_heads -= 1;
+            self.free_heads_sampled -= sampled;
+        }
+    }
+}
+
 thread_local! {
     /// Debug switch for the summaries (tests compare runs with it off): read when a
     /// PhysMem is created.
@@ -321,8 +336,15 @@ impl PhysMem {
             self.zones.iter().position(|z| z.spans(pfn)).expect("pfn in a zone")
         }
     }
+    /// page_to_nid(): the node of a frame (on a one-node machine, without a zone lookup:
+    /// the LRU and fault paths ask for every page).
+    #[inline]
     pub fn node_of(&self, pfn: u64) -> usize {
-        self.zones[self.zone_of(pfn)].node
+        if self.nodes.len() == 1 {
+            0
+        } else {
+            self.zones[self.zone_of(pfn)].node
+        }
     }
 
     // ---- free lists (struct free_area: LIFO/FIFO lists threaded through the links) ----
@@ -331,9 +353,7 @@ impl PhysMem {
     /// or FPI_TO_TAIL). The head frame records the order and the list's migratetype.
     fn add_to_free_list(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, tail: bool) {
         self.frames[pfn as usize] = make_free(order, mt);
-        let sum = &mut self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize];
-        sum.free_heads += 1;
-        sum.free_heads_sampled += pfn.is_multiple_of(1 << PAGE_ALLOC_COSTLY_ORDER) as u16;
+        self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize].count_free_head(pfn, true);
         let fa = &mut self.zones[zi].free_area[order as usize];
         if tail {
             fa.lists[mt as usize].push_tail(&mut self.links, pfn as u32, 1 << order);
@@ -349,9 +369,7 @@ impl PhysMem {
         debug_assert!(is_free_head(f) && free_order(f) == order, "pfn {pfn} order {order} is not a free block");
         let mt = free_mt(f);
         self.frames[pfn as usize] = 0;
-        let sum = &mut self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize];
-        sum.free_heads -= 1;
-        sum.free_heads_sampled -= pfn.is_multiple_of(1 << PAGE_ALLOC_COSTLY_ORDER) as u16;
+        self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize].count_free_head(pfn, false);
         let fa = &mut self.zones[zi].free_area[order as usize];
         fa.lists[mt as usize].remove(&mut self.links, pfn as u32, 1 << order);
         fa.nr_free[mt as usize] -= 1;
