@@ -22,14 +22,29 @@ from __future__ import annotations
 import argparse
 import collections
 import struct
+from collections.abc import Iterator
 
-KPF_LRU, KPF_SLAB, KPF_BUDDY, KPF_ANON, KPF_COMPOUND_HEAD, KPF_THP = 5, 7, 10, 12, 15, 22
+KPF_LRU, KPF_SLAB, KPF_BUDDY, KPF_ANON, KPF_COMPOUND_HEAD, KPF_HUGE, KPF_THP = 5, 7, 10, 12, 15, 17, 22
 PAGEBLOCK = 512
 SAMPLE = 8  # 1 << PAGE_ALLOC_COSTLY_ORDER
 
 
 def bit(x: int, b: int) -> bool:
     return bool(x >> b & 1)
+
+
+def blocks(lo: int = 0, hi: int | None = None) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """(first pfn, the 512 page-flag words) of each whole pageblock of /proc/kpageflags from
+    the pageblock holding `lo` up to `hi` (default: the end of the file)."""
+    with open("/proc/kpageflags", "rb") as f:
+        start = lo - lo % PAGEBLOCK
+        f.seek(start * 8)
+        while hi is None or start < hi:
+            data = f.read(PAGEBLOCK * 8)
+            if len(data) < PAGEBLOCK * 8:
+                return
+            yield start, struct.unpack(f"<{PAGEBLOCK}Q", data)
+            start += PAGEBLOCK
 
 
 def classify(block: tuple[int, ...]) -> str:
@@ -55,19 +70,11 @@ def main() -> None:
             kb = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
         hi = a.lo + kb // 4 * 2  # generous: holes read as zero flags
     stats: collections.Counter = collections.Counter()
-    with open("/proc/kpageflags", "rb") as f:
-        for start in range(a.lo - a.lo % PAGEBLOCK, hi, PAGEBLOCK):
-            f.seek(start * 8)
-            data = f.read(PAGEBLOCK * 8)
-            if len(data) < PAGEBLOCK * 8:
-                break
-            block = struct.unpack(f"<{PAGEBLOCK}Q", data)
-            if not any(block):
-                continue
-            sampled = block[::SAMPLE]
-            stats[
-                (classify(block), any(bit(x, KPF_BUDDY) for x in sampled), any(bit(x, KPF_LRU) for x in sampled))
-            ] += 1
+    for _, block in blocks(a.lo, hi):
+        if not any(block):
+            continue
+        sampled = block[::SAMPLE]
+        stats[(classify(block), any(bit(x, KPF_BUDDY) for x in sampled), any(bit(x, KPF_LRU) for x in sampled))] += 1
     print(f"{'holds':<6} {'sampled free head':>17} {'sampled LRU':>11} {'pageblocks':>10}")
     for (kind, b, lru), n in sorted(stats.items(), key=lambda kv: -kv[1]):
         print(f"{kind:<6} {b!s:>17} {lru!s:>11} {n:>10}")

@@ -145,36 +145,27 @@ def kpageflags_blocks() -> dict[str, int]:
     hugetlb. 'lru=N' counts blocks with N LRU pages and only free pages besides (the
     fragmenter's untouched blocks have 128; a block compaction left after migrating a batch
     of COMPACT_CLUSTER_MAX pages has 96, 64 or 32)."""
-    import array
+    from pageblock_sample import KPF_BUDDY, KPF_HUGE, KPF_LRU, bit, blocks
 
-    lru_bit, buddy_bit, huge_bit = 1 << 5, 1 << 10, 1 << 17
     out: Counter[str] = Counter()
-    with open("/proc/kpageflags", "rb") as f:
-        while True:
-            raw = f.read(8 * 512 * 256)
-            if not raw:
-                break
-            a = array.array("Q")
-            a.frombytes(raw[: len(raw) // 8 * 8])
-            for b in range(0, len(a) - 511, 512):
-                blk = a[b : b + 512]
-                if blk[0] & huge_bit:
-                    out["hugetlb"] += 1
-                    continue
-                lru = sum(1 for x in blk if x & lru_bit)
-                buddy = sum(1 for x in blk if x & buddy_bit)  # buddy heads only
-                if lru == 512:
-                    out["lru=512"] += 1
-                elif lru and buddy and lru % 32 == 0 and lru <= 128:
-                    out[f"lru={lru}+free"] += 1
-                elif lru and buddy:
-                    out["lru+free other"] += 1
-                elif lru:
-                    out["lru+other"] += 1
-                elif buddy:
-                    out["free/other"] += 1
-                else:
-                    out["other"] += 1
+    for _, blk in blocks():
+        if bit(blk[0], KPF_HUGE):
+            out["hugetlb"] += 1
+            continue
+        lru = sum(1 for x in blk if bit(x, KPF_LRU))
+        buddy = sum(1 for x in blk if bit(x, KPF_BUDDY))  # buddy heads only
+        if lru == 512:
+            out["lru=512"] += 1
+        elif lru and buddy and lru % 32 == 0 and lru <= 128:
+            out[f"lru={lru}+free"] += 1
+        elif lru and buddy:
+            out["lru+free other"] += 1
+        elif lru:
+            out["lru+other"] += 1
+        elif buddy:
+            out["free/other"] += 1
+        else:
+            out["other"] += 1
     return dict(out)
 
 
