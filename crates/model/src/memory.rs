@@ -1006,21 +1006,22 @@ impl Kernel {
         bytes: u32,
         data: &thplab_workload::workload::WriteData,
     ) -> Fault {
-        let pfn = match self.follow(mm, addr) {
-            Mapping::Page(Pfn(pfn), _) => pfn,
-            _ => {
-                let r = self.handle_mm_fault(mm, addr, true);
-                if r != Fault::Ok {
-                    return r;
-                }
-                match self.follow(mm, addr) {
-                    Mapping::Page(Pfn(pfn), _) => pfn,
-                    _ => return Fault::Segv,
-                }
+        // A fault that returns without mapping the page (fault_oom()'s retry after the
+        // OOM killer took another process) returns to user space, and the store runs
+        // again and faults again. Each such retry kills a process, so the loop ends; the
+        // bound only guards the model against a path that maps nothing for ever.
+        const MAX_FAULT_RETRIES: u32 = 64;
+        for _ in 0..MAX_FAULT_RETRIES {
+            if let Mapping::Page(Pfn(pfn), _) = self.follow(mm, addr) {
+                self.store_to_page(pfn, byte, bytes, data);
+                return Fault::Ok;
             }
-        };
-        self.store_to_page(pfn, byte, bytes, data);
-        Fault::Ok
+            let r = self.handle_mm_fault(mm, addr, true);
+            if r != Fault::Ok {
+                return r;
+            }
+        }
+        Fault::Segv
     }
 
     /// The store itself: the page's content, its accessed/dirty bits, the time.
@@ -1085,9 +1086,9 @@ impl Kernel {
                         self.store_to_page(pfn, byte, bytes, data);
                         Fault::Ok
                     }
-                    // fault_oom()'s "retry" (the OOM killer freed memory) maps nothing:
-                    // write_page() then finds no page and fails the same way
-                    Err(Fault::Ok) => Fault::Segv,
+                    // fault_oom()'s "retry" (the OOM killer took another process) maps
+                    // nothing: the store runs again, through write_page()
+                    Err(Fault::Ok) => self.write_page(mm, addr, byte, bytes, data),
                     Err(f) => f,
                 };
             }

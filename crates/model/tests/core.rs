@@ -259,3 +259,18 @@ fn seed003_spinlock_share_falls_with_pmd_swap_entries() {
     // by 8x at the full scale of examples/seed003_swap_w_seq.json)
     assert!(before > 0.0 && after < before, "spinlock share: mainline {before:.5}, seed {after:.5}");
 }
+
+/// pagefault_out_of_memory(): when the OOM killer picks another process, the faulting one
+/// survives and its write instruction runs again, so the fault is retried and the write
+/// lands; only the victim dies.
+#[test]
+fn a_fault_that_oom_kills_another_process_is_retried() {
+    let w = r#"{"processes":[{"name":"hog","ops":[{"op":"mmap","name":"r","size":"700M"},{"op":"write","region":"r"},{"op":"sleep","duration":"1s"}]},
+       {"name":"late","start":"100ms","ops":[{"op":"mmap","name":"r","size":"400M"},{"op":"write","region":"r"}]}]}"#;
+    let r = go(w, "1G", &[]);
+    assert_eq!(d(&r, "oom_kill"), 1);
+    assert_eq!(r.processes[0].killed.as_deref(), Some("oom_kill"));
+    assert_eq!(r.processes[1].killed, None);
+    assert!(r.processes[1].errors.is_empty(), "{:?}", r.processes[1].errors);
+    assert_eq!(r.processes[1].smaps_rollup["Anonymous"], 400 << 10);
+}
