@@ -79,15 +79,20 @@ def test_rows_compute_deltas_and_direction():
     assert Row("t", "", 1, 2, 1, 3, seed_delta="+100%").seed_delta == "+100%"
 
 
-def test_cdf_from_percentiles_is_a_step_cdf():
-    """Through its percentile points, non-decreasing; equal values give a vertical step."""
-    vals, pcts = plotting.percentile_points({"p50": 300, "p05": 10, "p95": 2000, "p25": 40, "p99": 2000, "p75": 900})
-    assert vals == [10, 40, 300, 900, 2000, 2000] and pcts == [5, 25, 50, 75, 95, 99]
+def test_latency_cdf_uses_the_empirical_points_else_the_percentiles():
+    """A result's CDF points are exact: (µs, % of samples at or below); a summary with only
+    percentiles falls back to them. The steps start at 0 % and leave out samples of 0 ns,
+    which a log axis cannot show."""
+    exact = {"count": 4, "cdf": [[0, 1], [2000, 3], [9000, 4]], "ns": {"p50": 2000}}
+    assert plotting.latency_cdf_us(exact) == ([0.0, 2.0, 9.0], [25.0, 75.0, 100.0])
+    vals, pcts = plotting.latency_cdf_us({"count": 6, "ns": {"p50": 300, "p05": 10, "p95": 2000, "p25": 40}})
+    assert vals == [0.01, 0.04, 0.3, 2.0] and pcts == [5, 25, 50, 95]
     fig, ax = plotting.subplots()
-    plotting.cdf_from_percentiles(ax, vals, pcts, "x", "#000")
+    assert plotting.step_cdf(ax, *plotting.latency_cdf_us(exact), "x", "#000")
     (line,) = ax.get_lines()
-    assert list(line.get_xdata()) == vals and list(line.get_ydata()) == pcts
+    assert list(line.get_xdata()) == [2.0, 2.0, 9.0] and list(line.get_ydata()) == [0.0, 75.0, 100.0]
     assert line.get_drawstyle() == "steps-post"
+    assert not plotting.step_cdf(ax, [0.0], [100.0], "zero", "#000")
     plotting.png(fig)
 
 

@@ -125,10 +125,25 @@ def percentile_points(ns: dict[str, Any]) -> tuple[list[float], list[float]]:
     return [v for _, v in pts], [p for p, _ in pts]
 
 
-def cdf_from_percentiles(ax, values: Sequence[float], pcts: Sequence[float], label: str, colour: str, **kw) -> None:
-    """A cumulative distribution drawn through its percentile points: the fraction of
-    samples at or below each value. Equal values give vertical steps (a constant is a
-    vertical line); values <= 0 are drawn at the axis' left edge on a log axis."""
-    if not values:
-        return
-    ax.plot(values, pcts, marker="o", markersize=3.5, label=label, color=colour, drawstyle="steps-post", **kw)
+def latency_cdf_us(summary: dict[str, Any]) -> tuple[list[float], list[float]]:
+    """(µs, percent of samples at or below) of one latency summary of a result: its
+    empirical CDF points (the largest sample of each log bin) when it has them, else its
+    percentiles (results of older versions, live runs that record only percentiles)."""
+    pts, n = summary.get("cdf") or [], summary.get("count", 0)
+    if pts and n:
+        return [v / 1000 for v, _ in pts], [100.0 * c / n for _, c in pts]
+    vals, pcts = percentile_points(summary.get("ns", {}))
+    return [v / 1000 for v in vals], pcts
+
+
+def step_cdf(ax, xs: Sequence[float], pcts: Sequence[float], label: str, colour: str, **kw) -> bool:
+    """Draw a cumulative distribution (from latency_cdf_us) as steps on a log x axis:
+    0 % up to the first sample, each point where the fraction rises; samples <= 0, which a
+    log axis cannot show, are left out. Returns whether anything was drawn."""
+    keep = [(x, p) for x, p in zip(xs, pcts, strict=True) if x > 0]
+    if not keep:
+        return False
+    ax.step(
+        [keep[0][0]] + [x for x, _ in keep], [0.0] + [p for _, p in keep], where="post", label=label, color=colour, **kw
+    )
+    return True

@@ -328,19 +328,6 @@ def run(quick: bool = False, boot: dict[str, int] | None = None, progress=None, 
     return Outcome(tables=tables(results, sz), results=results, data={"sizes": sz, "machine": s["machine"]})
 
 
-def _latency_cdf_us(r: dict) -> tuple[list[float], list[float]]:
-    """(µs, percent of allocations at or below) of `hugetlb_alloc`: the result's empirical
-    CDF points (the largest sample of each log bin), else its percentiles."""
-    from thplab.plotting import percentile_points
-
-    lat = r["latency"].get("hugetlb_alloc", {})
-    pts, n = lat.get("cdf") or [], lat.get("count", 0)
-    if pts and n:
-        return [v / 1000 for v, _ in pts], [100.0 * c / n for _, c in pts]
-    vals, pcts = percentile_points(lat.get("ns", {}))
-    return [v / 1000 for v in vals], pcts
-
-
 def figures(out: Outcome) -> list[Figure]:
     from thplab import plotting as P
 
@@ -352,11 +339,8 @@ def figures(out: Outcome) -> list[Figure]:
     for i, (label, key, colour) in enumerate(
         (("vanilla (proactiveness 0)", "a_vanilla", P.SEED_AFTER), ("proactive (20)", "a_proactive", P.OURS_AFTER))
     ):
-        xs, ps = _latency_cdf_us(out.results[key])
-        keep = [(x, p) for x, p in zip(xs, ps, strict=True) if x > 0]  # a log axis cannot show 0
-        if keep:
-            xs, ps = [keep[0][0]] + [x for x, _ in keep], [0.0] + [p for _, p in keep]
-            ax.step(xs, ps, where="post", color=colour, label=f"thplab, {label}")
+        xs, ps = P.latency_cdf_us(out.results[key]["latency"].get("hugetlb_alloc", {}))
+        P.step_cdf(ax, xs, ps, f"thplab, {label}", colour)
         ax.scatter(
             [SEED["a_latency_us"][p][i] for p in seed_p],
             seed_p,
