@@ -1058,6 +1058,10 @@ impl Kernel {
         let zs = self.pm.zones[zi].start_pfn;
         let mut limit = (cc.freelist_scan_limit() >> 1).max(1);
         let (mut nr_scanned, mut highest) = (0u64, 0u64);
+        // free-list entries examined: what the search costs (compact_freelist_ns each);
+        // nr_scanned also counts the pages of an isolated block, for compact_free_scanned
+        // and the tracepoint only (fast_isolate_freepages(): `nr_scanned += nr_isolated - 1`)
+        let mut entries = 0u64;
         let mut page: Option<u64> = None;
         let mut scan_start = false;
         if cc.free_pfn >= self.pm.zones[zi].compact_init_free_pfn {
@@ -1085,6 +1089,7 @@ impl Kernel {
             while fp != NIL {
                 order_scanned += 1;
                 nr_scanned += 1;
+                entries += 1;
                 last = fp;
                 let pfn = fp as u64;
                 if pfn >= highest {
@@ -1131,7 +1136,7 @@ impl Kernel {
                 order = Self::next_search_order(cc, order);
             }
         }
-        self.charge(nr_scanned * self.costs.compact_freelist_ns);
+        self.charge(entries * self.costs.compact_freelist_ns);
         let mut around = page;
         if page.is_none() {
             cc.fast_search_fail += 1;
@@ -1982,6 +1987,40 @@ mod tests {
         assert_eq!(fragmentation_score_wmark(96, true, false), 6);
         assert_eq!(fragmentation_score_wmark(0, false, false), 100);
         assert_eq!(fragmentation_score_wmark(0, true, false), 100);
+    }
+
+    /// fast_isolate_freepages(): the search costs compact_freelist_ns per free-list entry
+    /// it looks at; the pages of the block it isolates are counted in nr_scanned
+    /// (compact_free_scanned, `nr_scanned += nr_isolated - 1`) but are not entries looked at.
+    #[test]
+    fn fast_isolate_charges_entries_examined_not_pages_isolated() {
+        let m = thplab_workload::MachineSpec::parse_shorthand("1G").unwrap();
+        let costs = thplab_workload::costs::CostProfile::default();
+        let mut k = Kernel::new(&m, thplab_workload::knobs::defaults(), costs.clone(), 1).unwrap();
+        let zi = k.pm.zones.iter().rposition(|z| z.populated()).unwrap();
+        let nid = k.pm.zones[zi].node;
+        // one free order-8 block: the upper half of an order-9 allocation
+        let Pfn(p) = k.alloc_pages(GFP_HIGHUSER_MOVABLE, 9, nid).unwrap();
+        assert_eq!(k.pm.zones[zi].nr_free_order(8), 0);
+        k.pm.free_pages(Pfn(p + 256), 8, &mut k.rec.vm);
+        assert_eq!(k.pm.zones[zi].nr_free_order(8), 1);
+        let mut cc = CompactControl::new(zi, 9, GFP_TRANSHUGE, MigrateMode::Async);
+        cc.direct_compaction = true;
+        cc.nr_migratepages = COMPACT_CLUSTER_MAX as u64;
+        cc.search_order = 8;
+        // the block lies in the top quarter of the scanners' distance: found at once
+        cc.migrate_pfn = pageblock_start(p);
+        cc.free_pfn = pageblock_start(p) + PB;
+        let before = k.clock.cost;
+        k.fast_isolate_freepages(&mut cc);
+        assert_eq!(cc.nr_freepages, 256, "the order-8 block is isolated");
+        assert_eq!(cc.total_free_scanned, 256, "one entry plus the block's other 255 pages");
+        assert_eq!(
+            k.clock.cost - before,
+            costs.compact_freelist_ns + costs.page_alloc_ns,
+            "one entry looked at, one block isolated"
+        );
+        k.release_free_list(&mut cc);
     }
 
     #[test]
