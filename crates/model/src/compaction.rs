@@ -2023,6 +2023,54 @@ mod tests {
         k.release_free_list(&mut cc);
     }
 
+    /// How deep fast_isolate_freepages() searches from the zone's top: a "scan start"
+    /// (free_pfn >= compact_init_free_pfn) looks at up to pageblock_nr_pages / 2 entries of
+    /// an order, otherwise freelist_scan_limit() / 2. 6.18 boots with compact_init_free_pfn
+    /// zero (every search is a scan start until the first __reset_isolation_suitable()); an
+    /// aged machine starts as after a reset, its free scanner's restart point at the top block
+    /// (a search from there is a scan start; one from below it is not).
+    #[test]
+    fn an_aged_zone_searches_its_free_lists_as_after_a_reset() {
+        let entries_looked_at = |aged: bool| {
+            let m = thplab_workload::MachineSpec::parse_shorthand(if aged { "1G,aged" } else { "1G" }).unwrap();
+            // only the search is charged: isolating a block found costs nothing here
+            let costs = thplab_workload::costs::CostProfile { page_alloc_ns: 0, ..Default::default() };
+            let mut k = Kernel::new(&m, thplab_workload::knobs::defaults(), costs.clone(), 1).unwrap();
+            let zi = k.pm.zones.iter().rposition(|z| z.populated()).unwrap();
+            let (zs, ze) = (k.pm.zones[zi].start_pfn, k.pm.zones[zi].end_pfn());
+            let top = pageblock_start(ze - 1);
+            if aged {
+                assert_eq!((k.pm.zones[zi].compact_init_migrate_pfn, k.pm.zones[zi].compact_init_free_pfn), (zs, top));
+            } else {
+                assert_eq!(k.pm.zones[zi].compact_init_free_pfn, 0);
+            }
+            // free order-0 pages below the search's window [top - 2 blocks, top + 1 block):
+            // every other page of 800 allocated below top - 4 blocks
+            let nid = k.pm.zones[zi].node;
+            let floor = top - 4 * PB;
+            let pages: Vec<u64> = (0..800).map(|_| k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid).unwrap().0).collect();
+            let below: Vec<u64> = pages.iter().copied().filter(|&p| p < floor).collect();
+            assert!(below.len() > 700);
+            for &p in below.iter().step_by(2) {
+                k.pm.free_pages(Pfn(p), 0, &mut k.rec.vm);
+            }
+            k.pm.drain_all_pages(None);
+            let mut cc = CompactControl::new(zi, 9, GFP_TRANSHUGE, MigrateMode::Async);
+            cc.direct_compaction = true;
+            cc.nr_migratepages = COMPACT_CLUSTER_MAX as u64;
+            cc.search_order = 0;
+            // the cached free pfn once a search has moved it off the top block
+            cc.migrate_pfn = floor;
+            cc.free_pfn = top - PB;
+            let before = k.clock.cost;
+            k.fast_isolate_freepages(&mut cc);
+            (k.clock.cost - before) / costs.compact_freelist_ns
+        };
+        let (aged, boot) = (entries_looked_at(true), entries_looked_at(false));
+        assert!(aged <= 16 * 9, "aged: at most freelist_scan_limit() / 2 = 16 per order, looked at {aged}");
+        assert!(boot >= 256, "boot: a scan start looks at pageblock_nr_pages / 2, looked at {boot}");
+    }
+
     #[test]
     fn priorities_as_the_kernel_orders_them() {
         // lower value = higher priority: SYNC_FULL < SYNC_LIGHT < ASYNC
