@@ -288,19 +288,22 @@ impl<'a> Child<'a> {
         );
         self.run_ops(&self.process.ops, None, "", &mut st);
         std::hint::black_box(st.sink);
+        // the run-queue wait is read before the clock at a phase's end (and after it at its
+        // start), so a preemption between the two reads is never subtracted from a phase
+        // that did not include it. The last phase ends with its last op: the clock is read
+        // before the latencies are sent (millions of fault latencies take seconds to encode
+        // and pipe, which the last phase's time included before)
+        let rq = self_run_delay_ns();
+        let (end_ns, end_stime) = (now_ns(), self_stime_ns());
         if self.fault_latency {
             send(
                 self.to_parent,
                 json!({"t": "lat", "thp_fault": st.thp_lat, "fault": st.fault_lat, "marks": st.lat_marks}),
             );
         }
-        // the run-queue wait is read before the clock at a phase's end (and after it at its
-        // start), so a preemption between the two reads is never subtracted from a phase
-        // that did not include it
-        let rq = self_run_delay_ns();
         send(
             self.to_parent,
-            json!({"t": "done", "ns": now_ns(), "stime": self_stime_ns(), "rq": rq, "access_ns": st.access_ns}),
+            json!({"t": "done", "ns": end_ns, "stime": end_stime, "rq": rq, "access_ns": st.access_ns}),
         );
         wait_ack(self.from_parent);
         unsafe { libc::_exit(0) }

@@ -1,7 +1,7 @@
 //! Run a workload file through the model and print wall time, peak RSS and a summary.
 //! Usage: runwl WORKLOAD.json [MACHINE|-] [knob=value ...]   (`-`: the workload's machine)
 //! Environment: CHECK=1 runs the invariant checker; JSON_OUT=FILE writes the result;
-//! TRACE=EV[,EV] selects tracepoints (as `thplab run --trace`).
+//! TRACE=EV[,EV] selects tracepoints (as `thplab run --trace`); COSTS=FILE a cost profile (TOML).
 use std::time::Instant;
 use thplab_model::{run, RunOptions};
 use thplab_workload::{parse_workload, MachineSpec};
@@ -31,6 +31,10 @@ fn main() {
         o.knobs.push((k.into(), v.into()));
     }
     o.check = std::env::var("CHECK").is_ok();
+    if let Ok(f) = std::env::var("COSTS") {
+        let t = std::fs::read_to_string(&f).expect("cost profile");
+        o.costs = Some(thplab_workload::costs::CostProfile::from_toml(&t).expect("cost profile"));
+    }
     o.trace = std::env::var("TRACE").ok().map(|t| t.split(',').map(str::to_string).collect());
     let t = Instant::now();
     let r = run(&w, &o).expect("run");

@@ -1058,6 +1058,10 @@ impl Kernel {
         let zs = self.pm.zones[zi].start_pfn;
         let mut limit = (cc.freelist_scan_limit() >> 1).max(1);
         let (mut nr_scanned, mut highest) = (0u64, 0u64);
+        // free-list entries examined: what the search costs (compact_freelist_ns each);
+        // nr_scanned also counts the pages of an isolated block, for compact_free_scanned
+        // and the tracepoint only (fast_isolate_freepages(): `nr_scanned += nr_isolated - 1`)
+        let mut entries = 0u64;
         let mut page: Option<u64> = None;
         let mut scan_start = false;
         if cc.free_pfn >= self.pm.zones[zi].compact_init_free_pfn {
@@ -1085,6 +1089,7 @@ impl Kernel {
             while fp != NIL {
                 order_scanned += 1;
                 nr_scanned += 1;
+                entries += 1;
                 last = fp;
                 let pfn = fp as u64;
                 if pfn >= highest {
@@ -1131,7 +1136,7 @@ impl Kernel {
                 order = Self::next_search_order(cc, order);
             }
         }
-        self.charge(nr_scanned * self.costs.compact_freelist_ns);
+        self.charge(entries * self.costs.compact_freelist_ns);
         let mut around = page;
         if page.is_none() {
             cc.fast_search_fail += 1;
@@ -1982,6 +1987,88 @@ mod tests {
         assert_eq!(fragmentation_score_wmark(96, true, false), 6);
         assert_eq!(fragmentation_score_wmark(0, false, false), 100);
         assert_eq!(fragmentation_score_wmark(0, true, false), 100);
+    }
+
+    /// fast_isolate_freepages(): the search costs compact_freelist_ns per free-list entry
+    /// it looks at; the pages of the block it isolates are counted in nr_scanned
+    /// (compact_free_scanned, `nr_scanned += nr_isolated - 1`) but are not entries looked at.
+    #[test]
+    fn fast_isolate_charges_entries_examined_not_pages_isolated() {
+        let m = thplab_workload::MachineSpec::parse_shorthand("1G").unwrap();
+        let costs = thplab_workload::costs::CostProfile::default();
+        let mut k = Kernel::new(&m, thplab_workload::knobs::defaults(), costs.clone(), 1).unwrap();
+        let zi = k.pm.zones.iter().rposition(|z| z.populated()).unwrap();
+        let nid = k.pm.zones[zi].node;
+        // one free order-8 block: the upper half of an order-9 allocation
+        let Pfn(p) = k.alloc_pages(GFP_HIGHUSER_MOVABLE, 9, nid).unwrap();
+        assert_eq!(k.pm.zones[zi].nr_free_order(8), 0);
+        k.pm.free_pages(Pfn(p + 256), 8, &mut k.rec.vm);
+        assert_eq!(k.pm.zones[zi].nr_free_order(8), 1);
+        let mut cc = CompactControl::new(zi, 9, GFP_TRANSHUGE, MigrateMode::Async);
+        cc.direct_compaction = true;
+        cc.nr_migratepages = COMPACT_CLUSTER_MAX as u64;
+        cc.search_order = 8;
+        // the block lies in the top quarter of the scanners' distance: found at once
+        cc.migrate_pfn = pageblock_start(p);
+        cc.free_pfn = pageblock_start(p) + PB;
+        let before = k.clock.cost;
+        k.fast_isolate_freepages(&mut cc);
+        assert_eq!(cc.nr_freepages, 256, "the order-8 block is isolated");
+        assert_eq!(cc.total_free_scanned, 256, "one entry plus the block's other 255 pages");
+        assert_eq!(
+            k.clock.cost - before,
+            costs.compact_freelist_ns + costs.page_alloc_ns,
+            "one entry looked at, one block isolated"
+        );
+        k.release_free_list(&mut cc);
+    }
+
+    /// How deep fast_isolate_freepages() searches from the zone's top: a "scan start"
+    /// (free_pfn >= compact_init_free_pfn) looks at up to pageblock_nr_pages / 2 entries of
+    /// an order, otherwise freelist_scan_limit() / 2. 6.18 boots with compact_init_free_pfn
+    /// zero (every search is a scan start until the first __reset_isolation_suitable()); an
+    /// aged machine starts as after a reset, its free scanner's restart point at the top block
+    /// (a search from there is a scan start; one from below it is not).
+    #[test]
+    fn an_aged_zone_searches_its_free_lists_as_after_a_reset() {
+        let entries_looked_at = |aged: bool| {
+            let m = thplab_workload::MachineSpec::parse_shorthand(if aged { "1G,aged" } else { "1G" }).unwrap();
+            // only the search is charged: isolating a block found costs nothing here
+            let costs = thplab_workload::costs::CostProfile { page_alloc_ns: 0, ..Default::default() };
+            let mut k = Kernel::new(&m, thplab_workload::knobs::defaults(), costs.clone(), 1).unwrap();
+            let zi = k.pm.zones.iter().rposition(|z| z.populated()).unwrap();
+            let (zs, ze) = (k.pm.zones[zi].start_pfn, k.pm.zones[zi].end_pfn());
+            let top = pageblock_start(ze - 1);
+            if aged {
+                assert_eq!((k.pm.zones[zi].compact_init_migrate_pfn, k.pm.zones[zi].compact_init_free_pfn), (zs, top));
+            } else {
+                assert_eq!(k.pm.zones[zi].compact_init_free_pfn, 0);
+            }
+            // free order-0 pages below the search's window [top - 2 blocks, top + 1 block):
+            // every other page of 800 allocated below top - 4 blocks
+            let nid = k.pm.zones[zi].node;
+            let floor = top - 4 * PB;
+            let pages: Vec<u64> = (0..800).map(|_| k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid).unwrap().0).collect();
+            let below: Vec<u64> = pages.iter().copied().filter(|&p| p < floor).collect();
+            assert!(below.len() > 700);
+            for &p in below.iter().step_by(2) {
+                k.pm.free_pages(Pfn(p), 0, &mut k.rec.vm);
+            }
+            k.pm.drain_all_pages(None);
+            let mut cc = CompactControl::new(zi, 9, GFP_TRANSHUGE, MigrateMode::Async);
+            cc.direct_compaction = true;
+            cc.nr_migratepages = COMPACT_CLUSTER_MAX as u64;
+            cc.search_order = 0;
+            // the cached free pfn once a search has moved it off the top block
+            cc.migrate_pfn = floor;
+            cc.free_pfn = top - PB;
+            let before = k.clock.cost;
+            k.fast_isolate_freepages(&mut cc);
+            (k.clock.cost - before) / costs.compact_freelist_ns
+        };
+        let (aged, boot) = (entries_looked_at(true), entries_looked_at(false));
+        assert!(aged <= 16 * 9, "aged: at most freelist_scan_limit() / 2 = 16 per order, looked at {aged}");
+        assert!(boot >= 256, "boot: a scan start looks at pageblock_nr_pages / 2, looked at {boot}");
     }
 
     #[test]

@@ -123,6 +123,18 @@ impl Kernel {
         if m.aged {
             for zi in 0..pm.zones.len() {
                 pm.shuffle_free_lists(zi, seed);
+                // A machine that has run has had its skip bits reset: __reset_isolation_suitable()
+                // (kswapd going to sleep after a direct compaction met the scanners, or
+                // compaction_restarting()) records where the scanners restart. At boot 6.18
+                // leaves compact_init_{migrate,free}_pfn zero, which makes every free search a
+                // "scan start" (fast_isolate_freepages(): free_pfn >= compact_init_free_pfn, a
+                // search 16x deeper) until the first reset. An aged zone starts as after a reset
+                // whose outermost blocks qualified.
+                let z = &mut pm.zones[zi];
+                if z.populated() {
+                    z.compact_init_migrate_pfn = z.start_pfn;
+                    z.compact_init_free_pfn = (z.end_pfn() - 1) & !(crate::consts::PAGEBLOCK_NR_PAGES - 1);
+                }
             }
         }
         let nodes = pm.nodes.len();

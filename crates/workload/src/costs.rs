@@ -196,7 +196,10 @@ pub struct CostProfile {
     pub split_folio_ns: u64,
     /// Migrating a 4 KiB folio (isolation, unmap, copy, remap, free): calibrate: the
     /// compaction fit (vm.compact_memory at two fragmentation densities: time = scanned pfns ×
-    /// compact_scan_pfn_ns + migrated pages × migrate_4k_ns).
+    /// compact_scan_pfn_ns + migrated pages × migrate_4k_ns). Cross-check: a faulting
+    /// process's direct compaction on the reference host migrates its 32-page batches at a
+    /// median 2.5 us per page (1.3x the calibrated 1.94 us, host loaded; batches that also
+    /// searched for free pages are charged that search apart).
     pub migrate_4k_ns: u64,
     /// Per pfn looked at by compaction's migrate and free scanners, as `calibrate` fits it
     /// from vm.compact_memory runs. The model's scanners charge the finer costs below
@@ -258,7 +261,10 @@ pub struct CostProfile {
     /// bit, the migratetype).
     pub compact_block_ns: u64,
     /// A free-list entry examined by fast_find_migrateblock / fast_isolate_freepages
-    /// (a cache-cold struct page under the zone lock).
+    /// (a cache-cold struct page under the zone lock). Estimate; not calibrated. The
+    /// reference host's direct compactions (tracepoint timestamps of compaction-fill-p0's
+    /// fault phase, docs/compaction.md "Direct compaction's time, traced") fit 44-200 ns
+    /// per entry, too collinear with the other work to pin down.
     pub compact_freelist_ns: u64,
     /// Isolating one page from its LRU list (folio_get, lru_lock, list removal): how long
     /// the node's lru_lock stays held for it (the compactor's own cost for it is inside
