@@ -219,6 +219,20 @@ pub struct CostProfile {
     /// swap cache after a swap-file pageout (munmap_cached) less swap_free_ns, pte_walk_ns and
     /// page_free_ns.
     pub remove_mapping_ns: u64,
+    /// A folio that shrink_folio_list() finds unmapped and outside the swap cache: a subpage
+    /// that a split for reclaim left with no mapping (remapped to the shared zero page by
+    /// try_to_map_unused_to_zeropage, or zapped before). __folio_split() keeps every new
+    /// folio on the reclaim list (lru_add_split_folio takes a reference), so each takes a
+    /// pass of its own: folio_alloc_swap() gives it a slot and a swap-cache entry,
+    /// swap_writeout() finds no swap PTE referring to them (folio_free_swap: both given
+    /// back at once, no I/O), __remove_mapping() and the free (the folio's whole cost,
+    /// page_free_ns included: none of the other reclaim primitives is charged for it).
+    /// Estimate: ~1 µs. calibrate: MADV_PAGEOUT to a swap file of THPs whose first byte
+    /// only is non-zero (each split, 511 zero subpages remapped; file.thp_pageout_best),
+    /// per THP less what the model charges the rest (the scan of the THP and of its one
+    /// written subpage, the PMD split, the folio split and its zero checks, the unmap,
+    /// the TLB flush), per zero subpage.
+    pub reclaim_unmapped_ns: u64,
     /// The zap of one swap PTE (free_swap_and_cache: the slot's count, the slot freed, the
     /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
     /// walk.
@@ -368,6 +382,7 @@ impl Default for CostProfile {
             reclaim_scan_page_ns: 60,
             unmap_page_ns: 150,
             remove_mapping_ns: 700,
+            reclaim_unmapped_ns: 1_000,
             swap_free_ns: 50,
             swapin_ns: 2_300,
             collapse_ns: 400_000,
