@@ -125,9 +125,10 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert prof["reclaim_unmapped_ns"] == round((1_400_000 - rest) / 511)
     # without the fallback count (the THPs were swapped whole) it keeps the default
     no_split = {**FIXTURE, "values": {**FIXTURE["values"], "file.thp_best.thp_swpout_fallback": 0.0}}
-    assert calibrate.profile_from_samples(no_split)[0]["reclaim_unmapped_ns"] == tomllib.loads(n.default_costs())[
-        "reclaim_unmapped_ns"
-    ]
+    assert (
+        calibrate.profile_from_samples(no_split)[0]["reclaim_unmapped_ns"]
+        == tomllib.loads(n.default_costs())["reclaim_unmapped_ns"]
+    )
     assert prof["compact_scan_pfn_ns"] == 3 and prof["migrate_4k_ns"] == 2000
     assert 0 < prof["spread"]["clear_4k_ns"] < 1
     text = calibrate.to_toml(prof, ["a comment"])
