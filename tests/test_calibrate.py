@@ -29,6 +29,7 @@ FIXTURE = {
         "touch_page": [20, 20, 20],
         "syscall": [130, 120, 140],
         "fault_4k_total": [1500, 1400, 1600],
+        "fault_4k_sparse": [2400, 2500, 2600],
         "fault_zero": [600, 650, 700],
         "pte_walk_none": [2.4, 2.6, 2.5],
         "munmap_zero": [30, 32, 31],
@@ -87,6 +88,8 @@ def test_profile_from_samples_and_toml_roundtrip():
     prof, rows = calibrate.profile_from_samples(FIXTURE)
     assert prof["clear_4k_ns"] == 160
     assert prof["fault_4k_ns"] == 1500 - 160
+    # a fault that allocates its PTE table, less a fault and the table page's clear and allocation
+    assert prof["pte_alloc_ns"] == 2500 - 1500 - 160 - prof["page_alloc_ns"]
     assert prof["fault_2m_ns"] == 105000 - 85000
     assert prof["refault_reported_2m_ns"] == 6_000_000 - 105000  # only the blocks that were reported
     z = prof["zram"]["lz4"]

@@ -127,6 +127,13 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_4k_total",
             "4K write fault minus clear_4k",
         )
+    if have("fault_4k_sparse") and have("fault_4k_total"):
+        put(
+            "pte_alloc_ns",
+            _med(S["fault_4k_sparse"]) - _med(S["fault_4k_total"]) - prof["clear_4k_ns"] - prof["page_alloc_ns"],
+            "fault_4k_sparse",
+            "4K write fault that allocates a PTE table (one per 2 MiB) less a 4K fault, the table's clear and alloc",
+        )
     if have("pte_walk_none"):
         # at least 1 ns: the model's walks charge whole nanoseconds per entry
         put(

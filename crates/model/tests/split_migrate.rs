@@ -234,3 +234,33 @@ fn reclaim_split_charges_a_pass_per_unmapped_subpage() {
     assert_eq!(t(1_000, "mainline") - t(0, "mainline"), 4 * 511 * 1_000);
     assert_eq!(t(1_000, "seed"), t(0, "seed"));
 }
+
+/// A 4 KiB write fault that finds no PTE table allocates one first (__pte_alloc):
+/// pte_alloc_ns for each of the 8 tables of one write per 2 MiB, none for the 511 faults
+/// that follow in each table.
+#[test]
+fn fault_that_allocates_a_pte_table_charges_it() {
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(
+        r#"{"processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"b","size":"16M","align":"2M"},
+          {"op":"madvise","region":"b","advice":"nohugepage"},
+          {"op":"phase","name":"sparse"},
+          {"op":"write","region":"b","every":"2M","length":"4K","data":1},
+          {"op":"phase","name":"dense"},
+          {"op":"write","region":"b","data":2}]}]}"#,
+    )
+    .unwrap();
+    let t = |pte_alloc_ns: u64| {
+        let r = run_1g(&w, CostProfile { pte_alloc_ns, ..CostProfile::default() });
+        let d = |n: &str| {
+            let p = r.phases.iter().find(|p| p.name.ends_with(n)).unwrap();
+            p.end_ns - p.start_ns
+        };
+        (d(":sparse"), d(":dense"))
+    };
+    let (s0, d0) = t(0);
+    let (s1, d1) = t(1_000);
+    assert_eq!(s1 - s0, 8 * 1_000);
+    assert_eq!(d1, d0);
+}

@@ -168,6 +168,14 @@ pub struct CostProfile {
     /// Estimate: an atomic and a store (~10 ns). calibrate: munmap_zero (munmap of
     /// read-faulted zero-page PTEs, per PTE) less pte_walk_ns.
     pub zap_zero_pte_ns: u64,
+    /// __pte_alloc() in a fault that finds no PTE table, beyond clearing the table page
+    /// (clear_4k_ns) and the buddy allocation (page_alloc_ns), both charged apart:
+    /// pte_alloc_one() (pagetable_alloc with GFP_PGTABLE_USER: the memcg charge;
+    /// pagetable_pte_ctor: the split PTE lock, NR_PAGETABLE), pmd_install() under the PMD
+    /// lock, and the cold walk of a 2 MiB range touched for the first time. Estimate: ~500
+    /// ns. calibrate: fault_4k_sparse (one 4 KiB write fault per 2 MiB of a fresh mapping,
+    /// per fault) less fault_4k_total, clear_4k_ns and page_alloc_ns.
+    pub pte_alloc_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
     /// Allocating a page through the buddy allocator: estimate (the per-cpu list fast path,
@@ -365,6 +373,7 @@ impl Default for CostProfile {
             syscall_ns: 250,
             pte_walk_ns: 12,
             zap_zero_pte_ns: 10,
+            pte_alloc_ns: 500,
             pmd_walk_ns: 20,
             page_alloc_ns: 90,
             page_free_ns: 80,
