@@ -29,6 +29,7 @@ FIXTURE = {
         "touch_page": [20, 20, 20],
         "syscall": [130, 120, 140],
         "fault_4k_total": [1500, 1400, 1600],
+        "fault_4k_sparse": [2400, 2500, 2600],
         "fault_zero": [600, 650, 700],
         "pte_walk_none": [2.4, 2.6, 2.5],
         "munmap_zero": [30, 32, 31],
@@ -54,6 +55,7 @@ FIXTURE = {
         "file.pageout_4k": [2900] * 3,
         "file.munmap_cached": [800] * 3,
         "file.munmap_entry": [60] * 3,
+        "file.thp_pageout_best": [1_400_000] * 3,
         "drop_slab": [90000] * 3,
         "underused_0": [550000] * 3,
         "underused_256": [550000 + 256 * 440] * 3,
@@ -76,6 +78,7 @@ FIXTURE = {
         "zram.lz4.text.bytes": 2400,
         "zram.lz4.random.bytes": 4096,
         "split.thp_pages": 32,
+        "file.thp_best.thp_swpout_fallback": 1.0,
     },
     "notes": [],
 }
@@ -85,6 +88,8 @@ def test_profile_from_samples_and_toml_roundtrip():
     prof, rows = calibrate.profile_from_samples(FIXTURE)
     assert prof["clear_4k_ns"] == 160
     assert prof["fault_4k_ns"] == 1500 - 160
+    # a fault that allocates its PTE table, less a fault and the table page's clear and allocation
+    assert prof["pte_alloc_ns"] == 2500 - 1500 - 160 - prof["page_alloc_ns"]
     assert prof["fault_2m_ns"] == 105000 - 85000
     assert prof["refault_reported_2m_ns"] == 6_000_000 - 105000  # only the blocks that were reported
     z = prof["zram"]["lz4"]
@@ -109,6 +114,24 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert prof["memchr_inv_4k_ns"] == 440  # the underused shrinker's slope
     assert prof["split_folio_ns"] == round(330000 - 90000 / 32 - prof["page_free_ns"] - 511 * 10)
     assert prof["collapse_ns"] == 750000 - 512 * 250
+    # the swap-file THP pageout (each THP split) less the model's other charges, per zero subpage
+    rest = (
+        2 * prof["reclaim_scan_page_ns"]
+        + prof["split_pmd_ns"]
+        + prof["split_folio_ns"]
+        + 511 * 440
+        + 10
+        + prof["unmap_page_ns"]
+        + prof["tlb_flush_ns"]
+        + prof["pmd_walk_ns"]
+    )
+    assert prof["reclaim_unmapped_ns"] == round((1_400_000 - rest) / 511)
+    # without the fallback count (the THPs were swapped whole) it keeps the default
+    no_split = {**FIXTURE, "values": {**FIXTURE["values"], "file.thp_best.thp_swpout_fallback": 0.0}}
+    assert (
+        calibrate.profile_from_samples(no_split)[0]["reclaim_unmapped_ns"]
+        == tomllib.loads(n.default_costs())["reclaim_unmapped_ns"]
+    )
     assert prof["compact_scan_pfn_ns"] == 3 and prof["migrate_4k_ns"] == 2000
     assert 0 < prof["spread"]["clear_4k_ns"] < 1
     text = calibrate.to_toml(prof, ["a comment"])

@@ -127,6 +127,13 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_4k_total",
             "4K write fault minus clear_4k",
         )
+    if have("fault_4k_sparse") and have("fault_4k_total"):
+        put(
+            "pte_alloc_ns",
+            _med(S["fault_4k_sparse"]) - _med(S["fault_4k_total"]) - prof["clear_4k_ns"] - prof["page_alloc_ns"],
+            "fault_4k_sparse",
+            "4K write fault that allocates a PTE table (one per 2 MiB) less a 4K fault, the table's clear and alloc",
+        )
     if have("pte_walk_none"):
         # at least 1 ns: the model's walks charge whole nanoseconds per entry
         put(
@@ -179,6 +186,7 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
     _fit_devices(prof, S, V, rows, spread)
     _fit_reclaim(prof, S, V, rows, spread)
     _fit_split_collapse(prof, S, V, rows, spread)
+    _fit_reclaim_split(prof, S, V, rows, spread)
     _fit_compaction(prof, S, rows, spread)
     host = cal.get("host") or "host"
     prof["name"] = f"calibrated-{host}"
@@ -488,6 +496,41 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             S["collapse_2m"],
             "MADV_COLLAPSE per 2 MiB less 512 x copy_4k",
         )
+
+
+def _fit_reclaim_split(prof, S, V, rows, spread):
+    """reclaim_unmapped_ns: MADV_PAGEOUT to a swap file of THPs whose first byte only is
+    non-zero (file.thp_pageout_best, per THP; a swap file has no 2 MiB slots, so each THP is
+    split and its 511 zero subpages remapped to the zero page), less what the model charges
+    the rest of it: the scan of the THP and of its one written subpage, the PMD split, the
+    folio split and the zero checks of 511 subpages (plus the first page's, which stops at
+    its first byte), the unmap of the written page, the TLB flush and the PMD walk; per zero
+    subpage, each of which still takes a pass of shrink_folio_list (see costs.rs)."""
+
+    k = "file.thp_pageout_best"
+    if not S.get(k) or (V.get("file.thp_best.thp_swpout_fallback") or 0) < 0.9:
+        return
+    best = _med(S["memchr_inv_4k_best"]) if S.get("memchr_inv_4k_best") else 0.0
+    rest = (
+        2 * prof["reclaim_scan_page_ns"]
+        + prof["split_pmd_ns"]
+        + prof["split_folio_ns"]
+        + 511 * prof["memchr_inv_4k_ns"]
+        + best
+        + prof["unmap_page_ns"]
+        + prof["tlb_flush_ns"]
+        + prof["pmd_walk_ns"]
+    )
+    _put(
+        prof,
+        rows,
+        spread,
+        "reclaim_unmapped_ns",
+        (_med(S[k]) - rest) / 511,
+        S[k],
+        "swap-file THP pageout, seed 000 best case (each THP split), per THP less the model's other"
+        " charges, per zero subpage",
+    )
 
 
 def _fit_compaction(prof, S, rows, spread):

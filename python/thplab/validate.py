@@ -74,11 +74,27 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   0.84x, zram_best 1.36x -> 1.00x; file_best p:munmap 0.45x -> 0.99x; seed 000's six
   scenarios 21 -> 24 of 35 gated phase times within +-25 %;
 * MADV_PAGEOUT of THPs to a swap file (split into 4 KiB folios, 511 zero subpages each
-  remapped to the zero page) is 0.4x: ~1.45 ms per THP live, where the underused shrinker's
-  split of a THP with 508 zero subpages takes ~0.7 ms live and ~0.55 ms in the model; perf
-  in the guest (no PMU: samples skid to interrupt-enable points) puts half of the live time
-  in folio_alloc_swap, swap_writeout and folio_free_swap of the 64 pages written, which no
-  calibrated per-unit cost covers yet;
+  remapped to the zero page) was 0.4x: ~1.45 ms per THP live, 0.55 ms in the model. perf
+  (cpu-clock, 256 THPs) showed where: __folio_split keeps every new folio on the reclaim
+  list (lru_add_split_folio), so each remapped zero subpage takes its own pass of
+  shrink_folio_list: folio_alloc_swap (a slot, the swap cache), swap_writeout's
+  folio_free_swap (no swap PTE refers to it: both given back), __remove_mapping and the
+  free, ~1.2-1.6 us each; the write of the one non-zero page is a small part. The model
+  frees those pieces at the split and now charges reclaim_unmapped_ns for each
+  (vmscan.rs split_for_reclaim), fitted from file.thp_pageout_best: 1563 ns on
+  out/host3_pte.toml; replayed on the same live runs file_best p:pageout_thp 0.37x -> 0.90x;
+* the best cases' p:fault_4k (one 4 KiB write fault per 2 MiB: each allocates a PTE table)
+  were 0.63-0.72x: __pte_alloc (pte_alloc_one's memcg charge and constructor,
+  pmd_install, the cold walk) costs beyond the table page's allocation and clear, which
+  the model charged alone. calibrate measures fault_4k_sparse, and pte_alloc_ns (that less
+  fault_4k_total, clear_4k_ns and page_alloc_ns: ~1.9 us here) is charged per table
+  installed; replayed: 1.02-1.18x; seed 000's six scenarios 24 -> 28 of 35 gated phase
+  times within +-25 %;
+* the munmaps after the worst cases' disk and file pageouts (0.70x, 0.73x) zap 131072
+  4 KiB swap-cache folios each at ~1.4 us, where munmap_cached (16384 pages, calibrate)
+  measures ~1.0-1.2 us; zram_best's (0.69x) zaps THP-sized runs of same-filled zram
+  entries, whose zram_slot_free_notify no field covers (the per-class *_free_ns are
+  beyond the same-filled free);
 * split_underused_511 p:shrink is drop_caches=2 alone (nothing is underused at 511): the
   model charges the calibrated drop_slab_ns (0.13 ms, the walk of the host's other
   shrinkers, which it never charged before); live 1.8-3.9 ms, unstable: what the host's

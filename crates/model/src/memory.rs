@@ -118,12 +118,15 @@ impl Kernel {
         sid
     }
 
-    /// __pte_alloc(): make sure the PMD points to a PTE table; returns the slot.
+    /// __pte_alloc(): make sure the PMD points to a PTE table; returns the slot. A new
+    /// table costs pte_alloc_ns beyond its page (pte_alloc_one's accounting and
+    /// constructor, pmd_install).
     fn pte_table(&mut self, mm: MmId, idx: u64) -> Option<u32> {
         if let Some(sid) = self.mms[mm].pmds.lookup(idx) {
             return Some(sid);
         }
         let t = self.alloc_pgtable(mm)?;
+        self.charge(self.costs.pte_alloc_ns);
         Some(self.new_slot(mm, idx, Pmd::Table(Box::new([PTE_NONE; PTRS_PER_PTE])), t))
     }
 

@@ -35,7 +35,9 @@
 //!
 //! Costs: each folio scanned costs reclaim_scan_page_ns (isolation and the rmap walk of
 //! folio_referenced), each PTE or PMD unmapped unmap_page_ns, each folio freed
-//! remove_mapping_ns. Shared locks are simulated (locking.rs): the node's lru_lock taken
+//! remove_mapping_ns; each piece a split for reclaim leaves unmapped (a zero subpage
+//! remapped to the zero page) reclaim_unmapped_ns for the pass of shrink_folio_list it
+//! still takes (split_for_reclaim). Shared locks are simulated (locking.rs): the node's lru_lock taken
 //! once per isolated batch and once for the putback (isolate_lru_folios,
 //! move_folios_to_lru; once per folio by MADV_PAGEOUT's folio_isolate_lru), the swap
 //! device's si->lock when the allocator takes a cluster from its lists, and each swap
@@ -408,13 +410,7 @@ impl Kernel {
         if thp && self.folio_partially_mapped(head) {
             // split partially mapped folios right away: the unmapped pages go without I/O
             self.lru_del(head, nr);
-            return match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
-                Ok(p) => {
-                    *pieces = p.into_iter().map(|x| x.0).collect();
-                    Fate::Split
-                }
-                Err(_) => Fate::Activate,
-            };
+            return self.split_for_reclaim(head, nr, None, pieces);
         }
         let order = folio_order(&self.pm.frames, head);
         // folio_alloc_swap(): a large folio needs a free cluster of its order
@@ -423,14 +419,7 @@ impl Kernel {
             None if thp => {
                 // fall back to swapping base pages
                 self.lru_del(head, nr);
-                return match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
-                    Ok(p) => {
-                        self.count_swpout_fallback(order);
-                        *pieces = p.into_iter().map(|x| x.0).collect();
-                        Fate::Split
-                    }
-                    Err(_) => Fate::Activate,
-                };
+                return self.split_for_reclaim(head, nr, Some(order), pieces);
             }
             None => return Fate::Activate,
         };
@@ -475,6 +464,31 @@ impl Kernel {
             return Fate::Freed(nr);
         }
         self.folio_written(head, nr)
+    }
+
+    /// split_folio_to_list() from shrink_folio_list(): the pieces left mapped go back on
+    /// the reclaim list (`pieces`); `fallback` is the order of a folio split because it
+    /// got no swap slots (thp_swpout_fallback). The pieces left with no mapping (zero
+    /// subpages remapped to the shared zero page, subpages zapped before) are freed by the
+    /// model at the split, but in the kernel __folio_split() keeps them on the list too
+    /// (lru_add_split_folio) and each takes a pass of shrink_folio_list: a swap slot
+    /// allocated and given back (swap_writeout → folio_free_swap), __remove_mapping, the
+    /// free: reclaim_unmapped_ns each. With the seed policy, patch 2 frees them inside the
+    /// split (page_ref_freeze(subpage, 2)): no pass.
+    fn split_for_reclaim(&mut self, head: u64, nr: u64, fallback: Option<u32>, pieces: &mut Vec<u64>) -> Fate {
+        match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
+            Ok(p) => {
+                if let Some(order) = fallback {
+                    self.count_swpout_fallback(order);
+                }
+                if self.cfg.split_zero != crate::config::SplitZero::Seed {
+                    self.charge(self.costs.reclaim_unmapped_ns * (nr - p.len() as u64));
+                }
+                *pieces = p.into_iter().map(|x| x.0).collect();
+                Fate::Split
+            }
+            Err(_) => Fate::Activate,
+        }
     }
 
     /// After pageout() of a swap-cache folio (its PTEs are swap entries now): under

@@ -199,3 +199,68 @@ fn munmap_of_zero_page_ptes_charges_their_zap() {
     };
     assert_eq!(t(1_000) - t(0), 256 * 1_000);
 }
+
+/// MADV_PAGEOUT to a swap file (no 2 MiB slots): each THP is split for reclaim; its zero
+/// subpages are remapped to the shared zero page and then each takes a pass of
+/// shrink_folio_list of its own (a slot given and taken back, __remove_mapping, the free):
+/// reclaim_unmapped_ns for each of the 511 of every THP. The seed policy frees them inside
+/// the split (patch 2): no pass.
+#[test]
+fn reclaim_split_charges_a_pass_per_unmapped_subpage() {
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(
+        r#"{"machine":{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"file","size":"256M"}]},
+          "processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"b","size":"8M","align":"2M"},
+          {"op":"madvise","region":"b","advice":"hugepage"},
+          {"op":"write","region":"b","every":"2M","length":"4K","byte":0,"bytes":1,"data":255},
+          {"op":"phase","name":"out"},
+          {"op":"madvise","region":"b","advice":"pageout"}]}]}"#,
+    )
+    .unwrap();
+    let t = |reclaim_unmapped_ns: u64, policy: &str| {
+        let o = thplab_model::RunOptions {
+            costs: Some(CostProfile { reclaim_unmapped_ns, ..CostProfile::default() }),
+            knobs: vec![("thplab.split_zero_subpages".into(), policy.into())],
+            check: true,
+            ..Default::default()
+        };
+        let r = thplab_model::run(&w, &o).unwrap();
+        let p = r.phases.iter().find(|p| p.name.ends_with(":out")).unwrap();
+        assert_eq!(p.vmstat_delta.get("thp_swpout_fallback").copied(), Some(4), "{:?}", p.vmstat_delta);
+        assert_eq!(p.vmstat_delta.get("pswpout").copied(), Some(4), "{:?}", p.vmstat_delta);
+        p.end_ns - p.start_ns
+    };
+    assert_eq!(t(1_000, "mainline") - t(0, "mainline"), 4 * 511 * 1_000);
+    assert_eq!(t(1_000, "seed"), t(0, "seed"));
+}
+
+/// A 4 KiB write fault that finds no PTE table allocates one first (__pte_alloc):
+/// pte_alloc_ns for each of the 8 tables of one write per 2 MiB, none for the 511 faults
+/// that follow in each table.
+#[test]
+fn fault_that_allocates_a_pte_table_charges_it() {
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(
+        r#"{"processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"b","size":"16M","align":"2M"},
+          {"op":"madvise","region":"b","advice":"nohugepage"},
+          {"op":"phase","name":"sparse"},
+          {"op":"write","region":"b","every":"2M","length":"4K","data":1},
+          {"op":"phase","name":"dense"},
+          {"op":"write","region":"b","data":2}]}]}"#,
+    )
+    .unwrap();
+    let t = |pte_alloc_ns: u64| {
+        let r = run_1g(&w, CostProfile { pte_alloc_ns, ..CostProfile::default() });
+        let d = |n: &str| {
+            let p = r.phases.iter().find(|p| p.name.ends_with(n)).unwrap();
+            p.end_ns - p.start_ns
+        };
+        (d(":sparse"), d(":dense"))
+    };
+    let (s0, d0) = t(0);
+    let (s1, d1) = t(1_000);
+    assert_eq!(s1 - s0, 8 * 1_000);
+    assert_eq!(d1, d0);
+}

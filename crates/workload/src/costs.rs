@@ -168,6 +168,14 @@ pub struct CostProfile {
     /// Estimate: an atomic and a store (~10 ns). calibrate: munmap_zero (munmap of
     /// read-faulted zero-page PTEs, per PTE) less pte_walk_ns.
     pub zap_zero_pte_ns: u64,
+    /// __pte_alloc() in a fault that finds no PTE table, beyond clearing the table page
+    /// (clear_4k_ns) and the buddy allocation (page_alloc_ns), both charged apart:
+    /// pte_alloc_one() (pagetable_alloc with GFP_PGTABLE_USER: the memcg charge;
+    /// pagetable_pte_ctor: the split PTE lock, NR_PAGETABLE), pmd_install() under the PMD
+    /// lock, and the cold walk of a 2 MiB range touched for the first time. Estimate: ~500
+    /// ns. calibrate: fault_4k_sparse (one 4 KiB write fault per 2 MiB of a fresh mapping,
+    /// per fault) less fault_4k_total, clear_4k_ns and page_alloc_ns.
+    pub pte_alloc_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
     /// Allocating a page through the buddy allocator: estimate (the per-cpu list fast path,
@@ -222,6 +230,20 @@ pub struct CostProfile {
     /// swap cache after a swap-file pageout (munmap_cached) less swap_free_ns, pte_walk_ns and
     /// page_free_ns.
     pub remove_mapping_ns: u64,
+    /// A folio that shrink_folio_list() finds unmapped and outside the swap cache: a subpage
+    /// that a split for reclaim left with no mapping (remapped to the shared zero page by
+    /// try_to_map_unused_to_zeropage, or zapped before). __folio_split() keeps every new
+    /// folio on the reclaim list (lru_add_split_folio takes a reference), so each takes a
+    /// pass of its own: folio_alloc_swap() gives it a slot and a swap-cache entry,
+    /// swap_writeout() finds no swap PTE referring to them (folio_free_swap: both given
+    /// back at once, no I/O), __remove_mapping() and the free (the folio's whole cost,
+    /// page_free_ns included: none of the other reclaim primitives is charged for it).
+    /// Estimate: ~1 µs. calibrate: MADV_PAGEOUT to a swap file of THPs whose first byte
+    /// only is non-zero (each split, 511 zero subpages remapped; file.thp_pageout_best),
+    /// per THP less what the model charges the rest (the scan of the THP and of its one
+    /// written subpage, the PMD split, the folio split and its zero checks, the unmap,
+    /// the TLB flush), per zero subpage.
+    pub reclaim_unmapped_ns: u64,
     /// The zap of one swap PTE (free_swap_and_cache: the slot's count, the slot freed, the
     /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
     /// walk.
@@ -357,6 +379,7 @@ impl Default for CostProfile {
             syscall_ns: 250,
             pte_walk_ns: 12,
             zap_zero_pte_ns: 10,
+            pte_alloc_ns: 500,
             pmd_walk_ns: 20,
             page_alloc_ns: 90,
             page_free_ns: 80,
@@ -374,6 +397,7 @@ impl Default for CostProfile {
             reclaim_scan_page_ns: 60,
             unmap_page_ns: 150,
             remove_mapping_ns: 700,
+            reclaim_unmapped_ns: 1_000,
             swap_free_ns: 50,
             swapin_ns: 2_300,
             collapse_ns: 400_000,
