@@ -105,6 +105,8 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert pte == 2  # the MADV_COLD walk over none PTEs, per PTE (median 2.5, rounded)
     assert prof["zap_zero_pte_ns"] == 31 - pte
     assert prof["swap_free_ns"] == 60 - pte
+    # a same-filled zram slot's free notify: its munmap less the swap PTE's zap and the walk
+    assert z["slot_free_ns"] == 100 - (60 - pte) - pte
     # the free of the folio is page_free_ns, which the model charges apart (free_folio)
     assert prof["remove_mapping_ns"] == 800 - (60 - pte) - pte - prof["page_free_ns"]
     # reclaim_scan_page + unmap_page = the 4 KiB pageout less the TLB flush, PTE walk, zero check

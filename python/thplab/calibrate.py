@@ -376,6 +376,12 @@ def _fit_reclaim(prof, S, V, rows, spread):
                 S[f"{dev}.munmap_cached"],
                 f"{dev}.munmap_cached less swap_free, pte_walk, page_free (the model frees the folio apart)",
             )
+    # zram_slot_free_notify() of a same-filled slot: the munmap of such swap entries less
+    # what the model charges beside it (the PTE walk, free_swap_and_cache)
+    for a, z in (prof.get("zram") or {}).items():
+        if m(f"zram.{a}.same.free") is not None:
+            z["slot_free_ns"] = round(max(0.0, m(f"zram.{a}.same.free") - prof["swap_free_ns"] - pte))
+            spread[f"zram.{a}.slot_free_ns"] = round(_spread(S[f"zram.{a}.same.free"]), 4)
     alg = _device_alg(S)
     x = None
     if dev and m(f"{dev}.pageout_4k") is not None:

@@ -78,8 +78,8 @@ impl Zram {
     }
 
     /// zram_slot_free_notify(): free what slot `idx` holds (`c`), if zram holds anything.
-    /// Returns the CPU time the free took (zs_free of the object: the class's free_ns; a
-    /// same-filled page has no object).
+    /// Returns the CPU time the free took (slot_free_ns, and zs_free of the object: the
+    /// class's free_ns; a same-filled page has no object).
     pub fn free_slot(&mut self, idx: u32, c: Content) -> u64 {
         if self.is_stored(idx) {
             self.set_stored(idx, false);
@@ -151,12 +151,13 @@ impl Zram {
         }
     }
 
-    /// zram_free_page() (swap slot free notify).
+    /// zram_free_page() (swap slot free notify): every stored slot pays slot_free_ns, an
+    /// object also its class's zs_free.
     fn free(&mut self, c: Content) -> u64 {
         self.pages_stored -= 1;
         if content::is_same_filled(c) {
             self.same_pages -= 1;
-            return 0;
+            return self.c.slot_free_ns;
         }
         let (len, obj, huge) = self.object(c);
         self.compr_bytes -= len;
@@ -164,11 +165,12 @@ impl Zram {
         if huge {
             self.huge_pages -= 1;
         }
-        match content::class(c) {
-            content::SPARSE => self.c.sparse_free_ns,
-            content::TEXT => self.c.text_free_ns,
-            _ => self.c.random_free_ns,
-        }
+        self.c.slot_free_ns
+            + match content::class(c) {
+                content::SPARSE => self.c.sparse_free_ns,
+                content::TEXT => self.c.text_free_ns,
+                _ => self.c.random_free_ns,
+            }
     }
 
     pub fn mm_stat(&self) -> Value {

@@ -264,3 +264,40 @@ fn fault_that_allocates_a_pte_table_charges_it() {
     assert_eq!(s1 - s0, 8 * 1_000);
     assert_eq!(d1, d0);
 }
+
+/// The zap of a zram swap entry frees its slot (zram_slot_free_notify -> zram_free_page):
+/// slot_free_ns for every stored slot, same-filled pages included (they have no object to
+/// zs_free), and a compressed page's class free_ns on top.
+#[test]
+fn munmap_of_zram_entries_charges_each_slot_free() {
+    use thplab_workload::costs::{CompressorCosts, CostProfile};
+    let w = thplab_workload::parse_workload(
+        r#"{"machine":{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"zram","size":"256M"}]},
+          "processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"s","size":"4M","align":"2M"},
+          {"op":"mmap","name":"r","size":"2M","align":"2M"},
+          {"op":"madvise","region":"s","advice":"nohugepage"},
+          {"op":"madvise","region":"r","advice":"nohugepage"},
+          {"op":"write","region":"s","data":255},
+          {"op":"write","region":"r","data":"random"},
+          {"op":"madvise","region":"s","advice":"pageout"},
+          {"op":"madvise","region":"r","advice":"pageout"},
+          {"op":"phase","name":"zap"},
+          {"op":"munmap","region":"s"},
+          {"op":"munmap","region":"r"}]}]}"#,
+    )
+    .unwrap();
+    let t = |slot_free_ns: u64, random_free_ns: u64| {
+        let mut costs = CostProfile::default();
+        for z in costs.zram.values_mut() {
+            *z = CompressorCosts { slot_free_ns, random_free_ns, ..z.clone() };
+        }
+        let o = thplab_model::RunOptions { costs: Some(costs), check: true, ..Default::default() };
+        let r = thplab_model::run(&w, &o).unwrap();
+        let p = r.phases.iter().find(|p| p.name.ends_with(":zap")).unwrap();
+        p.end_ns - p.start_ns
+    };
+    let base = t(0, 0);
+    assert_eq!(t(1_000, 0) - base, (1024 + 512) * 1_000, "every slot, same-filled or not");
+    assert_eq!(t(0, 1_000) - base, 512 * 1_000, "only the compressed pages zs_free an object");
+}

@@ -41,6 +41,12 @@ pub struct CompressorCosts {
     pub sparse_free_ns: u64,
     pub text_free_ns: u64,
     pub random_free_ns: u64,
+    /// zram_slot_free_notify() -> zram_free_page() of any stored slot, same-filled included
+    /// (the slot lock, its flags and stats), beyond swap_free_ns: the whole free of a
+    /// same-filled page, and the part of the others' free below their class's free_ns.
+    /// calibrate: munmap of swapped-out same-filled pages (zram.<alg>.same.free) less
+    /// swap_free_ns and pte_walk_ns, per page.
+    pub slot_free_ns: u64,
     /// Compressed bytes: calibrate (compr_data_size / pages stored).
     pub sparse_bytes: u64,
     pub text_bytes: u64,
@@ -61,6 +67,7 @@ impl Default for CompressorCosts {
             sparse_free_ns: 140,
             text_free_ns: 430,
             random_free_ns: 400,
+            slot_free_ns: 40,
             sparse_bytes: 116,
             text_bytes: 2_000,
             random_bytes: 4_096,
