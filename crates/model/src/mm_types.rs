@@ -393,6 +393,7 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
 /// Doubly-linked list links for LRU folios, stored in lazily allocated chunks of 64
 /// frames so that memory holding THPs (one folio per 512 frames) costs ~1 byte per page
 /// and free memory costs nothing. O(1) insert and remove.
+#[derive(Clone)]
 pub struct Links {
     chunks: Vec<Option<Box<[[u32; 2]; 64]>>>,
     used: Vec<u8>,
