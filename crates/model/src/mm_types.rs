@@ -396,7 +396,6 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
 #[derive(Clone)]
 pub struct Links {
     chunks: Vec<Option<Box<[[u32; 2]; 64]>>>,
-    used: Vec<u8>,
 }
 pub const NIL: u32 = u32::MAX;
 
@@ -405,7 +404,7 @@ impl Links {
         let n = nr_frames.div_ceil(64) as usize;
         let mut chunks = Vec::with_capacity(n);
         chunks.resize_with(n, || None);
-        Links { chunks, used: vec![0; n] }
+        Links { chunks }
     }
     #[inline]
     pub fn get(&self, pfn: u32) -> [u32; 2] {
@@ -420,16 +419,13 @@ impl Links {
         let ci = (pfn >> 6) as usize;
         let c = self.chunks[ci].get_or_insert_with(|| Box::new([[NIL, NIL]; 64]));
         c[(pfn & 63) as usize] = [NIL, NIL];
-        self.used[ci] += 1;
     }
     /// Stop using the cell. An emptied chunk stays allocated for the next attach: the hot
     /// 4 KiB fault/free paths move pages on and off lists constantly, and freeing and
     /// reallocating chunks cost more host time than the memory they return.
     #[inline]
     pub fn detach(&mut self, pfn: u32) {
-        let ci = (pfn >> 6) as usize;
-        self.used[ci] -= 1;
-        if let Some(c) = &mut self.chunks[ci] {
+        if let Some(c) = &mut self.chunks[(pfn >> 6) as usize] {
             c[(pfn & 63) as usize] = [NIL, NIL];
         }
     }
@@ -443,7 +439,6 @@ impl Links {
     }
     pub fn heap_bytes(&self) -> usize {
         self.chunks.len() * 8
-            + self.used.len()
             + self.chunks.iter().filter(|c| c.is_some()).count() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
 }

@@ -298,6 +298,30 @@ def tables(results: dict[str, dict], sz: dict[str, int]) -> list[Table]:
 TITLE = "Nitin Gupta 2020: proactive compaction"
 
 
+def run_all(wls: dict[str, dict], machine: str, workers: int, progress=None) -> dict[str, dict]:
+    """The five runs' raw results: (a) and (b) through one shared prefix (`workers`
+    continuations at a time), (c) beside the prefix when workers > 1."""
+    import concurrent.futures as cf
+
+    from thplab.api import run_shared
+
+    shared = [n for n in wls if n != "c_proactive"]
+    if progress:
+        progress(", ".join(shared) + " (shared prefix)")
+    results: dict[str, dict] = {}
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        ab = ex.submit(run_shared, [wls[n] for n in shared], machine=machine, threads=workers)
+        if workers <= 1:
+            ab.result()
+        c = ex.submit(run_workload, wls["c_proactive"], machine)
+        for n, r in zip(shared, ab.result(), strict=True):
+            results[n] = r.raw
+        if progress:
+            progress("c_proactive")
+        results["c_proactive"] = c.result()
+    return results
+
+
 def run(quick: bool = False, boot: dict[str, int] | None = None, progress=None, workers: int | None = None) -> Outcome:
     """Run seed 004's experiments through the model; rows of seed vs thplab figures.
     Runs (a) and (b) share their fragmentation (every op before the proactiveness write):
@@ -305,10 +329,6 @@ def run(quick: bool = False, boot: dict[str, int] | None = None, progress=None, 
     (at the seed's scale each state holds ~5 GiB of host memory: the prefix and two
     continuations at once); (c) runs beside the prefix. Results are those of separate
     runs: they do not depend on the order, the sharing or the parallelism."""
-    import concurrent.futures as cf
-
-    from thplab.api import run_shared
-
     scale = "quick" if quick else "full"
     s = SCALES[scale]
     boot = boot or boot_memory(s["machine"])
@@ -316,22 +336,7 @@ def run(quick: bool = False, boot: dict[str, int] | None = None, progress=None, 
     wls = workloads(scale, boot)
     if workers is None:
         workers = 1 if quick else min(2, os.cpu_count() or 1)
-    shared = [n for n in wls if n != "c_proactive"]
-    if progress:
-        progress(", ".join(shared) + " (shared prefix)")
-    results: dict[str, dict] = {}
-    with cf.ThreadPoolExecutor(max_workers=2) as ex:
-        ab = ex.submit(run_shared, [wls[n] for n in shared], machine=s["machine"], threads=workers)
-        if workers > 1:
-            c = ex.submit(run_workload, wls["c_proactive"], s["machine"])
-        else:
-            ab.result()
-            c = ex.submit(run_workload, wls["c_proactive"], s["machine"])
-        for n, r in zip(shared, ab.result(), strict=True):
-            results[n] = r.raw
-        if progress:
-            progress("c_proactive")
-        results["c_proactive"] = c.result()
+    results = run_all(wls, s["machine"], workers, progress)
     return Outcome(tables=tables(results, sz), results=results, data={"sizes": sz, "machine": s["machine"]})
 
 

@@ -120,7 +120,7 @@ impl Boot {
 /// run separately should the prefix have recorded a sample). Workloads that are not of
 /// this form run separately. At most `threads`
 /// continuations run at once, each on its own thread beside the prefix's state.
-pub fn run_shared(ws: &[Workload], o: &RunOptions, threads: usize) -> Vec<Result<RunResult, Error>> {
+pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec<Result<RunResult, Error>> {
     let Some(div) = divergence(ws).filter(|_| ws.len() > 1) else {
         return ws.iter().map(|w| run(w, o)).collect();
     };
@@ -139,38 +139,30 @@ pub fn run_shared(ws: &[Workload], o: &RunOptions, threads: usize) -> Vec<Result
     let mut results: Vec<Option<Result<RunResult, Error>>> = vec![None; ws.len()];
     let (shared, separate): (Vec<usize>, Vec<usize>) =
         (0..ws.len()).partition(|&i| ws[i].record.fault_latency || !sampled);
+    let boot = &boot;
+    // continue the prefix as workload i
+    let go = |i: usize, mut e: Engine<'w>| {
+        let w = &ws[i];
+        let check = check_of(w);
+        e.w = w;
+        e.k.rec.record_latency = w.record.fault_latency;
+        let r = e.run_loop(&check, o.check, None).and_then(|_| e.finish(&check, o.check)).map(|_| e.conclude(boot).0);
+        (i, r)
+    };
     let mut prefix = Some(prefix);
     for chunk in shared.chunks(threads.max(1)) {
         let last = chunk.contains(shared.last().expect("a shared run"));
-        let engines: Vec<(usize, Engine<'_>)> = chunk
-            .iter()
-            .map(|&i| {
-                let e = if last && i == *chunk.last().expect("a run") {
-                    prefix.take().expect("the prefix")
-                } else {
-                    prefix.as_ref().expect("the prefix").clone()
-                };
-                (i, e)
-            })
-            .collect();
-        let boot = &boot;
+        // copies first; the last continuation takes the prefix's state itself
+        let mut engines: Vec<(usize, Engine<'w>)> = vec![];
+        for (j, &i) in chunk.iter().enumerate() {
+            let e = match last && j + 1 == chunk.len() {
+                true => prefix.take().expect("the prefix"),
+                false => prefix.as_ref().expect("the prefix").clone(),
+            };
+            engines.push((i, e));
+        }
         let done: Vec<(usize, Result<RunResult, Error>)> = std::thread::scope(|s| {
-            let hs: Vec<_> = engines
-                .into_iter()
-                .map(|(i, mut e)| {
-                    let w = &ws[i];
-                    let check = check_of(w);
-                    s.spawn(move || {
-                        e.w = w;
-                        e.k.rec.record_latency = w.record.fault_latency;
-                        let r = e
-                            .run_loop(&check, o.check, None)
-                            .and_then(|_| e.finish(&check, o.check))
-                            .map(|_| e.conclude(boot).0);
-                        (i, r)
-                    })
-                })
-                .collect();
+            let hs: Vec<_> = engines.into_iter().map(|(i, e)| s.spawn(move || go(i, e))).collect();
             hs.into_iter().map(|h| h.join().expect("a continuation thread")).collect()
         });
         for (i, r) in done {
