@@ -42,6 +42,8 @@ if mode == "shared":
     out = seed004.run_all(wls, machine, spec["jobs"])
     times.append(("all five", time.monotonic() - t0, cpu() - c0))
     rest = []
+else:
+    rest = list(wls)
 for n in rest:
     t0, c0 = time.monotonic(), cpu()
     out[n] = run(wls[n], machine=machine).raw
