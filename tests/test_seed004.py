@@ -78,3 +78,14 @@ def test_c_backoff(rows):
     assert row(rows, "c", "pages migrated")["thplab_after"] == 0
     rounds = row(rows, "c", "proactive rounds")["thplab_after"]
     assert rounds >= 3 and row(rows, "c", "rounds that backed off")["thplab_after"] == rounds
+
+
+def test_shared_prefix_results_equal_separate_runs(outcome):
+    """run() runs (a) and (b)'s common fragmentation once and continues each run from a
+    copy of its state: every result is the one its workload gives when run alone."""
+    import json
+
+    wls = seed004.workloads("quick")
+    for name in ("a_vanilla", "b_proactive"):
+        alone = seed004.run_workload(wls[name], seed004.SCALES["quick"]["machine"])
+        assert json.dumps(outcome.results[name], sort_keys=True) == json.dumps(alone, sort_keys=True), name

@@ -326,6 +326,41 @@ def run(
     return Result.from_json(out)
 
 
+def run_shared(
+    workloads: list[Any],
+    machine: Any = None,
+    knobs: Any = None,
+    costs: str | os.PathLike | None = None,
+    seed: int | None = None,
+    check: bool = False,
+    threads: int = 1,
+    timeout: float | None = None,
+) -> list[Result]:
+    """Run several model workloads that differ only from some op of their processes
+    onwards (and in name and record.fault_latency): the common prefix runs once, then each
+    workload continues from a copy of the whole state, `threads` at a time (each copy holds
+    the model's full state: mind the host's memory). The results are those of separate
+    `run` calls. Workloads of another form, or runs with `check`, run one by one."""
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise InputError(f"threads {threads!r}: expected a positive integer")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InputError(f"seed {seed!r}: expected a non-negative integer")
+    texts = [json.dumps(load_workload(w)) for w in workloads]
+    knob_pairs = parse_knobs(knobs)
+    mtext = _machine_text(machine)
+    if mtext is not None:
+        parse_machine(mtext)
+    costs_toml = load_costs(costs)
+    check = check or os.environ.get("THPLAB_CHECK") == "1"
+    try:
+        outs = _call(
+            lambda: _native.run_model_shared(texts, mtext, knob_pairs, costs_toml, seed, check, threads), timeout
+        )
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    return [Result.from_json(o) for o in outs]
+
+
 def _accepts(fn, name: str) -> bool:
     import inspect
 

@@ -36,6 +36,19 @@ fn main() {
         o.costs = Some(thplab_workload::costs::CostProfile::from_toml(&t).expect("cost profile"));
     }
     o.trace = std::env::var("TRACE").ok().map(|t| t.split(',').map(str::to_string).collect());
+    if let Ok(more) = std::env::var("SHARED") {
+        // SHARED=W2.json,W3.json: run_shared() of this workload and those, 2 at a time
+        let mut ws = vec![w];
+        for f in more.split(',') {
+            ws.push(parse_workload(&std::fs::read_to_string(f).expect("workload file")).expect("workload"));
+        }
+        let t = Instant::now();
+        for r in thplab_model::run_shared(&ws, &o, 2) {
+            r.expect("run");
+        }
+        println!("wall_s {:.2} peak_rss_mb {}", t.elapsed().as_secs_f64(), peak_rss_kb() / 1024);
+        return;
+    }
     let t = Instant::now();
     let r = run(&w, &o).expect("run");
     let wall = t.elapsed().as_secs_f64();

@@ -17,7 +17,7 @@ use crate::vmstat::{Ev, NodeStat};
 
 /// The huge zero folio (huge_zero_folio, huge_zero_refcount): allocated on first use,
 /// one reference per mm that maps it (MMF_HUGE_ZERO_PAGE).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct HugeZeroFolio {
     pub pfn: Option<u64>,
     pub users: u64,

@@ -12,7 +12,7 @@ use crate::mm_types::*;
 use crate::vmstat::Ev;
 
 /// struct hstate for the 2 MiB size: the per-node pool and the round-robin cursors.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Hstate {
     /// hugepage_freelists[nid]: head pfns, the most recently enqueued last (the kernel
     /// list_move()s to the head and dequeues from the head: LIFO)

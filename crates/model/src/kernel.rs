@@ -30,6 +30,7 @@ use thplab_workload::machine::MachineSpec;
 /// pglist_data (include/linux/mmzone.h): a node's reclaim and compaction state, its LRU
 /// lists and its counters, composed here from each mechanism's part. The node's static
 /// layout (zones, pfn span, CPUs) is PhysMem's `nodes`.
+#[derive(Clone)]
 pub struct PgData {
     /// lruvec: the LRU lists [none, inactive_anon, active_anon, unevictable, inactive_file,
     /// active_file], threaded through the frames' links (swap.c / vmscan.rs)
@@ -65,6 +66,7 @@ impl PgData {
 
 /// The current engine step as the kernel sees it: when it started, what it has cost so
 /// far, the CPU it runs on; and the kernel threads it asked to wake.
+#[derive(Clone)]
 pub struct Clock {
     /// the time the current step started (ns)
     pub now: u64,
@@ -82,6 +84,7 @@ pub struct Clock {
 
 /// The simulated kernel. Each part of its state is owned by the mechanism named beside
 /// it; mechanisms reach each other through functions, not each other's fields.
+#[derive(Clone)]
 pub struct Kernel {
     /// the frame array (mem_map), pageblocks, zones and free areas, folio mapcounts (page_alloc.rs)
     pub(crate) pm: PhysMem,

@@ -39,7 +39,7 @@ pub mod vmscan;
 pub mod vmstat;
 pub mod zram;
 
-pub use engine::{run, run_keep, RunOptions};
+pub use engine::{run, run_keep, run_shared, RunOptions};
 
 #[cfg(test)]
 mod tests;

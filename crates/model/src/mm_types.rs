@@ -393,9 +393,9 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
 /// Doubly-linked list links for LRU folios, stored in lazily allocated chunks of 64
 /// frames so that memory holding THPs (one folio per 512 frames) costs ~1 byte per page
 /// and free memory costs nothing. O(1) insert and remove.
+#[derive(Clone)]
 pub struct Links {
     chunks: Vec<Option<Box<[[u32; 2]; 64]>>>,
-    used: Vec<u8>,
 }
 pub const NIL: u32 = u32::MAX;
 
@@ -404,7 +404,7 @@ impl Links {
         let n = nr_frames.div_ceil(64) as usize;
         let mut chunks = Vec::with_capacity(n);
         chunks.resize_with(n, || None);
-        Links { chunks, used: vec![0; n] }
+        Links { chunks }
     }
     #[inline]
     pub fn get(&self, pfn: u32) -> [u32; 2] {
@@ -419,16 +419,13 @@ impl Links {
         let ci = (pfn >> 6) as usize;
         let c = self.chunks[ci].get_or_insert_with(|| Box::new([[NIL, NIL]; 64]));
         c[(pfn & 63) as usize] = [NIL, NIL];
-        self.used[ci] += 1;
     }
     /// Stop using the cell. An emptied chunk stays allocated for the next attach: the hot
     /// 4 KiB fault/free paths move pages on and off lists constantly, and freeing and
     /// reallocating chunks cost more host time than the memory they return.
     #[inline]
     pub fn detach(&mut self, pfn: u32) {
-        let ci = (pfn >> 6) as usize;
-        self.used[ci] -= 1;
-        if let Some(c) = &mut self.chunks[ci] {
+        if let Some(c) = &mut self.chunks[(pfn >> 6) as usize] {
             c[(pfn & 63) as usize] = [NIL, NIL];
         }
     }
@@ -442,7 +439,6 @@ impl Links {
     }
     pub fn heap_bytes(&self) -> usize {
         self.chunks.len() * 8
-            + self.used.len()
             + self.chunks.iter().filter(|c| c.is_some()).count() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
 }
@@ -606,7 +602,7 @@ mod tests {
         l.remove(&mut links, 900, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
         // emptied chunks stay allocated (pfns 5, 7: chunk 0; 900: chunk 14)
-        assert_eq!(links.heap_bytes(), 16 * 8 + 16 + 2 * 64 * 8);
+        assert_eq!(links.heap_bytes(), 16 * 8 + 2 * 64 * 8);
         // rotations: [1 2 3 4] -> through 2 -> [3 4 1 2] -> to 1 -> [1 2 3 4]
         let order = |l: &List, links: &Links| {
             let mut v = vec![];

@@ -34,7 +34,7 @@ pub use crate::tlb::Tlb;
 /// one-entry lookup cache (faults and writes walk addresses in order, so consecutive
 /// lookups hit the same 2 MiB slot). Reads go through Deref; every mutation goes through
 /// insert/remove, which keep the cache right.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct PmdMap {
     map: BTreeMap<u64, u32>,
     last: std::cell::Cell<Option<(u64, u32)>>,
@@ -71,6 +71,7 @@ impl std::ops::Deref for PmdMap {
     }
 }
 
+#[derive(Clone)]
 pub struct Mm {
     pub id: MmId,
     pub name: String,
@@ -95,7 +96,7 @@ pub struct Mm {
 }
 
 /// The kernel's address spaces, indexed by `MmId` (an exited mm stays, not alive).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct MmList(Vec<Mm>);
 impl MmList {
     /// Add an mm; its id must be the next index.

@@ -46,12 +46,13 @@ pub const WMARK_PROMO: usize = 3;
 /// through the blocks' first frames (PhysMem's links), plus nr_free per migratetype.
 /// Allocation takes the head; frees go to the head, or to the tail when the block is
 /// likely to merge soon (buddy_merge_likely) or at boot (FPI_TO_TAIL).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct FreeArea {
     pub lists: [List; NR_FREE_LISTS],
     pub nr_free: [u64; NR_FREE_LISTS],
 }
 
+#[derive(Clone)]
 pub struct Zone {
     pub node: usize,
     pub idx: usize,
@@ -143,6 +144,7 @@ impl Zone {
     }
 }
 
+#[derive(Clone)]
 pub struct Node {
     pub id: usize,
     pub zones: Vec<usize>,

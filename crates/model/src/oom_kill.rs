@@ -9,7 +9,7 @@ use crate::trace::trace_event;
 use crate::vmstat::Ev;
 
 /// The OOM killer's state: the mms it chose that the engine has not stopped yet.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct OomControl {
     pub victims: Vec<MmId>,
 }

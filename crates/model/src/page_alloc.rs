@@ -139,6 +139,7 @@ enum RmqueueMode {
 }
 
 /// Physical memory: the frame array, pageblocks, nodes and zones.
+#[derive(Clone)]
 pub struct PhysMem {
     pub frames: Vec<u64>,
     pub pageblocks: Vec<u8>,
@@ -157,7 +158,7 @@ pub struct PhysMem {
     /// Pages in use by the kernel outside the buddy allocator's view (reserved at boot).
     pub reserved_pages: u64,
     /// zonelists per node: [any node, this node only]
-    pub zonelists: Vec<[std::rc::Rc<[usize]>; 2]>,
+    pub zonelists: Vec<[std::sync::Arc<[usize]>; 2]>,
     /// Free page reporting (a VM guest, page_reporting.rs): PageReported, the device's
     /// state, the pages the host discarded
     pub pr: PageReporting,
@@ -1131,7 +1132,7 @@ impl PhysMem {
     /// the other nodes' (by node distance: nearer ids first), unless THISNODE.
     /// The zonelist for ZONE_NORMAL-capped allocations, precomputed per node (built once:
     /// zones never change after boot).
-    pub fn zonelist(&self, nid: usize, highest: usize, thisnode: bool) -> std::rc::Rc<[usize]> {
+    pub fn zonelist(&self, nid: usize, highest: usize, thisnode: bool) -> std::sync::Arc<[usize]> {
         if highest == ZONE_NORMAL {
             if let Some(z) = self.zonelists.get(nid) {
                 return z[thisnode as usize].clone();

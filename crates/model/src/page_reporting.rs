@@ -81,6 +81,7 @@ struct PrPass {
 
 /// Free page reporting: the device's state, PageReported of free blocks, and which pages
 /// the host has discarded. Owned by PhysMem (the free lists' hooks need it).
+#[derive(Clone)]
 pub struct PageReporting {
     /// a reporting device is registered (thplab.free_page_reporting)
     pub enabled: bool,

@@ -30,7 +30,7 @@ pub fn mk_pte(kind: u32, payload: u32) -> u32 {
 }
 pub const PTE_ZERO: u32 = K_ZERO << KIND_SHIFT;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Pmd {
     /// A huge mapping of a THP (head pfn).
     Huge(u32),
@@ -42,7 +42,7 @@ pub enum Pmd {
     SwapPmd(u32),
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Slot {
     pub mm: crate::mm_types::MmId,
     /// virtual address >> PMD_SHIFT
@@ -52,7 +52,7 @@ pub struct Slot {
     pub table_pfn: u32,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct SlotTable {
     pub slots: Vec<Option<Slot>>,
     free: Vec<u32>,

@@ -16,7 +16,7 @@ pub struct OomReport {
     pub trigger: String,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Recorder {
     /// event counters (count_vm_event)
     pub vm: VmStat,

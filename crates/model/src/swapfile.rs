@@ -95,6 +95,7 @@ impl CLists {
 }
 
 /// One swap device (struct swap_info_struct).
+#[derive(Clone)]
 pub struct SwapDev {
     pub name: String,
     pub kind: SwapKind,
@@ -229,7 +230,7 @@ impl SwapDev {
 }
 
 /// All swap devices, the per-CPU next clusters and the swap cache.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct SwapState {
     pub devs: Vec<SwapDev>,
     /// per CPU, per order: (device, offset) of the next slot to try (percpu_swap_cluster)

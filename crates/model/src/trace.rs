@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 pub const MAX_TRACE_EVENTS: usize = 1_000_000;
 
 /// The enabled tracepoints and the events recorded so far.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Trace {
     mask: u128,
     pub events: Vec<Value>,

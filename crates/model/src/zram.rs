@@ -22,6 +22,7 @@ use thplab_workload::costs::CompressorCosts;
 /// zsmalloc's huge class: objects at least this big are stored as whole pages.
 pub const HUGE_CLASS_SIZE: u64 = 3264;
 
+#[derive(Clone)]
 pub struct Zram {
     pub alg: String,
     pub c: CompressorCosts,

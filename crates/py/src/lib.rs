@@ -67,6 +67,32 @@ fn run_model(
     Ok(r.to_json())
 }
 
+/// Run several workloads that differ only from some op onwards (see
+/// `thplab_model::run_shared`): their common prefix runs once and each continues from a
+/// copy of its state, `threads` at a time. Results (JSON text, in order) are those of
+/// separate runs. Raises the first run's error.
+#[pyfunction]
+#[pyo3(signature = (workloads, machine=None, knobs=vec![], costs=None, seed=None, check=false, threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn run_model_shared(
+    py: Python<'_>,
+    workloads: Vec<String>,
+    machine: Option<&str>,
+    knobs: Vec<(String, String)>,
+    costs: Option<&str>,
+    seed: Option<u64>,
+    check: bool,
+    threads: usize,
+) -> PyResult<Vec<String>> {
+    let ws =
+        workloads.iter().map(|t| parse_workload(t)).collect::<Result<Vec<_>, _>>().map_err(PyValueError::new_err)?;
+    let machine = machine.map(MachineSpec::parse_any).transpose().map_err(PyValueError::new_err)?;
+    let costs = costs.map(CostProfile::from_toml).transpose().map_err(PyValueError::new_err)?;
+    let opts = thplab_model::RunOptions { machine, knobs, costs, seed, check, trace: None };
+    let rs = py.detach(|| thplab_model::run_shared(&ws, &opts, threads));
+    rs.into_iter().map(|r| r.map(|r| r.to_json()).map_err(|e| to_py_err(py, e))).collect()
+}
+
 /// A run's error as the Python exception of its kind (python/thplab/errors.py): bad input
 /// is a ValueError (the API turns it into InputError, exit 2); a broken invariant an
 /// InvariantError (exit 3) carrying `invariant`, `sim_time_ns` and `repro`; a live
@@ -105,6 +131,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_costs, m)?)?;
     m.add_function(wrap_pyfunction!(parse_costs, m)?)?;
     m.add_function(wrap_pyfunction!(run_model, m)?)?;
+    m.add_function(wrap_pyfunction!(run_model_shared, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

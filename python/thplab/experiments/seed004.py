@@ -298,10 +298,37 @@ def tables(results: dict[str, dict], sz: dict[str, int]) -> list[Table]:
 TITLE = "Nitin Gupta 2020: proactive compaction"
 
 
+def run_all(wls: dict[str, dict], machine: str, workers: int, progress=None) -> dict[str, dict]:
+    """The five runs' raw results: (a) and (b) through one shared prefix (`workers`
+    continuations at a time), (c) beside the prefix when workers > 1."""
+    import concurrent.futures as cf
+
+    from thplab.api import run_shared
+
+    shared = [n for n in wls if n != "c_proactive"]
+    if progress:
+        progress(", ".join(shared) + " (shared prefix)")
+    results: dict[str, dict] = {}
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        ab = ex.submit(run_shared, [wls[n] for n in shared], machine=machine, threads=workers)
+        if workers <= 1:
+            ab.result()
+        c = ex.submit(run_workload, wls["c_proactive"], machine)
+        for n, r in zip(shared, ab.result(), strict=True):
+            results[n] = r.raw
+        if progress:
+            progress("c_proactive")
+        results["c_proactive"] = c.result()
+    return results
+
+
 def run(quick: bool = False, boot: dict[str, int] | None = None, progress=None, workers: int | None = None) -> Outcome:
     """Run seed 004's experiments through the model; rows of seed vs thplab figures.
-    At the seed's scale the five 1 TiB runs go two at a time in child processes (each
-    needs ~5 GiB of host memory); results do not depend on the order or parallelism."""
+    Runs (a) and (b) share their fragmentation (every op before the proactiveness write):
+    it runs once and the four runs continue from copies of its state, `workers` at a time
+    (at the seed's scale each state holds ~5 GiB of host memory: the prefix and two
+    continuations at once); (c) runs beside the prefix. Results are those of separate
+    runs: they do not depend on the order, the sharing or the parallelism."""
     scale = "quick" if quick else "full"
     s = SCALES[scale]
     boot = boot or boot_memory(s["machine"])
@@ -309,22 +336,7 @@ def run(quick: bool = False, boot: dict[str, int] | None = None, progress=None, 
     wls = workloads(scale, boot)
     if workers is None:
         workers = 1 if quick else min(2, os.cpu_count() or 1)
-    results: dict[str, dict] = {}
-    if workers > 1:
-        import concurrent.futures as cf
-        import multiprocessing as mp
-
-        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
-            futs = {name: ex.submit(run_workload, wl, s["machine"]) for name, wl in wls.items()}
-            for name, f in futs.items():
-                if progress:
-                    progress(name)
-                results[name] = f.result()
-    else:
-        for name, wl in wls.items():
-            if progress:
-                progress(name)
-            results[name] = run_workload(wl, s["machine"])
+    results = run_all(wls, s["machine"], workers, progress)
     return Outcome(tables=tables(results, sz), results=results, data={"sizes": sz, "machine": s["machine"]})
 
 

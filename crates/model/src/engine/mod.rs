@@ -65,39 +65,153 @@ pub fn run(w: &Workload, o: &RunOptions) -> Result<RunResult, Error> {
 
 /// Like `run`, also returning the kernel's final state (for benchmarks and tests).
 pub fn run_keep(w: &Workload, o: &RunOptions) -> Result<(RunResult, Kernel), Error> {
-    let machine = resolve_machine(w, o)?;
-    let ks = run_knobs(w, o)?;
-    let costs = o.costs.clone().unwrap_or_default();
-    costs.validate()?;
-    let seed = o.seed.unwrap_or(w.seed);
-    let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
-    k.rec.record_latency = w.record.fault_latency;
-    k.rec.trace = match &o.trace {
-        Some(t) => Trace::new(trace_mask(t, "--trace")?),
-        None => Trace::new(trace_mask(&w.record.trace, "workload.record.trace")?),
+    let (boot, k) = Boot::new(w, o, w.record.fault_latency)?;
+    let mut e = Engine::new(k, w, &boot.machine, boot.seed);
+    let check = checker(w, o, &boot);
+    e.run_loop(&check, o.check, None)?;
+    e.finish(&check, o.check)?;
+    Ok(e.conclude(&boot))
+}
+
+/// What a run knows from before its first event: the machine, knobs and seed it runs
+/// with, and the boot state the result compares the end with.
+#[derive(Clone)]
+struct Boot {
+    machine: MachineSpec,
+    knobs: knobs::KnobSet,
+    seed: u64,
+    buddy_before: String,
+    boot_snap: std::collections::BTreeMap<String, i64>,
+    zram_before: Vec<(String, Value)>,
+}
+
+impl Boot {
+    /// Boot the kernel for `w` (latency samples recorded when `record_latency`).
+    fn new(w: &Workload, o: &RunOptions, record_latency: bool) -> Result<(Boot, Kernel), Error> {
+        let machine = resolve_machine(w, o)?;
+        let ks = run_knobs(w, o)?;
+        let costs = o.costs.clone().unwrap_or_default();
+        costs.validate()?;
+        let seed = o.seed.unwrap_or(w.seed);
+        let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
+        k.rec.record_latency = record_latency;
+        k.rec.trace = match &o.trace {
+            Some(t) => Trace::new(trace_mask(t, "--trace")?),
+            None => Trace::new(trace_mask(&w.record.trace, "workload.record.trace")?),
+        };
+        let boot = Boot {
+            buddy_before: k.pm.buddyinfo(),
+            boot_snap: k.vmstat_snapshot(),
+            zram_before: k.zram_mm_stats(),
+            machine,
+            knobs: ks,
+            seed,
+        };
+        Ok((boot, k))
+    }
+}
+
+/// Run several workloads that differ only from some op of their processes onwards (and
+/// in name and `record.fault_latency`): the common prefix runs once, its whole state
+/// (kernel, processes, kernel threads, event queue, recorder, sampler) is copied at the
+/// first event that would start an op where some workload differs, and each workload
+/// continues from its own copy. The results are those of separate `run`s (the prefix
+/// records fault latencies when any workload asks for them; a workload that does not is
+/// run separately should the prefix have recorded a sample). Workloads that are not of
+/// this form run separately. At most `threads`
+/// continuations run at once, each on its own thread beside the prefix's state.
+pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec<Result<RunResult, Error>> {
+    let Some(div) = divergence(ws).filter(|_| ws.len() > 1) else {
+        return ws.iter().map(|w| run(w, o)).collect();
     };
-    let buddy_before = k.pm.buddyinfo();
-    let boot_snap = k.vmstat_snapshot();
-    let zram_before = k.zram_mm_stats();
-    let mut e = Engine::new(k, w, &machine, seed);
-    e.run(|k, now| crate::check::check(k).map_err(|v| invariant_error(w, o, &machine, &ks, seed, now, v)), o.check)?;
-    let Engine { mut k, tasks, kts, phases, sampler, now, .. } = e;
-    let end = report::RunEnd {
-        w,
-        machine: &machine,
-        knobs: ks,
-        seed,
-        now,
-        tasks: &tasks,
-        kts: &kts,
-        phases,
-        series: sampler.series,
-        buddy_before,
-        boot_snap,
-        zram_before,
+    let any_latency = ws.iter().any(|w| w.record.fault_latency);
+    let (boot, k) = match Boot::new(&ws[0], o, any_latency) {
+        Ok(x) => x,
+        Err(e) => return ws.iter().map(|_| Err(e.clone())).collect(),
     };
-    let result = report::build_result(&mut k, end);
-    Ok((result, k))
+    let mut prefix = Engine::new(k, &ws[0], &boot.machine, boot.seed);
+    // a broken invariant in the prefix is reproduced by the first workload alone
+    let check_of = |w| checker(w, o, &boot);
+    if let Err(e) = prefix.run_loop(&check_of(&ws[0]), o.check, Some(&div)) {
+        return ws.iter().map(|_| Err(e.clone())).collect();
+    }
+    let sampled = !prefix.k.rec.latency_samples.is_empty();
+    let mut results: Vec<Option<Result<RunResult, Error>>> = vec![None; ws.len()];
+    let (shared, separate): (Vec<usize>, Vec<usize>) =
+        (0..ws.len()).partition(|&i| ws[i].record.fault_latency || !sampled);
+    let boot = &boot;
+    // continue the prefix as workload i
+    let go = |i: usize, mut e: Engine<'w>| {
+        let w = &ws[i];
+        let check = check_of(w);
+        e.w = w;
+        e.k.rec.record_latency = w.record.fault_latency;
+        let r = e.run_loop(&check, o.check, None).and_then(|_| e.finish(&check, o.check)).map(|_| e.conclude(boot).0);
+        (i, r)
+    };
+    let mut prefix = Some(prefix);
+    for chunk in shared.chunks(threads.max(1)) {
+        let last = chunk.contains(shared.last().expect("a shared run"));
+        // copies first; the last continuation takes the prefix's state itself
+        let mut engines: Vec<(usize, Engine<'w>)> = vec![];
+        for (j, &i) in chunk.iter().enumerate() {
+            let e = match last && j + 1 == chunk.len() {
+                true => prefix.take().expect("the prefix"),
+                false => prefix.as_ref().expect("the prefix").clone(),
+            };
+            engines.push((i, e));
+        }
+        let done: Vec<(usize, Result<RunResult, Error>)> = std::thread::scope(|s| {
+            let hs: Vec<_> = engines.into_iter().map(|(i, e)| s.spawn(move || go(i, e))).collect();
+            hs.into_iter().map(|h| h.join().expect("a continuation thread")).collect()
+        });
+        for (i, r) in done {
+            results[i] = Some(r);
+        }
+    }
+    drop(prefix);
+    for i in separate {
+        results[i] = Some(run(&ws[i], o));
+    }
+    results.into_iter().map(|r| r.expect("every workload ran")).collect()
+}
+
+/// The invariant checker of a run of `w` (a broken invariant carries the command that
+/// replays the run).
+fn checker<'a>(w: &'a Workload, o: &'a RunOptions, boot: &'a Boot) -> impl Fn(&Kernel, u64) -> Result<(), Error> + 'a {
+    move |k: &Kernel, now: u64| {
+        crate::check::check(k).map_err(|v| invariant_error(w, o, &boot.machine, &boot.knobs, boot.seed, now, v))
+    }
+}
+
+/// Per process, the index of the first top-level op where the workloads differ
+/// (usize::MAX: none); None when they differ elsewhere than in their ops, name and
+/// `record.fault_latency`.
+fn divergence(ws: &[Workload]) -> Option<Vec<usize>> {
+    let w0 = ws.first()?;
+    let mut div = vec![usize::MAX; w0.processes.len()];
+    for w in &ws[1..] {
+        let same_rest = w.description == w0.description
+            && w.seed == w0.seed
+            && w.machine == w0.machine
+            && w.knobs == w0.knobs
+            && w.record.series_interval == w0.record.series_interval
+            && w.record.trace == w0.record.trace
+            && w.processes.len() == w0.processes.len();
+        if !same_rest {
+            return None;
+        }
+        for (pid, (p, p0)) in w.processes.iter().zip(&w0.processes).enumerate() {
+            if p.name != p0.name || p.start != p0.start {
+                return None;
+            }
+            let common = p.ops.iter().zip(&p0.ops).take_while(|(a, b)| a == b).count();
+            if common < p.ops.len().max(p0.ops.len()) {
+                div[pid] = div[pid].min(common);
+            }
+        }
+    }
+    Some(div)
 }
 
 /// The knobs a run starts with: the defaults, the workload's, then the options'.
@@ -118,6 +232,7 @@ fn run_knobs(w: &Workload, o: &RunOptions) -> Result<knobs::KnobSet, Error> {
 }
 
 /// The event loop's state: the kernel, the processes, the kernel threads, the queue.
+#[derive(Clone)]
 struct Engine<'w> {
     k: Kernel,
     w: &'w Workload,
@@ -192,10 +307,23 @@ impl<'w> Engine<'w> {
         }
     }
 
-    /// Run until every process has finished; with `checking`, `check` runs every
-    /// CHECK_EVERY_STEPS steps and at the end.
-    fn run(&mut self, check: impl Fn(&Kernel, u64) -> Result<(), Error>, checking: bool) -> Result<(), Error> {
-        while let Some((t, ev)) = self.queue.pop() {
+    /// Run the event loop until every process has finished; with `checking`, `check`
+    /// runs every CHECK_EVERY_STEPS steps. With `stop` (per process, an op index), stop
+    /// before the first event that would start op `stop[pid]` (or later) of a process.
+    fn run_loop(
+        &mut self,
+        check: &impl Fn(&Kernel, u64) -> Result<(), Error>,
+        checking: bool,
+        stop: Option<&[usize]>,
+    ) -> Result<(), Error> {
+        while let Some((_, next)) = self.queue.peek() {
+            if let (Some(stop), Event::Task { pid }) = (stop, next) {
+                let t = &self.tasks[pid];
+                if !t.done && t.cursor == 0 && t.pc.index() >= stop[pid] {
+                    return Ok(());
+                }
+            }
+            let (t, ev) = self.queue.pop().expect("an event");
             if self.live == 0 {
                 break;
             }
@@ -208,6 +336,11 @@ impl<'w> Engine<'w> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// After the loop: the end time, the last samples, the final check.
+    fn finish(&mut self, check: &impl Fn(&Kernel, u64) -> Result<(), Error>, checking: bool) -> Result<(), Error> {
         for t in &self.tasks {
             self.now = self.now.max(t.end_ns);
         }
@@ -216,6 +349,27 @@ impl<'w> Engine<'w> {
             check(&self.k, self.now)?;
         }
         Ok(())
+    }
+
+    /// The run's result (and the kernel's final state).
+    fn conclude(self, boot: &Boot) -> (RunResult, Kernel) {
+        let Engine { mut k, w, tasks, kts, phases, sampler, now, .. } = self;
+        let end = report::RunEnd {
+            w,
+            machine: &boot.machine,
+            knobs: boot.knobs.clone(),
+            seed: boot.seed,
+            now,
+            tasks: &tasks,
+            kts: &kts,
+            phases,
+            series: sampler.series,
+            buddy_before: boot.buddy_before.clone(),
+            boot_snap: boot.boot_snap.clone(),
+            zram_before: boot.zram_before.clone(),
+        };
+        let result = report::build_result(&mut k, end);
+        (result, k)
     }
 
     /// A kernel thread's turn (unless superseded, or its CPU is busy: then it waits).

@@ -20,7 +20,7 @@ pub(super) enum Event {
 }
 
 /// Events by time (then kind, then index: the order is total, so runs are deterministic).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct EventQueue {
     heap: BinaryHeap<Reverse<(u64, Event)>>,
 }
@@ -32,6 +32,10 @@ impl EventQueue {
         self.heap.pop().map(|Reverse(x)| x)
     }
     /// When the next event is due (u64::MAX: none).
+    /// The next event, without taking it.
+    pub(super) fn peek(&self) -> Option<(u64, Event)> {
+        self.heap.peek().map(|Reverse(x)| *x)
+    }
     pub(super) fn next_at(&self) -> u64 {
         self.heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t)
     }
@@ -44,6 +48,7 @@ pub(super) fn enter_step(k: &mut Kernel, start: u64) {
     k.clock.cost = 0;
 }
 
+#[derive(Clone)]
 pub(super) struct Kt {
     pub(super) kind: Kthread,
     pub(super) cpu: u32,

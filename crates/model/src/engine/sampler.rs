@@ -6,6 +6,7 @@ use crate::vmstat;
 use thplab_workload::result::Series;
 
 /// Samples the state every `interval` ns of simulated time (record.series_interval).
+#[derive(Clone)]
 pub(super) struct Sampler {
     pub(super) interval: u64,
     pub(super) next: u64,

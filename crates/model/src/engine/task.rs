@@ -17,6 +17,7 @@ pub(super) const ACCESSES_PER_STEP: u64 = 16384;
 /// With --check, the invariant checker runs every this many engine steps.
 pub(super) const CHECK_EVERY_STEPS: u64 = 4096;
 
+#[derive(Clone)]
 pub(super) struct Phase {
     pub(super) name: String,
     pub(super) start: u64,
@@ -24,6 +25,7 @@ pub(super) struct Phase {
     pub(super) snap: BTreeMap<String, i64>,
 }
 
+#[derive(Clone)]
 pub(super) struct Task {
     pub(super) pid: usize,
     /// the process's address space
