@@ -6,6 +6,9 @@ host wall time, CPU time and peak RSS (os.wait4), then the seed-vs-thplab table.
     .venv/bin/python bench/compaction_1t.py --quick    # 8 GiB
     .venv/bin/python bench/compaction_1t.py --only a_vanilla,c_proactive
     .venv/bin/python bench/compaction_1t.py --jobs 2    # two runs side by side (~5 GiB each)
+
+(`thplab seeds` now runs (a) and (b) through one shared prefix: bench/seed004_speed.py
+times it that way.)
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import argparse
 import concurrent.futures
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,22 +32,17 @@ open(out, "w").write(run(wl, machine=machine).to_json())
 
 
 def run_child(wl: dict, machine: str, tmp: str, name: str) -> tuple[dict, dict]:
+    from seed004_speed import timed_child
+
     wpath, opath = os.path.join(tmp, f"{name}.wl.json"), os.path.join(tmp, f"{name}.out.json")
     with open(wpath, "w") as fh:
         json.dump(wl, fh)
-    t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-c", CHILD, wpath, machine, opath])
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.monotonic() - t0
-    if status != 0:
-        raise SystemExit(f"{name}: model run failed (status {status})")
-    with open(opath) as fh:
-        res = json.load(fh)
+    res, st = timed_child(CHILD, [wpath, machine, opath], opath, name)
     return res, {
         "run": name,
-        "wall_s": round(wall, 1),
-        "cpu_s": round(ru.ru_utime + ru.ru_stime, 1),
-        "peak_rss_mib": ru.ru_maxrss // 1024,
+        "wall_s": round(st["wall_s"], 1),
+        "cpu_s": round(st["cpu_s"], 1),
+        "peak_rss_mib": st["peak_rss_mib"],
         "sim_s": round(res["sim_time_ns"] / 1e9, 1),
     }
 
@@ -57,7 +54,7 @@ def main() -> int:
         "--only", help="comma-separated run names (a_vanilla, a_proactive, b_vanilla, b_proactive, c_proactive)"
     )
     ap.add_argument("--out", help="write rows, bench figures and results here (JSON)")
-    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (as `thplab seeds` does with 2)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs side by side")
     a = ap.parse_args()
     scale = "quick" if a.quick else "full"
     s = seed004.SCALES[scale]

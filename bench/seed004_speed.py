@@ -52,19 +52,25 @@ json.dump({"results": out, "times": times}, open(sys.argv[2], "w"))
 """
 
 
-def child(spec: dict, tmp: str, tag: str) -> tuple[dict, dict]:
-    sp, op = os.path.join(tmp, f"{tag}.spec.json"), os.path.join(tmp, f"{tag}.out.json")
-    with open(sp, "w") as fh:
-        json.dump(spec, fh)
+def timed_child(code: str, args: list[str], out: str, tag: str) -> tuple[dict, dict]:
+    """Run `python -c code *args` in a child process that writes JSON to `out`: (that
+    JSON, {wall_s, cpu_s, peak_rss_mib} of the child, from os.wait4)."""
     t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-c", CHILD, sp, op])
+    p = subprocess.Popen([sys.executable, "-c", code, *args])
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
     if status != 0:
         raise SystemExit(f"{tag}: model run failed (status {status})")
-    with open(op) as fh:
+    with open(out) as fh:
         doc = json.load(fh)
     return doc, {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mib": ru.ru_maxrss // 1024}
+
+
+def child(spec: dict, tmp: str, tag: str) -> tuple[dict, dict]:
+    sp, op = os.path.join(tmp, f"{tag}.spec.json"), os.path.join(tmp, f"{tag}.out.json")
+    with open(sp, "w") as fh:
+        json.dump(spec, fh)
+    return timed_child(CHILD, [sp, op], op, tag)
 
 
 def size(s: str) -> int:

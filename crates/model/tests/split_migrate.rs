@@ -59,6 +59,27 @@ fn run_1g(w: &thplab_workload::Workload, costs: thplab_workload::costs::CostProf
     thplab_model::run(w, &o).unwrap()
 }
 
+/// A run on the workload's own machine with the invariant checker, these costs and knobs.
+fn run_costs(
+    w: &thplab_workload::Workload,
+    costs: thplab_workload::costs::CostProfile,
+    knobs: &[(&str, &str)],
+) -> RunResult {
+    let o = thplab_model::RunOptions {
+        costs: Some(costs),
+        knobs: knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        check: true,
+        ..Default::default()
+    };
+    thplab_model::run(w, &o).unwrap()
+}
+
+/// The simulated time of the phase whose name ends with `suffix` (e.g. ":zap").
+fn phase_ns(r: &RunResult, suffix: &str) -> u64 {
+    let p = r.phases.iter().find(|p| p.name.ends_with(suffix)).unwrap();
+    p.end_ns - p.start_ns
+}
+
 #[test]
 fn drop_slab_charges_the_walk_of_the_other_shrinkers() {
     use thplab_workload::costs::CostProfile;
@@ -219,17 +240,12 @@ fn reclaim_split_charges_a_pass_per_unmapped_subpage() {
     )
     .unwrap();
     let t = |reclaim_unmapped_ns: u64, policy: &str| {
-        let o = thplab_model::RunOptions {
-            costs: Some(CostProfile { reclaim_unmapped_ns, ..CostProfile::default() }),
-            knobs: vec![("thplab.split_zero_subpages".into(), policy.into())],
-            check: true,
-            ..Default::default()
-        };
-        let r = thplab_model::run(&w, &o).unwrap();
+        let costs = CostProfile { reclaim_unmapped_ns, ..CostProfile::default() };
+        let r = run_costs(&w, costs, &[("thplab.split_zero_subpages", policy)]);
         let p = r.phases.iter().find(|p| p.name.ends_with(":out")).unwrap();
         assert_eq!(p.vmstat_delta.get("thp_swpout_fallback").copied(), Some(4), "{:?}", p.vmstat_delta);
         assert_eq!(p.vmstat_delta.get("pswpout").copied(), Some(4), "{:?}", p.vmstat_delta);
-        p.end_ns - p.start_ns
+        phase_ns(&r, ":out")
     };
     assert_eq!(t(1_000, "mainline") - t(0, "mainline"), 4 * 511 * 1_000);
     assert_eq!(t(1_000, "seed"), t(0, "seed"));
@@ -253,11 +269,7 @@ fn fault_that_allocates_a_pte_table_charges_it() {
     .unwrap();
     let t = |pte_alloc_ns: u64| {
         let r = run_1g(&w, CostProfile { pte_alloc_ns, ..CostProfile::default() });
-        let d = |n: &str| {
-            let p = r.phases.iter().find(|p| p.name.ends_with(n)).unwrap();
-            p.end_ns - p.start_ns
-        };
-        (d(":sparse"), d(":dense"))
+        (phase_ns(&r, ":sparse"), phase_ns(&r, ":dense"))
     };
     let (s0, d0) = t(0);
     let (s1, d1) = t(1_000);
@@ -292,10 +304,7 @@ fn munmap_of_zram_entries_charges_each_slot_free() {
         for z in costs.zram.values_mut() {
             *z = CompressorCosts { slot_free_ns, random_free_ns, ..z.clone() };
         }
-        let o = thplab_model::RunOptions { costs: Some(costs), check: true, ..Default::default() };
-        let r = thplab_model::run(&w, &o).unwrap();
-        let p = r.phases.iter().find(|p| p.name.ends_with(":zap")).unwrap();
-        p.end_ns - p.start_ns
+        phase_ns(&run_costs(&w, costs, &[]), ":zap")
     };
     let base = t(0, 0);
     assert_eq!(t(1_000, 0) - base, (1024 + 512) * 1_000, "every slot, same-filled or not");
