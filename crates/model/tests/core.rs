@@ -5,7 +5,7 @@ use thplab_model::{run, RunOptions};
 use thplab_workload::{parse_workload, RunResult};
 
 mod common;
-use common::go;
+use common::{go, phase_ns};
 
 fn d(r: &RunResult, c: &str) -> i64 {
     r.vmstat_delta.get(c).copied().unwrap_or(0)
@@ -205,14 +205,22 @@ fn free_page_reporting_charges_refaults_of_reported_blocks() {
       {"op":"phase","name":"warm"},{"op":"write","region":"c","every":"2M","length":"4K"}]}]}"#;
     let on = go(w, "4G", &[("thplab.free_page_reporting", "1")]);
     let off = go(w, "4G", &[]);
-    let t = |r: &RunResult, n: &str| r.phases.iter().find(|p| p.name == n).map(|p| p.end_ns - p.start_ns).unwrap();
     let refault = thplab_workload::costs::CostProfile::default().refault_reported_2m_ns;
-    assert!(t(&on, "p0:early") < t(&off, "p0:early") + refault, "the first pass left the list heads backed");
+    assert!(
+        phase_ns(&on, "p0:early") < phase_ns(&off, "p0:early") + refault,
+        "the first pass left the list heads backed"
+    );
     // (a's last THPs stay on the per-CPU list, which is never reported)
-    assert!(t(&on, "p0:reported") >= t(&off, "p0:reported") + 28 * refault, "idle for 60 s: reported, refaults");
+    assert!(
+        phase_ns(&on, "p0:reported") >= phase_ns(&off, "p0:reported") + 28 * refault,
+        "idle for 60 s: reported, refaults"
+    );
     // (b's THPs that the per-CPU list returns merge with reported buddies: a split of the
     // merged block may hand out the discarded half)
-    assert!(t(&on, "p0:warm") < t(&off, "p0:warm") + 4 * refault, "memory reused at once is still backed");
+    assert!(
+        phase_ns(&on, "p0:warm") < phase_ns(&off, "p0:warm") + 4 * refault,
+        "memory reused at once is still backed"
+    );
 }
 
 /// Issue 15 difference 6 (seed 003's spinlock row): 16 writers swapping through a pmem

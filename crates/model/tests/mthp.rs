@@ -7,7 +7,7 @@
 use thplab_workload::RunResult;
 
 mod common;
-use common::go;
+use common::{go, phase_ns, run_with};
 
 fn st(r: &RunResult, size_kb: u32, stat: &str) -> i64 {
     let key = format!("hugepages-{size_kb}kB/stats/{stat}");
@@ -160,7 +160,6 @@ fn pageout_swaps_mthp_out_whole_to_zram() {
 /// entries: each is split, swpout_fallback) cost 64 × 16/512 × split_folio_ns.
 #[test]
 fn an_mthp_split_pays_its_share_of_split_folio_ns() {
-    use thplab_model::{run, RunOptions};
     use thplab_workload::costs::CostProfile;
     let wl = w(
         "4M",
@@ -170,17 +169,10 @@ fn an_mthp_split_pays_its_share_of_split_folio_ns() {
     );
     let wl = thplab_workload::parse_workload(&wl).unwrap();
     let t = |split_folio_ns: u64| {
-        let o = RunOptions {
-            machine: Some(thplab_workload::MachineSpec::parse_any("1G,swap=file:256M").unwrap()),
-            knobs: [("hugepages-64kB/enabled".to_string(), "always".to_string())].into_iter().collect(),
-            costs: Some(CostProfile { split_folio_ns, ..CostProfile::default() }),
-            check: true,
-            ..Default::default()
-        };
-        let r = run(&wl, &o).unwrap();
+        let costs = CostProfile { split_folio_ns, ..CostProfile::default() };
+        let r = run_with(&wl, Some("1G,swap=file:256M"), &[("hugepages-64kB/enabled", "always")], Some(costs));
         assert_eq!(st(&r, 64, "swpout_fallback"), 64);
-        let p = r.phases.iter().find(|p| p.name.ends_with(":out")).unwrap();
-        p.end_ns - p.start_ns
+        phase_ns(&r, ":out")
     };
     assert_eq!(t(512_000) - t(0), 64 * 16 * 1_000);
 }

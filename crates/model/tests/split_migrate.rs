@@ -5,7 +5,7 @@
 use thplab_workload::RunResult;
 
 mod common;
-use common::go;
+use common::{go, phase_ns, run_with};
 
 fn pd(r: &RunResult, phase: usize, c: &str) -> i64 {
     r.phases[phase].vmstat_delta.get(c).copied().unwrap_or(0)
@@ -44,42 +44,15 @@ fn underused_split_needs_max_ptes_none_below_511() {
     assert_eq!(pd(&r, 1, "thp_split_page"), 0);
 }
 
-/// drop_caches=2 walks every shrinker of the host (drop_slab): the model holds only the
-/// deferred split queue and the huge zero page, and charges the walk of the others as the
-/// calibrated drop_slab_ns, even when max_ptes_none 511 leaves nothing to split.
 /// A run on a 1 GiB machine with the invariant checker and these costs (the cost tests
 /// vary one primitive and compare a phase's time).
 fn run_1g(w: &thplab_workload::Workload, costs: thplab_workload::costs::CostProfile) -> RunResult {
-    let o = thplab_model::RunOptions {
-        machine: Some(thplab_workload::MachineSpec::parse_any("1G").unwrap()),
-        costs: Some(costs),
-        check: true,
-        ..Default::default()
-    };
-    thplab_model::run(w, &o).unwrap()
+    run_with(w, Some("1G"), &[], Some(costs))
 }
 
-/// A run on the workload's own machine with the invariant checker, these costs and knobs.
-fn run_costs(
-    w: &thplab_workload::Workload,
-    costs: thplab_workload::costs::CostProfile,
-    knobs: &[(&str, &str)],
-) -> RunResult {
-    let o = thplab_model::RunOptions {
-        costs: Some(costs),
-        knobs: knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        check: true,
-        ..Default::default()
-    };
-    thplab_model::run(w, &o).unwrap()
-}
-
-/// The simulated time of the phase whose name ends with `suffix` (e.g. ":zap").
-fn phase_ns(r: &RunResult, suffix: &str) -> u64 {
-    let p = r.phases.iter().find(|p| p.name.ends_with(suffix)).unwrap();
-    p.end_ns - p.start_ns
-}
-
+/// drop_caches=2 walks every shrinker of the host (drop_slab): the model holds only the
+/// deferred split queue and the huge zero page, and charges the walk of the others as the
+/// calibrated drop_slab_ns, even when max_ptes_none 511 leaves nothing to split.
 #[test]
 fn drop_slab_charges_the_walk_of_the_other_shrinkers() {
     use thplab_workload::costs::CostProfile;
@@ -241,7 +214,7 @@ fn reclaim_split_charges_a_pass_per_unmapped_subpage() {
     .unwrap();
     let t = |reclaim_unmapped_ns: u64, policy: &str| {
         let costs = CostProfile { reclaim_unmapped_ns, ..CostProfile::default() };
-        let r = run_costs(&w, costs, &[("thplab.split_zero_subpages", policy)]);
+        let r = run_with(&w, None, &[("thplab.split_zero_subpages", policy)], Some(costs));
         let p = r.phases.iter().find(|p| p.name.ends_with(":out")).unwrap();
         assert_eq!(p.vmstat_delta.get("thp_swpout_fallback").copied(), Some(4), "{:?}", p.vmstat_delta);
         assert_eq!(p.vmstat_delta.get("pswpout").copied(), Some(4), "{:?}", p.vmstat_delta);
@@ -304,7 +277,7 @@ fn munmap_of_zram_entries_charges_each_slot_free() {
         for z in costs.zram.values_mut() {
             *z = CompressorCosts { slot_free_ns, random_free_ns, ..z.clone() };
         }
-        phase_ns(&run_costs(&w, costs, &[]), ":zap")
+        phase_ns(&run_with(&w, None, &[], Some(costs)), ":zap")
     };
     let base = t(0, 0);
     assert_eq!(t(1_000, 0) - base, (1024 + 512) * 1_000, "every slot, same-filled or not");
