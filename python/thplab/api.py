@@ -260,6 +260,14 @@ def _call(fn, timeout: float | None):
     return t.value
 
 
+def _check_seed_timeout(seed: Any, timeout: Any) -> None:
+    """A run's seed (a non-negative integer) and timeout (positive seconds), when given."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InputError(f"seed {seed!r}: expected a non-negative integer")
+    if timeout is not None and not timeout > 0:
+        raise InputError(f"timeout {timeout!r}: expected a positive number of seconds")
+
+
 def run(
     workload: Any,
     machine: Any = None,
@@ -285,10 +293,7 @@ def run(
     """
     if backend not in BACKENDS:
         raise InputError(f"backend `{backend}`: expected one of: {', '.join(BACKENDS)}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise InputError(f"seed {seed!r}: expected a non-negative integer")
-    if timeout is not None and not timeout > 0:
-        raise InputError(f"timeout {timeout!r}: expected a positive number of seconds")
+    _check_seed_timeout(seed, timeout)
     wl = load_workload(workload)
     knob_pairs = parse_knobs(knobs)
     mtext = _machine_text(machine)
@@ -340,11 +345,10 @@ def run_shared(
     onwards (and in name and record.fault_latency): the common prefix runs once, then each
     workload continues from a copy of the whole state, `threads` at a time (each copy holds
     the model's full state: mind the host's memory). The results are those of separate
-    `run` calls. Workloads of another form, or runs with `check`, run one by one."""
+    `run` calls. Workloads of another form run one by one."""
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise InputError(f"threads {threads!r}: expected a positive integer")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise InputError(f"seed {seed!r}: expected a non-negative integer")
+    _check_seed_timeout(seed, timeout)
     texts = [json.dumps(load_workload(w)) for w in workloads]
     knob_pairs = parse_knobs(knobs)
     mtext = _machine_text(machine)

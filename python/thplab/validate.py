@@ -93,8 +93,8 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
 * the munmaps after the worst cases' disk and file pageouts (0.70x, 0.73x) zap 131072
   4 KiB swap-cache folios each at ~1.4 us, where munmap_cached (16384 pages, calibrate)
   measures ~1.0-1.2 us; zram_best's (0.69x) zaps THP-sized runs of same-filled zram
-  entries, whose zram_slot_free_notify no field covers (the per-class *_free_ns are
-  beyond the same-filled free);
+  entries, whose zram_slot_free_notify no field covered: slot_free_ns now (calibrate:
+  zram.<alg>.same.free less swap_free_ns and the walk, 38-56 ns here), a small part;
 * split_underused_511 p:shrink is drop_caches=2 alone (nothing is underused at 511): the
   model charges the calibrated drop_slab_ns (0.13 ms, the walk of the host's other
   shrinkers, which it never charged before); live 1.8-3.9 ms, unstable: what the host's

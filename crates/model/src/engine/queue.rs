@@ -31,11 +31,11 @@ impl EventQueue {
     pub(super) fn pop(&mut self) -> Option<(u64, Event)> {
         self.heap.pop().map(|Reverse(x)| x)
     }
-    /// When the next event is due (u64::MAX: none).
     /// The next event, without taking it.
     pub(super) fn peek(&self) -> Option<(u64, Event)> {
         self.heap.peek().map(|Reverse(x)| *x)
     }
+    /// When the next event is due (u64::MAX: none).
     pub(super) fn next_at(&self) -> u64 {
         self.heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t)
     }
