@@ -30,6 +30,7 @@ pub mod page_alloc;
 pub mod page_io;
 pub mod page_reporting;
 pub mod pgtable;
+pub mod pt_reclaim;
 pub mod recorder;
 pub mod swap_state;
 pub mod swapfile;

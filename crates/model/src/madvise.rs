@@ -53,8 +53,10 @@ impl Kernel {
                 }
             }
             Advice::Dontneed => {
+                // madvise_dontneed_single_vma(): zap with reclaim_pt
                 for (s, e, _) in self.mms[mm].vmas_in(start, end) {
                     self.zap_range(mm, s, e, false);
+                    self.reclaim_empty_pte_tables(mm, s, e);
                 }
             }
             Advice::Willneed => {

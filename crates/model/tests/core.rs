@@ -282,3 +282,31 @@ fn a_fault_that_oom_kills_another_process_is_retried() {
     assert!(r.processes[1].errors.is_empty(), "{:?}", r.processes[1].errors);
     assert_eq!(r.processes[1].smaps_rollup["Anonymous"], 400 << 10);
 }
+
+/// CONFIG_PT_RECLAIM (mm/pt_reclaim.c; zap_pte_range with zap_details.reclaim_pt):
+/// MADV_DONTNEED frees the PTE table of each 2 MiB range it covers whole, so the next
+/// fault there maps a THP; a range it covers in part keeps its table (a 4 KiB fault).
+/// Without it (kernels before 6.14) every range keeps its table.
+#[test]
+fn madv_dontneed_frees_the_tables_of_whole_pmd_ranges() {
+    let wl = r#"{"name": "ptr", "knobs": {"transparent_hugepage/enabled": "never"}, "processes": [{"name": "p", "ops": [
+        {"op": "mmap", "name": "a", "size": "8M", "align": "2M"},
+        {"op": "write", "region": "a"},
+        {"op": "set", "knob": "transparent_hugepage/enabled", "value": "always"},
+        {"op": "phase", "name": "drop"},
+        {"op": "madvise", "region": "a", "advice": "dontneed", "offset": "4K", "length": "8188K"},
+        {"op": "phase", "name": "refault"},
+        {"op": "write", "region": "a", "every": "2M", "offset": "8K", "length": "4K"},
+        {"op": "phase", "name": "end"}]}]}"#;
+    let delta = |r: &RunResult, ph: &str, c: &str| {
+        r.phases.iter().find(|p| p.name == format!("p:{ph}")).unwrap().vmstat_delta.get(c).copied().unwrap_or(0)
+    };
+    let on = go(wl, "256M", &[]);
+    // the first 2 MiB range was dropped in part: its table stays; the other three go
+    assert_eq!(delta(&on, "drop", "nr_page_table_pages"), -3);
+    assert_eq!(delta(&on, "refault", "thp_fault_alloc"), 3);
+    assert_eq!(delta(&on, "refault", "nr_page_table_pages"), 3); // each THP deposits a table
+    let off = go(wl, "256M", &[("thplab.config_pt_reclaim", "n")]);
+    assert_eq!(delta(&off, "drop", "nr_page_table_pages"), 0);
+    assert_eq!(delta(&off, "refault", "thp_fault_alloc"), 0);
+}
