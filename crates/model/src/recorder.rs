@@ -47,6 +47,9 @@ pub struct Recorder {
     pub lock_stat: BTreeMap<&'static str, [u64; 3]>,
     /// zram mm_stat at each phase end (the result's extra.zram_mm_stat_phase_end)
     pub zram_phase_end: Vec<Value>,
+    /// /proc/buddyinfo at each phase end (the result's extra.phase_end, as the live
+    /// runner records it)
+    pub phase_end: Vec<Value>,
 }
 
 impl Recorder {

@@ -310,3 +310,24 @@ fn madv_dontneed_frees_the_tables_of_whole_pmd_ranges() {
     assert_eq!(delta(&off, "drop", "nr_page_table_pages"), 0);
     assert_eq!(delta(&off, "refault", "thp_fault_alloc"), 0);
 }
+
+/// The last phase ends where the workload's ops end: the process's exit (exit_mmap) is not
+/// in its counters, as the live child reads its counters before it exits; each phase end
+/// records /proc/buddyinfo (extra.phase_end, as the live runner does).
+#[test]
+fn the_last_phase_ends_before_the_exit() {
+    let wl = r#"{"name": "last", "processes": [{"name": "p", "ops": [
+        {"op": "mmap", "name": "a", "size": "8M", "align": "2M"},
+        {"op": "madvise", "region": "a", "advice": "hugepage"},
+        {"op": "phase", "name": "fault"},
+        {"op": "write", "region": "a", "every": "2M", "length": "4K"}]}]}"#;
+    let r = go(wl, "256M", &[]);
+    let fault = r.phases.iter().find(|p| p.name == "p:fault").unwrap();
+    assert_eq!(fault.vmstat_delta.get("nr_anon_transparent_hugepages").copied(), Some(4));
+    assert_eq!(d(&r, "nr_anon_transparent_hugepages"), 0); // the run's delta has the exit
+    let ends = r.extra["phase_end"].as_array().unwrap();
+    let names: Vec<&str> = ends.iter().map(|e| e["phase_end"].as_str().unwrap()).collect();
+    assert_eq!(names, ["p:main", "p:fault"]);
+    assert!(ends.iter().all(|e| e["buddyinfo"].as_str().unwrap().contains("zone   Normal")
+        || e["buddyinfo"].as_str().unwrap().contains("zone    DMA32")));
+}

@@ -138,6 +138,7 @@ fn extra(k: &mut Kernel, kts: &[Kt], zram_before: &[(String, Value)]) -> BTreeMa
         extra.insert("zram_mm_stat_phase_end".into(), Value::Array(std::mem::take(&mut k.rec.zram_phase_end)));
     }
     extra.insert("swap_devices".into(), Value::Array(k.swap.devs.iter().map(|d| json!({"name": d.name, "type": format!("{:?}", d.kind).to_lowercase(), "priority": d.prio, "size_kb": d.usable() * 4, "used_kb": d.inuse * 4, "rotational": !d.nonrot, "synchronous": d.sync_io, "blkdev": d.blkdev})).collect()));
+    extra.insert("phase_end".into(), Value::Array(std::mem::take(&mut k.rec.phase_end)));
     extra.insert("tlb_shootdown_ipis".into(), json!(k.rec.tlb_ipis));
     // the 2 MiB hugetlb pool (pages) at the start and the end of the run (hugetlb.rs)
     extra.insert("hugetlb_pool".into(), json!({"boot": k.hstate.boot_pages, "end": k.hstate.nr_huge_pages()}));

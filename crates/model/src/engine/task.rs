@@ -91,7 +91,9 @@ pub(super) fn region(task: &Task, name: &str) -> Option<(u64, u64)> {
 
 pub(super) fn close_phase(k: &mut Kernel, task: &mut Task, end: u64, phases: &mut Vec<PhaseResult>, pname: &str) {
     if let Some(p) = task.phase.take() {
-        // zram mm_stat at each phase end, as the live runner records it
+        // buddyinfo and zram mm_stat at each phase end, as the live runner records them
+        let name = format!("{}:{}", pname, p.name);
+        k.rec.phase_end.push(json!({"phase_end": name, "buddyinfo": k.pm.buddyinfo()}));
         for (dev, st) in k.zram_mm_stats() {
             k.rec
                 .zram_phase_end
@@ -139,6 +141,9 @@ pub(super) fn finish_task(k: &mut Kernel, task: &mut Task, end: u64, phases: &mu
     if task.smaps.is_empty() {
         task.smaps = smaps_rollup(k, task.mm);
     }
+    // the last phase ends where the workload's ops end, before the exit (the live child
+    // reads its counters and buddyinfo there too)
+    close_phase(k, task, end, phases, pname);
     // exit: release kernel allocations (pipes close) and the address space
     let sets: Vec<String> = task.kallocs.keys().cloned().collect();
     for s in sets {
@@ -149,7 +154,6 @@ pub(super) fn finish_task(k: &mut Kernel, task: &mut Task, end: u64, phases: &mu
         }
     }
     k.exit_mm(task.mm);
-    close_phase(k, task, end, phases, pname);
     task.done = true;
     task.end_ns = end;
 }
