@@ -228,7 +228,13 @@ def _fit_zram(prof, S, V, rows, spread):
         same_chk = _med(S["same_filled_4k"]) if have("same_filled_4k") else z.get("same_ns", 320)
         z["same_ns"] = round(same_chk)
         for c in ("sparse", "text", "random"):
-            z[f"{c}_compress_ns"] = round(max(0.0, g(c, "out") - g("same", "out")) + same_chk)
+            # page_same_filled() of a page of class c stops at the first word that differs
+            # (the model charges that share of same_ns apart, zram.rs same_check_ns): 16
+            # bytes of text or random data; of a calibration sparse page (16 random bytes),
+            # the first and last word, then the words up to the first non-zero byte, on
+            # average 4096/17 bytes in
+            chk = same_chk * ((4096 / 17 + 16) if c == "sparse" else 16) / 4096
+            z[f"{c}_compress_ns"] = round(max(0.0, g(c, "out") - g("same", "out")) + same_chk - chk)
             z[f"{c}_decompress_ns"] = round(max(0.0, g(c, "in") - g("same", "in")) + prof["clear_4k_ns"])
             if have(f"zram.{alg}.{c}.free") and have(f"zram.{alg}.same.free"):
                 z[f"{c}_free_ns"] = round(max(0.0, g(c, "free") - g("same", "free")))

@@ -283,3 +283,36 @@ fn munmap_of_zram_entries_charges_each_slot_free() {
     assert_eq!(t(1_000, 0) - base, (1024 + 512) * 1_000, "every slot, same-filled or not");
     assert_eq!(t(0, 1_000) - base, 512 * 1_000, "only the compressed pages zs_free an object");
 }
+
+/// zram_write_page()'s page_same_filled() compares the first word with the last and stops
+/// at the first word that differs: a page whose last byte was written pays 16 bytes of the
+/// whole-page check (same_ns), one whose first non-zero byte is at 2048 the walk up to it,
+/// a same-filled page all of it.
+#[test]
+fn zram_same_filled_check_stops_at_the_first_differing_word() {
+    use thplab_workload::costs::{CompressorCosts, CostProfile};
+    let w = |byte: u32, bytes: u32| {
+        thplab_workload::parse_workload(&format!(
+            r#"{{"machine":{{"nodes":[{{"mem":"1G","cpus":2}}],"swap":[{{"type":"zram","size":"256M"}}]}},
+              "processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"s","size":"2M","align":"2M"}},
+              {{"op":"madvise","region":"s","advice":"nohugepage"}},
+              {{"op":"write","region":"s","byte":{byte},"bytes":{bytes},"data":255}},
+              {{"op":"phase","name":"out"}},
+              {{"op":"madvise","region":"s","advice":"pageout"}}]}}]}}"#
+        ))
+        .unwrap()
+    };
+    let t = |w: &thplab_workload::Workload, same_ns: u64| {
+        let mut costs = CostProfile::default();
+        for z in costs.zram.values_mut() {
+            *z = CompressorCosts { same_ns, ..z.clone() };
+        }
+        phase_ns(&run_with(w, None, &[], Some(costs)), ":out")
+    };
+    // 1 ns per byte read: the difference is the bytes page_same_filled reads, per page
+    let per_page = |w: &thplab_workload::Workload| (t(w, 8_192) - t(w, 4_096)) / 512;
+    assert_eq!(per_page(&w(4095, 1)), 16, "last word differs from the first: two words");
+    assert_eq!(per_page(&w(2048, 1)), 2048 + 8 + 8, "the walk up to the word at 2048");
+    assert_eq!(per_page(&w(0, 4096)), 4096, "same-filled: the whole page");
+}

@@ -24,8 +24,13 @@ pub struct CompressorCosts {
     /// and storing or restoring its value: no compression. calibrate: same_filled_4k (the
     /// same word loop on a cold page).
     pub same_ns: u64,
-    /// Compressing one page (zram_write_page beyond page_same_filled): calibrate: swap-out of
-    /// the class less swap-out of same-filled pages, plus same_ns.
+    /// Compressing one page (zram_write_page beyond page_same_filled: zcomp_compress, the
+    /// zs_malloc and the object write): calibrate: swap-out of the class less swap-out of
+    /// same-filled pages, plus same_ns (the same-filled page's whole-page check), less the
+    /// part of page_same_filled the class's calibration pages pay (it stops at the first
+    /// word that differs: 16 bytes of text or random data, ~256 of calibrate's sparse pages,
+    /// whose first of 16 random bytes lies ~4096/17 bytes in). The model charges that
+    /// partial check apart (zram.rs same_check_ns), by where the page's first non-zero byte is.
     pub sparse_compress_ns: u64,
     pub text_compress_ns: u64,
     pub random_compress_ns: u64,
