@@ -156,6 +156,21 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "munmap_4k",
             "munmap of present 4K pages per page, less the PTE walk",
         )
+    if have("munmap_hole") and have("munmap_tail"):
+        # munmap of one page of a mapping with nothing present: from the middle of a VMA
+        # (two __split_vma and the removal of one VMA) and from its end (one of each)
+        put(
+            "vma_split_ns",
+            _med(S["munmap_hole"]) - _med(S["munmap_tail"]),
+            "munmap_hole",
+            "munmap of a page from the middle of a VMA less one from its end, per call",
+        )
+        put(
+            "munmap_vma_ns",
+            _med(S["munmap_tail"]) - prof["syscall_ns"] - prof["vma_split_ns"],
+            "munmap_tail",
+            "munmap of the last page of a VMA (nothing present) less the syscall and one split",
+        )
     if have("fault_2m_total"):
         put(
             "fault_2m_ns",

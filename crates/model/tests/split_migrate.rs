@@ -316,3 +316,35 @@ fn zram_same_filled_check_stops_at_the_first_differing_word() {
     assert_eq!(per_page(&w(2048, 1)), 2048 + 8 + 8, "the walk up to the word at 2048");
     assert_eq!(per_page(&w(0, 4096)), 4096, "same-filled: the whole page");
 }
+
+/// munmap's VMA work (do_vmi_munmap): a __split_vma per end of the range that lies inside
+/// a VMA (vma_split_ns) and munmap_vma_ns per VMA removed. A hole cut out of the middle of
+/// a VMA pays two splits; the whole region none (its own VMA: MADV_HUGEPAGE keeps it from
+/// merging with its neighbour).
+#[test]
+fn munmap_charges_vma_splits_and_removals() {
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(
+        r#"{"processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"a","size":"4M","align":"2M"},
+          {"op":"mmap","name":"b","size":"4M","align":"2M"},
+          {"op":"madvise","region":"b","advice":"hugepage"},
+          {"op":"phase","name":"holes"},
+          {"op":"munmap","region":"a","every":"64K","offset":"32K","length":"4K"},
+          {"op":"phase","name":"whole"},
+          {"op":"munmap","region":"b"}]}]}"#,
+    )
+    .unwrap();
+    let t = |vma_split_ns: u64, munmap_vma_ns: u64| {
+        let r =
+            run_with(&w, Some("1G"), &[], Some(CostProfile { vma_split_ns, munmap_vma_ns, ..CostProfile::default() }));
+        (phase_ns(&r, ":holes"), phase_ns(&r, ":whole"))
+    };
+    let (h0, w0) = t(0, 0);
+    let (h1, w1) = t(1_000, 0);
+    let (h2, w2) = t(0, 1_000);
+    assert_eq!(h1 - h0, 64 * 2 * 1_000, "64 holes, two splits each");
+    assert_eq!(w1, w0, "the whole VMA: no split");
+    assert_eq!(h2 - h0, 64 * 1_000, "one VMA removed per hole");
+    assert_eq!(w2 - w0, 1_000);
+}

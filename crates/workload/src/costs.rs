@@ -190,6 +190,16 @@ pub struct CostProfile {
     pub pte_alloc_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
+    /// One __split_vma() (vm_area_dup, anon_vma_clone, the maple tree's preallocation and
+    /// store, vma_complete): a munmap whose range starts or ends inside a VMA pays one per
+    /// cut. Estimate: ~1 µs. calibrate: munmap of one page from the middle of a VMA with
+    /// nothing present (munmap_hole) less one from its end (munmap_tail), per call.
+    pub vma_split_ns: u64,
+    /// munmap's work per VMA it removes beyond the split and the zap (do_vmi_munmap:
+    /// vms_gather_munmap_vmas, the mmap lock, unmap_region's TLB gather and
+    /// free_pgtables, vms_complete_munmap_vmas, remove_vma). Estimate: ~1 µs. calibrate:
+    /// munmap_tail less syscall_ns and vma_split_ns.
+    pub munmap_vma_ns: u64,
     /// Allocating a page through the buddy allocator: estimate (the per-cpu list fast path,
     /// ~200 cycles).
     pub page_alloc_ns: u64,
@@ -393,6 +403,8 @@ impl Default for CostProfile {
             zap_zero_pte_ns: 10,
             pte_alloc_ns: 500,
             pmd_walk_ns: 20,
+            vma_split_ns: 1_000,
+            munmap_vma_ns: 1_000,
             page_alloc_ns: 90,
             page_free_ns: 80,
             tlb_flush_ns: 150,
