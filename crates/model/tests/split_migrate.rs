@@ -348,3 +348,37 @@ fn munmap_charges_vma_splits_and_removals() {
     assert_eq!(h2 - h0, 64 * 1_000, "one VMA removed per hole");
     assert_eq!(w2 - w0, 1_000);
 }
+
+/// MADV_PAGEOUT of a THP with one non-zero byte: it is split and its 511 zero subpages are
+/// left unmapped. With swap, each takes a pass of shrink_folio_list that allocates a slot
+/// and gives it back (reclaim_unmapped_ns); with no swap, the pass ends at
+/// folio_alloc_swap()'s failure and the folio is freed as it is put back (page_free_ns).
+#[test]
+fn unmapped_subpages_without_swap_are_freed_at_putback() {
+    use thplab_workload::costs::CostProfile;
+    let w = |swap: &str| {
+        thplab_workload::parse_workload(&format!(
+            r#"{{"machine":{{"nodes":[{{"mem":"1G","cpus":2}}],"swap":[{swap}]}},
+              "knobs":{{"transparent_hugepage/enabled":"always"}},
+              "processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"b","size":"2M","align":"2M"}},
+              {{"op":"write","region":"b","length":"4K","bytes":1}},
+              {{"op":"phase","name":"out"}},
+              {{"op":"madvise","region":"b","advice":"pageout"}}]}}]}}"#
+        ))
+        .unwrap()
+    };
+    let t = |w: &thplab_workload::Workload, reclaim_unmapped_ns: u64| {
+        let c = CostProfile { reclaim_unmapped_ns, ..CostProfile::default() };
+        phase_ns(&run_with(w, None, &[], Some(c)), ":out")
+    };
+    let noswap = w("");
+    assert_eq!(t(&noswap, 5_000), t(&noswap, 0), "no swap: no slot is allocated and given back");
+    let free = |page_free_ns: u64| {
+        let c = CostProfile { page_free_ns, ..CostProfile::default() };
+        phase_ns(&run_with(&noswap, None, &[], Some(c)), ":out")
+    };
+    assert!(free(1_000) - free(0) >= 511 * 1_000, "each zero subpage is freed");
+    let file = w(r#"{"type":"file","size":"64M"}"#);
+    assert_eq!(t(&file, 5_000) - t(&file, 0), 511 * 5_000, "with swap: each zero subpage's pass");
+}

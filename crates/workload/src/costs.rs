@@ -264,7 +264,9 @@ pub struct CostProfile {
     /// only is non-zero (each split, 511 zero subpages remapped; file.thp_pageout_best),
     /// per THP less what the model charges the rest (the scan of the THP and of its one
     /// written subpage, the PMD split, the folio split and its zero checks, the unmap,
-    /// the TLB flush), per zero subpage.
+    /// the TLB flush), per zero subpage. With no free swap slot (no swap device) the pass
+    /// fails at folio_alloc_swap() and the folio is freed when it is put back: page_free_ns
+    /// instead (vmscan.rs split_for_reclaim).
     pub reclaim_unmapped_ns: u64,
     /// The zap of one swap PTE (free_swap_and_cache: the slot's count, the slot freed, the
     /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
