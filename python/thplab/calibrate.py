@@ -156,6 +156,21 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "munmap_4k",
             "munmap of present 4K pages per page, less the PTE walk",
         )
+    if have("munmap_hole") and have("munmap_tail"):
+        # munmap of one page of a mapping with nothing present: from the middle of a VMA
+        # (two __split_vma and the removal of one VMA) and from its end (one of each)
+        put(
+            "vma_split_ns",
+            _med(S["munmap_hole"]) - _med(S["munmap_tail"]),
+            "munmap_hole",
+            "munmap of a page from the middle of a VMA less one from its end, per call",
+        )
+        put(
+            "munmap_vma_ns",
+            _med(S["munmap_tail"]) - prof["syscall_ns"] - prof["vma_split_ns"],
+            "munmap_tail",
+            "munmap of the last page of a VMA (nothing present) less the syscall and one split",
+        )
     if have("fault_2m_total"):
         put(
             "fault_2m_ns",
@@ -228,7 +243,13 @@ def _fit_zram(prof, S, V, rows, spread):
         same_chk = _med(S["same_filled_4k"]) if have("same_filled_4k") else z.get("same_ns", 320)
         z["same_ns"] = round(same_chk)
         for c in ("sparse", "text", "random"):
-            z[f"{c}_compress_ns"] = round(max(0.0, g(c, "out") - g("same", "out")) + same_chk)
+            # page_same_filled() of a page of class c stops at the first word that differs
+            # (the model charges that share of same_ns apart, zram.rs same_check_ns): 16
+            # bytes of text or random data; of a calibration sparse page (16 random bytes),
+            # the first and last word, then the words up to the first non-zero byte, on
+            # average 4096/17 bytes in
+            chk = same_chk * ((4096 / 17 + 16) if c == "sparse" else 16) / 4096
+            z[f"{c}_compress_ns"] = round(max(0.0, g(c, "out") - g("same", "out")) + same_chk - chk)
             z[f"{c}_decompress_ns"] = round(max(0.0, g(c, "in") - g("same", "in")) + prof["clear_4k_ns"])
             if have(f"zram.{alg}.{c}.free") and have(f"zram.{alg}.same.free"):
                 z[f"{c}_free_ns"] = round(max(0.0, g(c, "free") - g("same", "free")))

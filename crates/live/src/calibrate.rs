@@ -265,6 +265,32 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         if r > 0 {
             s.add("munmap_zero", v)
         }
+        // VMA work of munmap (do_vmi_munmap: vms_gather_munmap_vmas, __split_vma,
+        // vms_complete_munmap_vmas, remove_vma) on a mapping with nothing present: munmap of
+        // every other page cuts a page out of the middle of what is left (two splits and
+        // the removal of one VMA per call: munmap_hole); munmap of the last page of what is
+        // left, one page at a time (one split and a removal: munmap_tail)
+        let nv = if quick { 256 } else { 1024 };
+        let m = Map_::new(nv * 2 * PAGE, Some(false))?;
+        let v = timed(nv - 1, || {
+            (0..nv - 1).for_each(|j| unsafe {
+                libc::munmap(m.page(2 * j + 1) as *mut _, PAGE);
+            })
+        });
+        if r > 0 {
+            s.add("munmap_hole", v)
+        }
+        drop(m);
+        let m = Map_::new(nv * PAGE, Some(false))?;
+        let v = timed(nv - 1, || {
+            (1..nv).rev().for_each(|j| unsafe {
+                libc::munmap(m.page(j) as *mut _, PAGE);
+            })
+        });
+        if r > 0 {
+            s.add("munmap_tail", v)
+        }
+        drop(m);
         // the PTE walk: one page written per 2 MiB, so every PTE table is there with 511
         // none entries; MADV_COLD (madvise_cold_or_pageout_pte_range) walks every entry. The
         // first call deactivates the present pages; the second finds them inactive and

@@ -473,8 +473,13 @@ impl Kernel {
     /// model at the split, but in the kernel __folio_split() keeps them on the list too
     /// (lru_add_split_folio) and each takes a pass of shrink_folio_list: a swap slot
     /// allocated and given back (swap_writeout → folio_free_swap), __remove_mapping, the
-    /// free: reclaim_unmapped_ns each. With the seed policy, patch 2 frees them inside the
-    /// split (page_ref_freeze(subpage, 2)): no pass.
+    /// free: reclaim_unmapped_ns each. With no swap slot left (no swap device, or swap
+    /// full) the pass ends at folio_alloc_swap()'s failure instead (activate_locked_split:
+    /// the folio is marked active and put back, and move_folios_to_lru() frees it as it
+    /// drops the last reference): page_free_ns each, the pass's few checks before it
+    /// (trylock, folio_check_references of an unmapped folio) not charged apart. With the
+    /// seed policy, patch 2 frees them inside the split (page_ref_freeze(subpage, 2)): no
+    /// pass.
     fn split_for_reclaim(&mut self, head: u64, nr: u64, fallback: Option<u32>, pieces: &mut Vec<u64>) -> Fate {
         match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
             Ok(p) => {
@@ -482,7 +487,9 @@ impl Kernel {
                     self.count_swpout_fallback(order);
                 }
                 if self.cfg.split_zero != crate::config::SplitZero::Seed {
-                    self.charge(self.costs.reclaim_unmapped_ns * (nr - p.len() as u64));
+                    let pass =
+                        if self.can_reclaim_anon() { self.costs.reclaim_unmapped_ns } else { self.costs.page_free_ns };
+                    self.charge(pass * (nr - p.len() as u64));
                 }
                 *pieces = p.into_iter().map(|x| x.0).collect();
                 Fate::Split

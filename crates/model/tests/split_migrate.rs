@@ -283,3 +283,102 @@ fn munmap_of_zram_entries_charges_each_slot_free() {
     assert_eq!(t(1_000, 0) - base, (1024 + 512) * 1_000, "every slot, same-filled or not");
     assert_eq!(t(0, 1_000) - base, 512 * 1_000, "only the compressed pages zs_free an object");
 }
+
+/// zram_write_page()'s page_same_filled() compares the first word with the last and stops
+/// at the first word that differs: a page whose last byte was written pays 16 bytes of the
+/// whole-page check (same_ns), one whose first non-zero byte is at 2048 the walk up to it,
+/// a same-filled page all of it.
+#[test]
+fn zram_same_filled_check_stops_at_the_first_differing_word() {
+    use thplab_workload::costs::{CompressorCosts, CostProfile};
+    let w = |byte: u32, bytes: u32| {
+        thplab_workload::parse_workload(&format!(
+            r#"{{"machine":{{"nodes":[{{"mem":"1G","cpus":2}}],"swap":[{{"type":"zram","size":"256M"}}]}},
+              "processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"s","size":"2M","align":"2M"}},
+              {{"op":"madvise","region":"s","advice":"nohugepage"}},
+              {{"op":"write","region":"s","byte":{byte},"bytes":{bytes},"data":255}},
+              {{"op":"phase","name":"out"}},
+              {{"op":"madvise","region":"s","advice":"pageout"}}]}}]}}"#
+        ))
+        .unwrap()
+    };
+    let t = |w: &thplab_workload::Workload, same_ns: u64| {
+        let mut costs = CostProfile::default();
+        for z in costs.zram.values_mut() {
+            *z = CompressorCosts { same_ns, ..z.clone() };
+        }
+        phase_ns(&run_with(w, None, &[], Some(costs)), ":out")
+    };
+    // 1 ns per byte read: the difference is the bytes page_same_filled reads, per page
+    let per_page = |w: &thplab_workload::Workload| (t(w, 8_192) - t(w, 4_096)) / 512;
+    assert_eq!(per_page(&w(4095, 1)), 16, "last word differs from the first: two words");
+    assert_eq!(per_page(&w(2048, 1)), 2048 + 8 + 8, "the walk up to the word at 2048");
+    assert_eq!(per_page(&w(0, 4096)), 4096, "same-filled: the whole page");
+}
+
+/// munmap's VMA work (do_vmi_munmap): a __split_vma per end of the range that lies inside
+/// a VMA (vma_split_ns) and munmap_vma_ns per VMA removed. A hole cut out of the middle of
+/// a VMA pays two splits; the whole region none (its own VMA: MADV_HUGEPAGE keeps it from
+/// merging with its neighbour).
+#[test]
+fn munmap_charges_vma_splits_and_removals() {
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(
+        r#"{"processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"a","size":"4M","align":"2M"},
+          {"op":"mmap","name":"b","size":"4M","align":"2M"},
+          {"op":"madvise","region":"b","advice":"hugepage"},
+          {"op":"phase","name":"holes"},
+          {"op":"munmap","region":"a","every":"64K","offset":"32K","length":"4K"},
+          {"op":"phase","name":"whole"},
+          {"op":"munmap","region":"b"}]}]}"#,
+    )
+    .unwrap();
+    let t = |vma_split_ns: u64, munmap_vma_ns: u64| {
+        let r =
+            run_with(&w, Some("1G"), &[], Some(CostProfile { vma_split_ns, munmap_vma_ns, ..CostProfile::default() }));
+        (phase_ns(&r, ":holes"), phase_ns(&r, ":whole"))
+    };
+    let (h0, w0) = t(0, 0);
+    let (h1, w1) = t(1_000, 0);
+    let (h2, w2) = t(0, 1_000);
+    assert_eq!(h1 - h0, 64 * 2 * 1_000, "64 holes, two splits each");
+    assert_eq!(w1, w0, "the whole VMA: no split");
+    assert_eq!(h2 - h0, 64 * 1_000, "one VMA removed per hole");
+    assert_eq!(w2 - w0, 1_000);
+}
+
+/// MADV_PAGEOUT of a THP with one non-zero byte: it is split and its 511 zero subpages are
+/// left unmapped. With swap, each takes a pass of shrink_folio_list that allocates a slot
+/// and gives it back (reclaim_unmapped_ns); with no swap, the pass ends at
+/// folio_alloc_swap()'s failure and the folio is freed as it is put back (page_free_ns).
+#[test]
+fn unmapped_subpages_without_swap_are_freed_at_putback() {
+    use thplab_workload::costs::CostProfile;
+    let w = |swap: &str| {
+        thplab_workload::parse_workload(&format!(
+            r#"{{"machine":{{"nodes":[{{"mem":"1G","cpus":2}}],"swap":[{swap}]}},
+              "knobs":{{"transparent_hugepage/enabled":"always"}},
+              "processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"b","size":"2M","align":"2M"}},
+              {{"op":"write","region":"b","length":"4K","bytes":1}},
+              {{"op":"phase","name":"out"}},
+              {{"op":"madvise","region":"b","advice":"pageout"}}]}}]}}"#
+        ))
+        .unwrap()
+    };
+    let t = |w: &thplab_workload::Workload, reclaim_unmapped_ns: u64| {
+        let c = CostProfile { reclaim_unmapped_ns, ..CostProfile::default() };
+        phase_ns(&run_with(w, None, &[], Some(c)), ":out")
+    };
+    let noswap = w("");
+    assert_eq!(t(&noswap, 5_000), t(&noswap, 0), "no swap: no slot is allocated and given back");
+    let free = |page_free_ns: u64| {
+        let c = CostProfile { page_free_ns, ..CostProfile::default() };
+        phase_ns(&run_with(&noswap, None, &[], Some(c)), ":out")
+    };
+    assert!(free(1_000) - free(0) >= 511 * 1_000, "each zero subpage is freed");
+    let file = w(r#"{"type":"file","size":"64M"}"#);
+    assert_eq!(t(&file, 5_000) - t(&file, 0), 511 * 5_000, "with swap: each zero subpage's pass");
+}

@@ -24,8 +24,13 @@ pub struct CompressorCosts {
     /// and storing or restoring its value: no compression. calibrate: same_filled_4k (the
     /// same word loop on a cold page).
     pub same_ns: u64,
-    /// Compressing one page (zram_write_page beyond page_same_filled): calibrate: swap-out of
-    /// the class less swap-out of same-filled pages, plus same_ns.
+    /// Compressing one page (zram_write_page beyond page_same_filled: zcomp_compress, the
+    /// zs_malloc and the object write): calibrate: swap-out of the class less swap-out of
+    /// same-filled pages, plus same_ns (the same-filled page's whole-page check), less the
+    /// part of page_same_filled the class's calibration pages pay (it stops at the first
+    /// word that differs: 16 bytes of text or random data, ~256 of calibrate's sparse pages,
+    /// whose first of 16 random bytes lies ~4096/17 bytes in). The model charges that
+    /// partial check apart (zram.rs same_check_ns), by where the page's first non-zero byte is.
     pub sparse_compress_ns: u64,
     pub text_compress_ns: u64,
     pub random_compress_ns: u64,
@@ -185,6 +190,16 @@ pub struct CostProfile {
     pub pte_alloc_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
+    /// One __split_vma() (vm_area_dup, anon_vma_clone, the maple tree's preallocation and
+    /// store, vma_complete): a munmap whose range starts or ends inside a VMA pays one per
+    /// cut. Estimate: ~1 µs. calibrate: munmap of one page from the middle of a VMA with
+    /// nothing present (munmap_hole) less one from its end (munmap_tail), per call.
+    pub vma_split_ns: u64,
+    /// munmap's work per VMA it removes beyond the split and the zap (do_vmi_munmap:
+    /// vms_gather_munmap_vmas, the mmap lock, unmap_region's TLB gather and
+    /// free_pgtables, vms_complete_munmap_vmas, remove_vma). Estimate: ~1 µs. calibrate:
+    /// munmap_tail less syscall_ns and vma_split_ns.
+    pub munmap_vma_ns: u64,
     /// Allocating a page through the buddy allocator: estimate (the per-cpu list fast path,
     /// ~200 cycles).
     pub page_alloc_ns: u64,
@@ -249,7 +264,9 @@ pub struct CostProfile {
     /// only is non-zero (each split, 511 zero subpages remapped; file.thp_pageout_best),
     /// per THP less what the model charges the rest (the scan of the THP and of its one
     /// written subpage, the PMD split, the folio split and its zero checks, the unmap,
-    /// the TLB flush), per zero subpage.
+    /// the TLB flush), per zero subpage. With no free swap slot (no swap device) the pass
+    /// fails at folio_alloc_swap() and the folio is freed when it is put back: page_free_ns
+    /// instead (vmscan.rs split_for_reclaim).
     pub reclaim_unmapped_ns: u64,
     /// The zap of one swap PTE (free_swap_and_cache: the slot's count, the slot freed, the
     /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
@@ -388,6 +405,8 @@ impl Default for CostProfile {
             zap_zero_pte_ns: 10,
             pte_alloc_ns: 500,
             pmd_walk_ns: 20,
+            vma_split_ns: 1_000,
+            munmap_vma_ns: 1_000,
             page_alloc_ns: 90,
             page_free_ns: 80,
             tlb_flush_ns: 150,

@@ -24,7 +24,11 @@ pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome 
         k.charge(k.costs.syscall_ns);
         match op {
             Op::Munmap { .. } => {
-                k.mms[pid].unmap_range(s, e);
+                // do_vmi_munmap(): a __split_vma per end inside a VMA, then each VMA
+                // removed (vms_complete_munmap_vmas, remove_vma)
+                let splits = k.mms[pid].splits_at(s) as u64 + k.mms[pid].splits_at(e) as u64;
+                let removed = k.mms[pid].unmap_range(s, e).len() as u64;
+                k.charge(splits * k.costs.vma_split_ns + removed * k.costs.munmap_vma_ns);
                 k.zap_range(pid, s, e, true);
             }
             Op::Madvise { advice, .. } => {
