@@ -267,3 +267,12 @@ def test_fill_scenarios_fit_the_host_and_are_never_resized():
     assert set(rep["skipped"]) == set(sc) and not rep["scenarios"]
     # the model side: the tenant makes direct compaction work (docs/compaction.md)
     assert any(p["name"] == "tenant" for p in w["processes"])
+
+
+def test_buddy_blocks_counts_free_2m_blocks_and_the_order9_ones():
+    text = (
+        "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n"
+        "Node 0, zone   Normal     10      9      8      7      6      5      4      3      2    136   2031 \n"
+    )
+    assert v.buddy_blocks(text) == (1 + 2 * 3 + 136 + 2 * 2031, 137)
+    assert v.buddy_blocks("") == (0, 0)
