@@ -72,6 +72,8 @@ pub struct Config {
     pub split_zero: SplitZero,
     pub thp_swap: bool,
     pub swap_zeromap: bool,
+    /// vm.max_map_count (mmap.rs: map_count_ok)
+    pub max_map_count: u64,
     /// CONFIG_PT_RECLAIM: MADV_DONTNEED frees empty PTE tables (pt_reclaim.rs)
     pub pt_reclaim: bool,
     pub pmd_swap_entries: bool,
@@ -133,6 +135,7 @@ impl Config {
             thp_swap: g("thplab.config_thp_swap") == "y",
             swap_zeromap: g("thplab.swap_zeromap") == "y",
             pt_reclaim: g("thplab.config_pt_reclaim") == "y",
+            max_map_count: n("vm.max_map_count"),
             pmd_swap_entries: n("thplab.pmd_swap_entries") == 1,
             khugepaged_skip_collapsed: n("thplab.khugepaged_skip_collapsed") == 1,
             khugepaged_cold_to_tail: n("thplab.khugepaged_cold_to_tail") == 1,

@@ -36,6 +36,11 @@ impl Kernel {
                     (VM_NOHUGEPAGE, VM_HUGEPAGE)
                 };
                 let newf = |f: u32| (f | set) & !clear;
+                // madvise_update_vma() -> split_vma(): -ENOMEM at vm.max_map_count, which
+                // madvise_vma_behavior() returns as EAGAIN ("resources temporarily unavailable")
+                if !self.mms[mm].modify_splits_ok(start, end, self.cfg.max_map_count, newf) {
+                    return Err("EAGAIN");
+                }
                 if advice == Advice::Hugepage {
                     // hugepage_madvise(): khugepaged_enter_vma(vma, new flags) on each VMA
                     // the range touches, whole and before it is split, even when it already has VM_HUGEPAGE

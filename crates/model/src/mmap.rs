@@ -275,6 +275,28 @@ impl Mm {
         (all, merged)
     }
 
+    /// mm->map_count: the process's VMAs (the workload's; a live process also has its
+    /// binary's, its libraries' and its stack's, a few dozen).
+    pub fn map_count(&self) -> u64 {
+        self.vmas.len() as u64
+    }
+
+    /// Can vma_modify_flags() give [start, end) the flags `f` makes, as far as
+    /// vm.max_map_count goes? Each split_vma() it needs (a VMA whose flags change spans
+    /// `start` or `end`) is refused once map_count reached the limit.
+    pub fn modify_splits_ok(&self, start: u64, end: u64, max: u64, f: impl Fn(u32) -> u32) -> bool {
+        let split = |a: u64| {
+            self.vmas.range(..a).next_back().is_some_and(|(_, v)| v.start < a && v.end > a && f(v.flags) != v.flags)
+        };
+        let needed = split(start) as u64 + split(end) as u64;
+        needed == 0 || self.map_count() + needed <= max
+    }
+
+    /// Is [start, end) a hole inside one VMA (munmap splits it in two, one VMA more)?
+    pub fn hole_in_one_vma(&self, start: u64, end: u64) -> bool {
+        self.vmas.range(..=start).next_back().is_some_and(|(_, v)| v.start < start && v.end > end)
+    }
+
     /// Would removing or changing [.., addr) or [addr, ..) split a VMA (__split_vma): does a
     /// VMA start before `addr` and end after it?
     pub fn splits_at(&self, addr: u64) -> bool {

@@ -331,3 +331,29 @@ fn the_last_phase_ends_before_the_exit() {
     assert!(ends.iter().all(|e| e["buddyinfo"].as_str().unwrap().contains("zone   Normal")
         || e["buddyinfo"].as_str().unwrap().contains("zone    DMA32")));
 }
+
+/// vm.max_map_count: a munmap that cuts a hole in one VMA needs a VMA more, and is refused
+/// with ENOMEM once the process has that many (vms_gather_munmap_vmas); so is an mmap above
+/// the limit (do_mmap); a madvise that would split a VMA gets EAGAIN (split_vma's -ENOMEM,
+/// as madvise_vma_behavior() returns it). Live, with the limit at 60 (the runner's child has
+/// 28 VMAs of its own): 1 munmap ENOMEM and the madvise EAGAIN, as the model gives with a limit 28 lower.
+#[test]
+fn vma_splits_stop_at_max_map_count() {
+    let wl = r#"{"name": "maps", "processes": [{"name": "p", "ops": [
+        {"op": "mmap", "name": "a", "size": "64M"},
+        {"op": "munmap", "region": "a", "every": "2M", "offset": "512K", "length": "1M"},
+        {"op": "madvise", "region": "a", "advice": "hugepage", "offset": "0", "length": "256K"},
+        {"op": "set", "knob": "vm.max_map_count", "value": "5"},
+        {"op": "mmap", "name": "b", "size": "2M"}]}]}"#;
+    let errs = |r: &RunResult| {
+        let e = &r.processes[0].errors;
+        assert!(e.iter().all(|x| x.errno == if x.op == "madvise" { "EAGAIN" } else { "ENOMEM" }));
+        ["munmap", "madvise", "mmap"].map(|op| e.iter().filter(|x| x.op == op).count())
+    };
+    // 32 holes: 33 VMAs under the default limit; then, the limit lowered to 5, the mmap
+    // is refused (map_count > limit)
+    assert_eq!(errs(&go(wl, "256M", &[])), [0, 0, 1]);
+    // limit 10: 9 holes make 10 VMAs, the other 23 are refused; the madvise would split
+    // the first VMA (refused)
+    assert_eq!(errs(&go(wl, "256M", &[("vm.max_map_count", "10")])), [23, 1, 1]);
+}

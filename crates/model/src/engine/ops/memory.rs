@@ -17,6 +17,11 @@ pub(super) fn mmap(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     if task.cursor == 0 {
         k.charge(k.costs.syscall_ns);
+        // do_mmap(): "Too many mappings?"
+        if k.mms[pid].map_count() > k.cfg.max_map_count {
+            err(task, oi, op, "ENOMEM", "vm.max_map_count reached".into());
+            return done;
+        }
         let Some(addr) = k.mms[pid].get_unmapped_area(size.0, align.map(|a| a.0)) else {
             err(task, oi, op, "ENOMEM", "address space exhausted".into());
             return done;

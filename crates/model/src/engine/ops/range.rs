@@ -24,6 +24,12 @@ pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome 
         k.charge(k.costs.syscall_ns);
         match op {
             Op::Munmap { .. } => {
+                // vms_gather_munmap_vmas(): a hole in one VMA adds a VMA, refused at the
+                // limit (other splits use __split_vma, unchecked)
+                if k.mms[pid].hole_in_one_vma(s, e) && k.mms[pid].map_count() >= k.cfg.max_map_count {
+                    err(task, oi, op, "ENOMEM", format!("munmap({:#x}, {}): vm.max_map_count reached", s, len));
+                    continue;
+                }
                 // do_vmi_munmap(): a __split_vma per end inside a VMA, then each VMA
                 // removed (vms_complete_munmap_vmas, remove_vma)
                 let splits = k.mms[pid].splits_at(s) as u64 + k.mms[pid].splits_at(e) as u64;
@@ -37,6 +43,16 @@ pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome 
                 }
             }
             Op::Mprotect { prot, .. } => {
+                let set = match prot {
+                    Prot::None => 0,
+                    Prot::R => VM_READ,
+                    Prot::Rw => VM_READ | VM_WRITE,
+                };
+                let max = k.cfg.max_map_count;
+                if !k.mms[pid].modify_splits_ok(s, e, max, |f| (f & !(VM_READ | VM_WRITE)) | set) {
+                    err(task, oi, op, "ENOMEM", format!("mprotect({:#x}, {}): vm.max_map_count reached", s, len));
+                    continue;
+                }
                 let flags = match prot {
                     Prot::None => 0,
                     Prot::R => VM_READ,
