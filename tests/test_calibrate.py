@@ -27,6 +27,9 @@ FIXTURE = {
         "memchr_inv_4k_best": [10, 11, 9],
         "same_filled_4k": [190, 200, 180],
         "touch_page": [20, 20, 20],
+        "fill_4k_byte": [90, 100, 110],
+        "fill_4k_text": [200, 210, 190],
+        "fill_4k_random": [600, 650, 700],
         "syscall": [130, 120, 140],
         "fault_4k_total": [1500, 1400, 1600],
         "fault_4k_sparse": [2400, 2500, 2600],
@@ -34,6 +37,7 @@ FIXTURE = {
         "pte_walk_none": [2.4, 2.6, 2.5],
         "munmap_zero": [30, 32, 31],
         "fault_2m_total": [100000, 110000, 105000],
+        "fault_64k_total": [9000, 9500, 9400],
         "refault_reported_2m_total": [105000, 6_000_000, 5_000_000, 7_000_000],
         **{
             f"zram.lz4.{c}.{d}": v
@@ -89,10 +93,15 @@ FIXTURE = {
 def test_profile_from_samples_and_toml_roundtrip():
     prof, rows = calibrate.profile_from_samples(FIXTURE)
     assert prof["clear_4k_ns"] == 160
+    assert (prof["fill_byte_4k_ns"], prof["fill_text_4k_ns"], prof["fill_random_4k_ns"]) == (100, 200, 650)
     assert prof["fault_4k_ns"] == 1500 - 160
     # a fault that allocates its PTE table, less a fault and the table page's clear and allocation
     assert prof["pte_alloc_ns"] == 2500 - 1500 - 160 - prof["page_alloc_ns"]
     assert prof["fault_2m_ns"] == 105000 - 85000
+    # a 64 KiB mTHP fault less a 4 KiB fault's other work (its PTE table shared by 32 faults,
+    # not 512), per subpage cleared
+    other = 1500 - 160 + prof["pte_alloc_ns"] * (1 / 32 - 1 / 512)
+    assert prof["clear_folio_4k_ns"] == round((9400 - other) / 16)
     assert prof["refault_reported_2m_ns"] == 6_000_000 - 105000  # only the blocks that were reported
     z = prof["zram"]["lz4"]
     # less the 16 bytes page_same_filled() reads of a text page (the model charges them apart)

@@ -164,6 +164,9 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     b.touch(2);
     let np = big / PAGE;
     let nh = big / HPAGE;
+    let hot = Map_::new(HPAGE, Some(false))?;
+    hot.touch(1);
+    let corpus = text_corpus();
     for r in 0..=reps {
         let warm = r == 0; // the first round warms caches and TLBs and is discarded
         let v = timed(np, || (0..np).for_each(|i| unsafe { std::ptr::write_bytes(a.page(i), 0, PAGE) }));
@@ -216,6 +219,23 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         let v = timed(np, || (0..np).for_each(|i| unsafe { std::ptr::write_volatile(b.page(i), r as u8) }));
         if !warm {
             s.add("touch_page", v)
+        }
+        // the workload's own stores of whole pages, by data kind (child.rs `fill`), on a
+        // 2 MiB buffer in cache, as a page is right after its fault's clear
+        for (k, data) in [
+            ("byte", WriteData::Byte(0xff)),
+            ("text", WriteData::Kind(DataKind::Text)),
+            ("random", WriteData::Kind(DataKind::Random)),
+        ] {
+            let hp = HPAGE / PAGE;
+            let v = timed(4 * hp, || {
+                for i in 0..4 * hp {
+                    unsafe { fill(hot.page(i % hp), PAGE, &data, 1, i as u64, &corpus) };
+                }
+            });
+            if !warm {
+                s.add(&format!("fill_4k_{k}"), v)
+            }
         }
         let n = 200_000;
         let v = timed(n, || {
@@ -416,9 +436,10 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     // ---- splits, collapse, compaction ----
     if is_root() {
         crate::calibrate_mm::calibrate_split(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
+        crate::calibrate_mm::calibrate_mthp_fault(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
         crate::calibrate_mm::calibrate_compaction(quick, reps, &mut s)?;
     } else {
-        notes.push("not root: split and compaction costs were not measured".into());
+        notes.push("not root: split, mTHP fault and compaction costs were not measured".into());
     }
     crate::calibrate_mm::calibrate_collapse(quick, reps, &mut s, &mut values, &mut notes)?;
     drop(journal_guard);

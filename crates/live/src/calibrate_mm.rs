@@ -460,6 +460,66 @@ pub fn calibrate_split(
     g.undo()
 }
 
+// ---------------------------------------------------------------- mTHP faults
+
+/// Write faults that allocate 64 KiB folios (hugepages-64kB/enabled = madvise, every other
+/// size `never`, the mapping MADV_HUGEPAGE): one write per 64 KiB of a fresh mapping on memory
+/// backed just before, per fault (`fault_64k_total`). The kernel zeroes the folio a subpage at
+/// a time (folio_zero_user -> process_huge_page -> clear_user_highpage), which on the reference
+/// host costs ~0.6 us per 4 KiB at every folio size from 16 KiB to 2 MiB, three times
+/// calibrate's clear_4k loop over warm memory: the fit of `clear_folio_4k_ns` comes from here.
+pub fn calibrate_mthp_fault(
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+    g: &mut JGuard,
+    notes: &mut Vec<String>,
+) -> Result<(), CalError> {
+    let sizes = ["8", "16", "32", "64", "128", "256", "512", "1024", "2048"];
+    let path = |kb: &str| format!("{THP}/hugepages-{kb}kB/enabled");
+    if !std::path::Path::new(&path("64")).exists() {
+        notes.push("no hugepages-64kB (mTHP, before v6.8): mTHP faults were not measured".into());
+        return Ok(());
+    }
+    for kb in sizes {
+        let p = path(kb);
+        if std::path::Path::new(&p).exists() {
+            set_knob(
+                g,
+                &format!("transparent_hugepage/hugepages-{kb}kB/enabled"),
+                &p,
+                if kb == "64" { "madvise" } else { "never" },
+            )?;
+        }
+    }
+    let fsz = if quick { 32 << 20 } else { 64 << 20 };
+    let nf = fsz / (16 * PAGE);
+    let stat = format!("{THP}/hugepages-64kB/stats/anon_fault_alloc");
+    let count = || read_trim(&stat).and_then(|t| t.parse::<i64>().ok()).unwrap_or(0);
+    let mut seen = 0;
+    for r in 0..=reps {
+        let warmup = Map_::new(fsz * 2, Some(false))?;
+        warmup.touch(1);
+        drop(warmup);
+        let m = Map_::new(fsz, Some(true))?;
+        let c0 = count();
+        let v = timed(nf, || (0..nf).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i * 16), 1) }));
+        let got = count() - c0;
+        drop(m);
+        if r > 0 {
+            s.add("fault_64k_total", v);
+            seen = seen.max(got);
+        }
+        check_sig()?;
+    }
+    values.insert("fault_64k.anon_fault_alloc".into(), json!(seen as f64 / nf as f64));
+    if seen < nf as i64 * 9 / 10 {
+        notes.push(format!("only {seen} of {nf} 64 KiB faults allocated a 64 KiB folio: fault_64k is mixed"));
+    }
+    g.undo()
+}
+
 // ---------------------------------------------------------------- collapse
 
 /// MADV_COLLAPSE of 2 MiB ranges of present 4 KiB pages (the collapse path khugepaged uses).

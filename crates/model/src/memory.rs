@@ -315,7 +315,8 @@ impl Kernel {
                         self.pm.free_pages(Pfn(head), o, &mut self.rec.vm);
                         return Some(Fault::Ok);
                     }
-                    self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns * nr);
+                    // folio_zero_user(): the folio is cleared a subpage at a time
+                    self.charge(self.costs.fault_4k_ns + self.costs.clear_folio_4k_ns * nr);
                     self.map_anon_folio_pte(mm, sid, addr, head, o, vma.flags);
                     return Some(Fault::Ok);
                 }
@@ -1034,7 +1035,14 @@ impl Kernel {
         let c = content::apply_write(content(f), byte, bytes, data);
         self.pm.frames[pfn as usize] = with_content(f, c);
         self.touch_folio(pfn, true);
-        self.charge(self.costs.touch_page_ns);
+        // the store itself, then the rest of the page's bytes of the op's data
+        use thplab_workload::workload::{DataKind, WriteData};
+        let fill = match data {
+            WriteData::Byte(_) => self.costs.fill_byte_4k_ns,
+            WriteData::Kind(DataKind::Text) => self.costs.fill_text_4k_ns,
+            WriteData::Kind(DataKind::Random) => self.costs.fill_random_4k_ns,
+        };
+        self.charge(self.costs.touch_page_ns + fill * bytes as u64 / PAGE_SIZE);
     }
 
     /// write_page() for the pages of a write op, one after the other: the same work in

@@ -357,3 +357,35 @@ fn vma_splits_stop_at_max_map_count() {
     // the first VMA (refused)
     assert_eq!(errs(&go(wl, "256M", &[("vm.max_map_count", "10")])), [23, 1, 1]);
 }
+
+/// A write op's stores are user time inside the phase: each page charges touch_page_ns plus
+/// its data kind's whole-page fill (fill_byte/text/random_4k_ns) times bytes/4096. Writing
+/// 256 present pages: whole pages of text pay 256 × fill_text_4k_ns more than one byte each,
+/// random pages their own figure, half pages half of it.
+#[test]
+fn a_write_charges_the_fill_of_its_bytes_by_data_kind() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let costs = CostProfile {
+        fill_byte_4k_ns: 100,
+        fill_text_4k_ns: 300,
+        fill_random_4k_ns: 900,
+        touch_page_ns: 20,
+        ..CostProfile::default()
+    };
+    let t = |data: &str, bytes: &str| {
+        let wl = format!(
+            r#"{{"processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"b","size":"1M"}},
+              {{"op":"write","region":"b","bytes":1}},
+              {{"op":"phase","name":"w"}},
+              {{"op":"write","region":"b","data":{data}{bytes}}}]}}]}}"#
+        );
+        phase_ns(&run_with(&parse_workload(&wl).unwrap(), Some("1G"), &[], Some(costs.clone())), ":w")
+    };
+    let one = t("7", r#","bytes":1"#);
+    assert_eq!(t(r#""text""#, "") - one, 256 * 300);
+    assert_eq!(t(r#""random""#, "") - one, 256 * 900);
+    assert_eq!(t("7", "") - one, 256 * 100);
+    assert_eq!(t(r#""random""#, r#","bytes":2048"#) - one, 256 * 450);
+}

@@ -154,6 +154,17 @@ pub struct CostProfile {
     pub clear_4k_ns: u64,
     /// clear_huge_page of 2 MiB: estimate, ~25 GB/s (calibrate: clear_2m).
     pub clear_2m_ns: u64,
+    /// Zeroing one 4 KiB subpage of a large folio in its fault (alloc_anon_folio ->
+    /// folio_zero_user -> process_huge_page -> clear_user_highpage, a subpage at a time):
+    /// an mTHP fault charges fault_4k_ns plus this per subpage. Measured on the reference host
+    /// (2026-11-26, one write per folio of a fresh MADV_HUGEPAGE mapping, one mTHP size
+    /// enabled at a time): 5.7 us per 16 KiB fault, 11.9 us per 64 KiB, 21.7 us per 128 KiB,
+    /// 322 us per 2 MiB, i.e. 0.6-0.65 us per 4 KiB at every size, three times the userspace
+    /// clear_4k loop over warm memory, and the rate of the THP fault's clear. Default: the
+    /// default clear_2m_ns per 4 KiB (the kernel clears an mTHP's and a THP's subpages alike).
+    /// calibrate: fault_64k_total (64 KiB faults) less a 4 KiB fault's other work (fault_4k_total less clear_4k) and the PTE-table share,
+    /// per subpage.
+    pub clear_folio_4k_ns: u64,
     /// copy_user_highpage of 4 KiB: estimate, ~16 GB/s (calibrate: copy_4k).
     pub copy_4k_ns: u64,
     /// Copying 2 MiB (collapse, THP migration): estimate, ~15 GB/s (calibrate: copy_2m).
@@ -166,6 +177,15 @@ pub struct CostProfile {
     /// Writing one byte to an already-mapped page (store + cache miss), per page touched by a
     /// write op: calibrate: touch_page.
     pub touch_page_ns: u64,
+    /// The workload's own stores of a whole 4 KiB page, by the write op's data: a byte value
+    /// (memset), `text` (a copy from the text corpus) and `random` (a PRNG stream). A write of
+    /// `bytes` bytes charges touch_page_ns plus bytes/4096 of its kind's figure: user time
+    /// inside the phase, which the live runner spends filling the page (child.rs `fill`).
+    /// Measured on a 2 MiB buffer in cache, as a page is right after its fault's clear.
+    /// Estimates: ~40, 20 and 8 GB/s. calibrate: fill_4k_byte, fill_4k_text, fill_4k_random.
+    pub fill_byte_4k_ns: u64,
+    pub fill_text_4k_ns: u64,
+    pub fill_random_4k_ns: u64,
 
     // ---- syscalls and page-table work ----
     /// Syscall entry and exit: calibrate: syscall (getppid).
@@ -396,10 +416,14 @@ impl Default for CostProfile {
             fault_zero_ns: 500,
             clear_4k_ns: 160,
             clear_2m_ns: 85_000,
+            clear_folio_4k_ns: 166,
             copy_4k_ns: 250,
             copy_2m_ns: 140_000,
             memchr_inv_4k_ns: 350,
             touch_page_ns: 60,
+            fill_byte_4k_ns: 100,
+            fill_text_4k_ns: 200,
+            fill_random_4k_ns: 500,
             syscall_ns: 250,
             pte_walk_ns: 12,
             zap_zero_pte_ns: 10,
