@@ -65,6 +65,8 @@ FIXTURE = {
         "underused_256": [550000 + 256 * 440] * 3,
         "split_pmd_munmap": [20000] * 3,
         "munmap_hole": [3200] * 3,
+        "dontneed_present": [2900] * 3,
+        "dontneed_none": [1000] * 3,
         "munmap_tail": [2300] * 3,
         "split_partial": [330000] * 3,
         "collapse_2m": [750000] * 3,
@@ -106,6 +108,8 @@ def test_profile_from_samples_and_toml_roundtrip():
     z = prof["zram"]["lz4"]
     # less the 16 bytes page_same_filled() reads of a text page (the model charges them apart)
     assert z["text_compress_ns"] == round(12000 - 4000 + 190 - 190 * 16 / 4096) and z["text_bytes"] == 2400
+    # one present page's MADV_DONTNEED less a call that finds none, less the page's free
+    assert prof["zap_flush_ns"] == 2900 - 1000 - prof["page_free_ns"]
     # munmap of a page from the middle of a VMA (two splits) and from its end (one)
     assert prof["vma_split_ns"] == 3200 - 2300
     assert prof["munmap_vma_ns"] == 2300 - prof["syscall_ns"] - 900

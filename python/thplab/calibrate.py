@@ -159,6 +159,15 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "munmap_4k",
             "munmap of present 4K pages per page, less the PTE walk",
         )
+    if have("dontneed_present") and have("dontneed_none"):
+        # MADV_DONTNEED of one present page per call less the same call with nothing
+        # present: the page's zap and free (page_free_ns) and the flush of its range
+        put(
+            "zap_flush_ns",
+            _med(S["dontneed_present"]) - _med(S["dontneed_none"]) - prof["page_free_ns"],
+            "dontneed_present",
+            "MADV_DONTNEED of one present page less of none, less page_free_ns",
+        )
     if have("munmap_hole") and have("munmap_tail"):
         # munmap of one page of a mapping with nothing present: from the middle of a VMA
         # (two __split_vma and the removal of one VMA) and from its end (one of each)

@@ -311,6 +311,26 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
             s.add("munmap_tail", v)
         }
         drop(m);
+        // a TLB flush: MADV_DONTNEED of one present 4 KiB page per 64 KiB (no VMA work: the
+        // zap and free of one page and the flush of its range), then of the same pages again
+        // (nothing present: no flush, tlb_flush_mmu_tlbonly finds an empty range)
+        let m = Map_::new(fsz, Some(false))?;
+        m.touch(1);
+        let nd = fsz / (16 * PAGE);
+        let dontneed = |m: &Map_| {
+            (0..nd).for_each(|j| unsafe {
+                libc::madvise(m.page(j * 16 + 4) as *mut _, PAGE, libc::MADV_DONTNEED);
+            })
+        };
+        let v = timed(nd, || dontneed(&m));
+        if r > 0 {
+            s.add("dontneed_present", v)
+        }
+        let v = timed(nd, || dontneed(&m));
+        if r > 0 {
+            s.add("dontneed_none", v)
+        }
+        drop(m);
         // the PTE walk: one page written per 2 MiB, so every PTE table is there with 511
         // none entries; MADV_COLD (madvise_cold_or_pageout_pte_range) walks every entry. The
         // first call deactivates the present pages; the second finds them inactive and

@@ -843,6 +843,9 @@ impl Kernel {
         }
         let idxs: Vec<(u64, u32)> =
             self.mms[mm].pmds.range(start >> PMD_SHIFT..=(end - 1) >> PMD_SHIFT).map(|(k, v)| (*k, *v)).collect();
+        // the mmu_gather's range grows only with entries that were present (or tables freed):
+        // tlb_flush_mmu_tlbonly() flushes nothing for a range that zapped none
+        let mut flush = false;
         for (idx, sid) in idxs {
             let s = (idx << PMD_SHIFT).max(start);
             let e = ((idx + 1) << PMD_SHIFT).min(end);
@@ -851,9 +854,11 @@ impl Kernel {
             let is_huge = matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero)
                 || (whole && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_)));
             if is_huge && whole {
+                flush |= !matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_));
                 self.zap_huge_pmd(mm, sid);
             } else {
                 if matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero) {
+                    flush = true;
                     // __split_huge_pmd(): partial unmap of a huge mapping
                     self.split_huge_pmd(mm, sid);
                 }
@@ -889,6 +894,7 @@ impl Kernel {
                                 }
                             }
                             self.charge(self.costs.pte_walk_ns * (n - 1));
+                            flush = true;
                             self.zap_present_ptes(mm, pfn, n);
                             for k in 0..n as usize {
                                 self.set_pte(sid, i + k, PTE_NONE);
@@ -898,7 +904,10 @@ impl Kernel {
                         }
                         K_SWAP => self.free_swap_entry(mm, pte_payload(pte)),
                         // zap_present_ptes() without a normal page: clear and record it
-                        K_ZERO => self.charge(self.costs.zap_zero_pte_ns),
+                        K_ZERO => {
+                            flush = true;
+                            self.charge(self.costs.zap_zero_pte_ns)
+                        }
                         _ => {}
                     }
                     self.set_pte(sid, i, PTE_NONE);
@@ -906,13 +915,16 @@ impl Kernel {
                 }
             }
             if free_tables && self.mms[mm].pmds.contains_key(&idx) && !self.mms[mm].pmd_range_used(idx) {
+                flush = true;
                 let slot = self.slots.remove(sid);
                 self.mms[mm].pmds.remove(&idx);
                 self.free_pgtable(slot.table_pfn);
             }
         }
         self.mms[mm].tlb.flush_range(start, end);
-        self.charge(self.costs.tlb_flush_ns);
+        if flush {
+            self.charge(self.costs.zap_flush_ns);
+        }
     }
 
     /// zap_huge_pmd(): drop a whole huge mapping, free the folio and the deposited table.

@@ -389,3 +389,29 @@ fn a_write_charges_the_fill_of_its_bytes_by_data_kind() {
     assert_eq!(t("7", "") - one, 256 * 100);
     assert_eq!(t(r#""random""#, r#","bytes":2048"#) - one, 256 * 450);
 }
+
+/// tlb_finish_mmu() flushes only a range that zapped something: MADV_DONTNEED of 64 pages
+/// one call each costs 64 × zap_flush_ns more while they are present than when nothing is.
+#[test]
+fn a_zap_flushes_only_when_it_cleared_a_present_entry() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let wl = parse_workload(
+        r#"{"processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"b","size":"4M","align":"2M"},
+          {"op":"madvise","region":"b","advice":"nohugepage"},
+          {"op":"write","region":"b","bytes":1},
+          {"op":"phase","name":"present"},
+          {"op":"madvise","region":"b","advice":"dontneed","every":"64K","length":"4K"},
+          {"op":"phase","name":"none"},
+          {"op":"madvise","region":"b","advice":"dontneed","every":"64K","length":"4K"}]}]}"#,
+    )
+    .unwrap();
+    let t = |zap_flush_ns: u64| {
+        let r = run_with(&wl, Some("1G"), &[], Some(CostProfile { zap_flush_ns, ..CostProfile::default() }));
+        (phase_ns(&r, ":present"), phase_ns(&r, ":none"))
+    };
+    let (a, b) = (t(0), t(2_000));
+    assert_eq!(b.0 - a.0, 64 * 2_000);
+    assert_eq!(b.1, a.1);
+}

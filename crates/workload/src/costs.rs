@@ -227,8 +227,17 @@ pub struct CostProfile {
     /// allocator (free_pages_and_swap_cache / folio_put). calibrate: munmap_4k (munmap of
     /// present 4 KiB pages, per page) less pte_walk_ns; the default is an estimate.
     pub page_free_ns: u64,
-    /// Local TLB flush of a range: estimate (invlpg of a few entries).
+    /// Local TLB flush of a range (reclaim's unmap, a PMD split, a collapse): estimate (invlpg
+    /// of a few entries).
     pub tlb_flush_ns: u64,
+    /// The end of a zap (munmap, MADV_DONTNEED/FREE, exit) that cleared a present entry or
+    /// freed a table: tlb_finish_mmu() flushes the gathered range (flush_tlb_mm_range) and
+    /// releases the gathered pages; a zap whose mmu_gather range stayed empty (nothing
+    /// present) flushes nothing. Estimate: ~0.5 us. calibrate: MADV_DONTNEED of one present
+    /// 4 KiB page per call less the same call finding nothing present, less page_free_ns
+    /// (dontneed_present, dontneed_none); this guest: ~1.5 us (2026-11-26), which a munmap
+    /// or MADV_DONTNEED of a few pages pays whole.
+    pub zap_flush_ns: u64,
     /// A TLB-shootdown IPI to another CPU: estimate (an IPI round trip, ~2-3 µs in a guest).
     pub tlb_ipi_ns: u64,
 
@@ -434,6 +443,7 @@ impl Default for CostProfile {
             page_alloc_ns: 90,
             page_free_ns: 80,
             tlb_flush_ns: 150,
+            zap_flush_ns: 500,
             tlb_ipi_ns: 2_500,
             split_pmd_ns: 3_000,
             split_folio_ns: 12_000,
