@@ -397,7 +397,7 @@ impl PhysMem {
 
     /// __add_to_free_list(): at the head, or at the tail (`tail`: a merge is likely soon,
     /// or FPI_TO_TAIL). The head frame records the order and the list's migratetype.
-    #[inline]
+    #[inline(always)]
     fn add_to_free_list(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, tail: bool) {
         self.frames[pfn as usize] = make_free(order, mt);
         self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize].count_free_head(pfn, true);
@@ -411,7 +411,7 @@ impl PhysMem {
     }
     /// __del_page_from_free_list(): the block leaves its list; its head frame becomes a
     /// plain free tail until the caller says what it is.
-    #[inline]
+    #[inline(always)]
     fn del_from_free_list(&mut self, zi: usize, pfn: u64, order: u32) {
         let f = self.frames[pfn as usize];
         debug_assert!(is_free_head(f) && free_order(f) == order, "pfn {pfn} order {order} is not a free block");
@@ -476,7 +476,7 @@ impl PhysMem {
 
     /// buddy_merge_likely(): below the two largest orders, is the buddy of the block's
     /// parent free? Then the block is likely to merge soon: it goes to the list's tail.
-    #[inline]
+    #[inline(always)]
     fn buddy_merge_likely(&self, zi: usize, pfn: u64, order: u32) -> bool {
         if order >= MAX_PAGE_ORDER - 1 {
             return false;
@@ -493,6 +493,7 @@ impl PhysMem {
     /// __free_one_page(): merge with free buddies up to MAX_PAGE_ORDER (not across
     /// pageblocks of unmergeable types); a direct compactor's capture_control takes the
     /// block when it reaches the order it waits for. `to_tail`: FPI_TO_TAIL.
+    #[inline]
     fn __free_one_page(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, to_tail: bool) {
         self.__free_one_page_fpi(zi, pfn, order, mt, to_tail, false);
     }
@@ -546,7 +547,7 @@ impl PhysMem {
 
     /// compaction_capture(): while a task direct-compacts zone `zi`, the first block of the
     /// requested order freed in that zone is handed to it instead of the free lists.
-    #[inline]
+    #[inline(always)]
     fn compaction_capture(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) -> bool {
         let Some(c) = &mut self.capture else { return false };
         if c.zi != zi || c.page.is_some() || order != c.order || mt == MIGRATE_ISOLATE {
@@ -586,7 +587,7 @@ impl PhysMem {
     }
 
     /// page_del_and_expand(): take a block of exactly `order` off the lists.
-    #[inline]
+    #[inline(always)]
     fn page_del_and_expand(&mut self, zi: usize, pfn: u64, order: u32, high: u32, mt: u8) {
         self.del_from_free_list(zi, pfn, high);
         self.expand(zi, pfn, order, high, mt);
@@ -601,7 +602,7 @@ impl PhysMem {
     }
 
     /// __rmqueue_smallest()
-    #[inline]
+    #[inline(always)]
     fn rmqueue_smallest(&mut self, zi: usize, order: u32, mt: u8) -> Option<u64> {
         for cur in order..=MAX_PAGE_ORDER {
             if let Some(pfn) = self.first_free(zi, cur, mt) {
