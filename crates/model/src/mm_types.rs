@@ -474,7 +474,7 @@ impl Default for List {
 }
 impl List {
     /// Add at the head (most recently used end), like list_add.
-    #[inline]
+    #[inline(always)]
     pub fn push_head(&mut self, links: &mut Links, pfn: u32, nr: u64) {
         *links.attach_cell(pfn) = [NIL, self.head];
         if self.head != NIL {
@@ -487,7 +487,7 @@ impl List {
         self.pages += nr;
     }
     /// Add at the tail (next to be scanned), like list_add_tail.
-    #[inline]
+    #[inline(always)]
     pub fn push_tail(&mut self, links: &mut Links, pfn: u32, nr: u64) {
         *links.attach_cell(pfn) = [self.tail, NIL];
         if self.tail != NIL {
@@ -537,7 +537,7 @@ impl List {
         }
     }
     /// Take `pfn` off the list (its cell is reset, as detach() does).
-    #[inline]
+    #[inline(always)]
     pub fn remove(&mut self, links: &mut Links, pfn: u32, nr: u64) {
         let [prev, next] = std::mem::replace(links.cell_mut(pfn), [NIL, NIL]);
         if prev != NIL {
