@@ -175,8 +175,7 @@ fn check_pcp_lists(k: &Kernel, held: Held) -> Result<(), String> {
                         mt as usize == li % 3
                     }
                 };
-                let mut p = l.head;
-                while p != NIL {
+                for p in l.iter() {
                     let f = pm.frames[p as usize];
                     if tag(f) != TAG_PCP || free_order(f) != order || !mt_ok(free_mt(f)) {
                         return Err(format!("cpu {cpu} zone {} pcp list {li} holds pfn {p} (frame {f:#x})", z.name));
@@ -185,7 +184,6 @@ fn check_pcp_lists(k: &Kernel, held: Held) -> Result<(), String> {
                         return Err(format!("cpu {cpu} zone {} pcp list {li} holds pfn {p} of another zone", z.name));
                     }
                     count += 1 << order;
-                    p = List::next(&pm.links, p);
                 }
             }
             if count != pcp.count {

@@ -1058,9 +1058,9 @@ impl Kernel {
     }
 
     /// write_page() for the pages of a write op, one after the other: the same work in
-    /// the same order, with less host work per page. A page already mapped by a PTE is
-    /// stored to at once; a write fault on a none PTE of an existing PTE table, in a
-    /// writable VMA that has its anon_vma and takes no mTHP order, goes straight to the
+    /// the same order, with less host work per page. A page already mapped (by a PTE, or
+    /// by a huge PMD) is stored to at once; a write fault on a none PTE of an existing PTE
+    /// table, in a writable VMA that has its anon_vma and takes no mTHP order, goes straight to the
     /// order-0 end of do_anonymous_page() with the VMA found for an earlier page of
     /// the same step (`hint`: faults do not change VMAs; the hint is dropped whenever a
     /// page takes the plain path, which may). Every other case is write_page().
@@ -1079,9 +1079,17 @@ impl Kernel {
         }
         let i = pte_index(addr);
         let sid = self.mms[mm].pmds.lookup(addr >> PMD_SHIFT);
-        // the PTE, when the PMD points to a PTE table (anything else: the plain path)
+        // the PTE, when the PMD points to a PTE table (a huge PMD: its page; anything else:
+        // the plain path)
         let pte = match sid.map(|sid| &self.slots.get(sid).pmd) {
             Some(Pmd::Table(t)) => Some(t[i]),
+            Some(&Pmd::Huge(head)) => {
+                // a page of a PMD-mapped THP: follow() -> the page, as write_page() does
+                // (which this path stood for, so the hint is dropped as before)
+                hint.vma = None;
+                self.store_to_page(head as u64 + i as u64, byte, bytes, data);
+                return Fault::Ok;
+            }
             _ => None,
         };
         if let Some(pte) = pte.filter(|&p| pte_kind(p) == K_PRESENT) {

@@ -406,6 +406,20 @@ impl Links {
         chunks.resize_with(n, || None);
         Links { chunks }
     }
+    /// The cell of an attached `pfn` (every entry of a list is attached).
+    #[inline(always)]
+    fn cell_mut(&mut self, pfn: u32) -> &mut [u32; 2] {
+        match &mut self.chunks[(pfn >> 6) as usize] {
+            Some(c) => &mut c[(pfn & 63) as usize],
+            None => unattached(pfn),
+        }
+    }
+    /// attach() that returns the (reset) cell.
+    #[inline(always)]
+    fn attach_cell(&mut self, pfn: u32) -> &mut [u32; 2] {
+        let c = self.chunks[(pfn >> 6) as usize].get_or_insert_with(|| Box::new([[NIL, NIL]; 64]));
+        &mut c[(pfn & 63) as usize]
+    }
     #[inline]
     pub fn get(&self, pfn: u32) -> [u32; 2] {
         match &self.chunks[(pfn >> 6) as usize] {
@@ -460,12 +474,11 @@ impl Default for List {
 }
 impl List {
     /// Add at the head (most recently used end), like list_add.
+    #[inline(always)]
     pub fn push_head(&mut self, links: &mut Links, pfn: u32, nr: u64) {
-        links.attach(pfn);
-        links.set(pfn, [NIL, self.head]);
+        *links.attach_cell(pfn) = [NIL, self.head];
         if self.head != NIL {
-            let h = links.get(self.head);
-            links.set(self.head, [pfn, h[1]]);
+            links.cell_mut(self.head)[0] = pfn;
         } else {
             self.tail = pfn;
         }
@@ -474,12 +487,11 @@ impl List {
         self.pages += nr;
     }
     /// Add at the tail (next to be scanned), like list_add_tail.
+    #[inline(always)]
     pub fn push_tail(&mut self, links: &mut Links, pfn: u32, nr: u64) {
-        links.attach(pfn);
-        links.set(pfn, [self.tail, NIL]);
+        *links.attach_cell(pfn) = [self.tail, NIL];
         if self.tail != NIL {
-            let t = links.get(self.tail);
-            links.set(self.tail, [t[0], pfn]);
+            links.cell_mut(self.tail)[1] = pfn;
         } else {
             self.head = pfn;
         }
@@ -524,24 +536,29 @@ impl List {
             self.rotate_through(links, prev);
         }
     }
+    /// Take `pfn` off the list (its cell is reset, as detach() does).
+    #[inline(always)]
     pub fn remove(&mut self, links: &mut Links, pfn: u32, nr: u64) {
-        let [prev, next] = links.get(pfn);
+        let [prev, next] = std::mem::replace(links.cell_mut(pfn), [NIL, NIL]);
         if prev != NIL {
-            let p = links.get(prev);
-            links.set(prev, [p[0], next]);
+            links.cell_mut(prev)[1] = next;
         } else {
             self.head = next;
         }
         if next != NIL {
-            let n = links.get(next);
-            links.set(next, [prev, n[1]]);
+            links.cell_mut(next)[0] = prev;
         } else {
             self.tail = prev;
         }
-        links.detach(pfn);
         self.len -= 1;
         self.pages -= nr;
     }
+}
+
+#[cold]
+#[inline(never)]
+fn unattached(pfn: u32) -> ! {
+    panic!("list entry {pfn} has no link cell")
 }
 
 #[cfg(test)]

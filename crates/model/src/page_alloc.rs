@@ -128,7 +128,52 @@ pub struct PerCpuPages {
     pub prev_free_high_order: bool,
     /// PCPF_FREE_HIGH_BATCH: the CPU's share of the data cache holds 3 batches
     pub free_high_batch: bool,
-    pub lists: [List; NR_PCP_LISTS],
+    pub lists: [PcpList; NR_PCP_LISTS],
+}
+
+/// One per-CPU list (pcp->lists[pindex]): the blocks' first pfns, head first. The
+/// kernel threads these through page->pcp_list; the model keeps them in a ring buffer
+/// (the same order and the same head/tail operations; a per-CPU list is only ever used
+/// at its ends), so the hot alloc/free paths touch no per-page link cells for them.
+#[derive(Clone, Debug, Default)]
+pub struct PcpList {
+    q: std::collections::VecDeque<u32>,
+}
+impl PcpList {
+    /// The block at the head (the next one allocated), if any.
+    #[inline]
+    pub fn head(&self) -> Option<u32> {
+        self.q.front().copied()
+    }
+    /// The block at the tail (the oldest, the next one freed to the buddy lists).
+    #[inline]
+    pub fn tail(&self) -> Option<u32> {
+        self.q.back().copied()
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    #[inline]
+    fn push_head(&mut self, pfn: u32) {
+        self.q.push_front(pfn);
+    }
+    #[inline]
+    fn push_tail(&mut self, pfn: u32) {
+        self.q.push_back(pfn);
+    }
+    #[inline]
+    fn pop_head(&mut self) -> Option<u32> {
+        self.q.pop_front()
+    }
+    #[inline]
+    fn pop_tail(&mut self) -> Option<u32> {
+        self.q.pop_back()
+    }
+    /// The blocks from head to tail.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.q.iter().copied()
+    }
 }
 
 /// rmqueue_bulk()'s __rmqueue mode: once a steal was needed, keep stealing.
@@ -352,6 +397,7 @@ impl PhysMem {
 
     /// __add_to_free_list(): at the head, or at the tail (`tail`: a merge is likely soon,
     /// or FPI_TO_TAIL). The head frame records the order and the list's migratetype.
+    #[inline(always)]
     fn add_to_free_list(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, tail: bool) {
         self.frames[pfn as usize] = make_free(order, mt);
         self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize].count_free_head(pfn, true);
@@ -365,6 +411,7 @@ impl PhysMem {
     }
     /// __del_page_from_free_list(): the block leaves its list; its head frame becomes a
     /// plain free tail until the caller says what it is.
+    #[inline(always)]
     fn del_from_free_list(&mut self, zi: usize, pfn: u64, order: u32) {
         let f = self.frames[pfn as usize];
         debug_assert!(is_free_head(f) && free_order(f) == order, "pfn {pfn} order {order} is not a free block");
@@ -429,6 +476,7 @@ impl PhysMem {
 
     /// buddy_merge_likely(): below the two largest orders, is the buddy of the block's
     /// parent free? Then the block is likely to merge soon: it goes to the list's tail.
+    #[inline(always)]
     fn buddy_merge_likely(&self, zi: usize, pfn: u64, order: u32) -> bool {
         if order >= MAX_PAGE_ORDER - 1 {
             return false;
@@ -445,6 +493,7 @@ impl PhysMem {
     /// __free_one_page(): merge with free buddies up to MAX_PAGE_ORDER (not across
     /// pageblocks of unmergeable types); a direct compactor's capture_control takes the
     /// block when it reaches the order it waits for. `to_tail`: FPI_TO_TAIL.
+    #[inline]
     fn __free_one_page(&mut self, zi: usize, pfn: u64, order: u32, mt: u8, to_tail: bool) {
         self.__free_one_page_fpi(zi, pfn, order, mt, to_tail, false);
     }
@@ -498,6 +547,7 @@ impl PhysMem {
 
     /// compaction_capture(): while a task direct-compacts zone `zi`, the first block of the
     /// requested order freed in that zone is handed to it instead of the free lists.
+    #[inline(always)]
     fn compaction_capture(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) -> bool {
         let Some(c) = &mut self.capture else { return false };
         if c.zi != zi || c.page.is_some() || order != c.order || mt == MIGRATE_ISOLATE {
@@ -526,6 +576,7 @@ impl PhysMem {
 
     /// expand(): split a block of order `high` down to `low`; the upper halves go to the
     /// head of their lists.
+    #[inline]
     fn expand(&mut self, zi: usize, pfn: u64, low: u32, high: u32, mt: u8) {
         let mut high = high;
         while high > low {
@@ -536,6 +587,7 @@ impl PhysMem {
     }
 
     /// page_del_and_expand(): take a block of exactly `order` off the lists.
+    #[inline(always)]
     fn page_del_and_expand(&mut self, zi: usize, pfn: u64, order: u32, high: u32, mt: u8) {
         self.del_from_free_list(zi, pfn, high);
         self.expand(zi, pfn, order, high, mt);
@@ -543,12 +595,14 @@ impl PhysMem {
     }
 
     /// get_page_from_free_area(): the first block of a list.
+    #[inline]
     fn first_free(&self, zi: usize, order: u32, mt: u8) -> Option<u64> {
         let h = self.zones[zi].free_area[order as usize].lists[mt as usize].head;
         (h != NIL).then_some(h as u64)
     }
 
     /// __rmqueue_smallest()
+    #[inline(always)]
     fn rmqueue_smallest(&mut self, zi: usize, order: u32, mt: u8) -> Option<u64> {
         for cur in order..=MAX_PAGE_ORDER {
             if let Some(pfn) = self.first_free(zi, cur, mt) {
@@ -869,14 +923,14 @@ impl PhysMem {
         let i = self.pcp_index(self.cpu, zi);
         let li = order_to_pindex(mt, order);
         self.pcp[i].free_count >>= 1;
-        if self.pcp[i].lists[li].head == NIL {
+        if self.pcp[i].lists[li].is_empty() {
             let batch = self.nr_pcp_alloc(i, zi, order);
             let mut mode = RmqueueMode::Normal;
             let mut n = 0u64;
             for _ in 0..batch {
                 let Some(p) = self.rmqueue_mode(zi, order, mt, flags, boost_factor, trace, &mut mode) else { break };
                 self.frames[p as usize] = make_pcp(order, mt);
-                self.pcp[i].lists[li].push_tail(&mut self.links, p as u32, 1 << order);
+                self.pcp[i].lists[li].push_tail(p as u32);
                 n += 1;
             }
             self.pcp[i].count += n << order;
@@ -884,8 +938,7 @@ impl PhysMem {
                 return None;
             }
         }
-        let p = self.pcp[i].lists[li].head;
-        self.pcp[i].lists[li].remove(&mut self.links, p, 1 << order);
+        let p = self.pcp[i].lists[li].pop_head().expect("refilled");
         self.pcp[i].count -= 1 << order;
         self.frames[p as usize] = 0;
         Some(p as u64)
@@ -902,7 +955,7 @@ impl PhysMem {
             let pcp = &mut self.pcp[i];
             pcp.alloc_factor >>= 1;
             self.frames[pfn as usize] = make_pcp(order, mt);
-            pcp.lists[li].push_head(&mut self.links, pfn as u32, 1 << order);
+            pcp.lists[li].push_head(pfn as u32);
             pcp.count += 1 << order;
         }
         let pcp = &mut self.pcp[i];
@@ -993,20 +1046,19 @@ impl PhysMem {
         while count > 0 {
             loop {
                 li = (li + 1) % NR_PCP_LISTS;
-                if self.pcp[i].lists[li].tail != NIL {
+                if !self.pcp[i].lists[li].is_empty() {
                     break;
                 }
             }
             let order = pindex_to_order(li);
             loop {
-                let p = self.pcp[i].lists[li].tail;
-                self.pcp[i].lists[li].remove(&mut self.links, p, 1 << order);
+                let p = self.pcp[i].lists[li].pop_tail().expect("not empty");
                 self.pcp[i].count -= 1 << order;
                 count = count.saturating_sub(1 << order);
                 self.frames[p as usize] = 0;
                 let mt = self.pb_mt(p as u64);
                 self.__free_one_page(zi, p as u64, order, mt, false);
-                if count == 0 || self.pcp[i].lists[li].tail == NIL {
+                if count == 0 || self.pcp[i].lists[li].is_empty() {
                     break;
                 }
             }
@@ -1044,10 +1096,14 @@ impl PhysMem {
     /// decay_pcp_high(), run by each CPU's vmstat_update every second: high falls by 1/8
     /// towards high_min and what is above it goes back to the buddy lists. The model runs
     /// the decays due since the last call when the allocator is next entered.
+    #[inline]
     fn pcp_decay_catch_up(&mut self) {
-        if self.now_ms < self.next_pcp_decay_ms {
-            return;
+        if self.now_ms >= self.next_pcp_decay_ms {
+            self.pcp_decay_rounds();
         }
+    }
+    #[inline(never)]
+    fn pcp_decay_rounds(&mut self) {
         let mut rounds = (self.now_ms - self.next_pcp_decay_ms) / PCP_DECAY_INTERVAL_MS + 1;
         self.next_pcp_decay_ms += rounds * PCP_DECAY_INTERVAL_MS;
         while rounds > 0 {
@@ -1427,19 +1483,33 @@ impl Kernel {
     /// __alloc_pages(gfp, order, preferred nid): fast path, then the slow path. Returns the pfn.
     pub fn alloc_pages(&mut self, gfp: Gfp, order: u32, nid: usize) -> Option<Pfn> {
         let highest = ZONE_NORMAL;
-        let zonelist = self.pm.zonelist(nid, highest, gfp & __GFP_THISNODE != 0);
+        // the zonelist, copied to the stack when short (the common case): no reference
+        // count taken and dropped per allocation
+        let shared;
+        let mut buf = [0usize; 8];
+        let zonelist: &[usize] = match self.pm.zonelists.get(nid) {
+            Some(z) if z[(gfp & __GFP_THISNODE != 0) as usize].len() <= buf.len() => {
+                let z = &z[(gfp & __GFP_THISNODE != 0) as usize];
+                buf[..z.len()].copy_from_slice(z);
+                &buf[..z.len()]
+            }
+            _ => {
+                shared = self.pm.zonelist(nid, highest, gfp & __GFP_THISNODE != 0);
+                &shared
+            }
+        };
         if zonelist.is_empty() {
             return None;
         }
         self.charge(self.costs.page_alloc_ns);
         // fast path: low watermark, avoid fragmenting (alloc_flags_nofragment)
         let flags = ALLOC_WMARK_LOW | self.pm.alloc_flags_nofragment(zonelist[0], gfp, self.cfg.defrag_mode);
-        let page = match self.get_page_from_freelist(gfp, order, flags, &zonelist) {
+        let page = match self.get_page_from_freelist(gfp, order, flags, zonelist) {
             Some((pfn, zi)) => {
                 self.after_alloc(zi);
                 Some(pfn)
             }
-            None => self.alloc_pages_slowpath(gfp, order, nid, &zonelist),
+            None => self.alloc_pages_slowpath(gfp, order, nid, zonelist),
         };
         if let Some(pfn) = page {
             // free page reporting: the first touch of pages the host took back refaults them
