@@ -69,6 +69,7 @@ FIXTURE = {
         "dontneed_none": [1000] * 3,
         "munmap_tail": [2300] * 3,
         "split_partial": [330000] * 3,
+        "split_partial_64k": [20000] * 3,
         "collapse_2m": [750000] * 3,
         "compact.a.ns": [3_000_000 * 3 + 2000 * 60000],
         "compact.a.compact_migrate_scanned": [2_900_000],
@@ -86,6 +87,7 @@ FIXTURE = {
         "zram.lz4.text.bytes": 2400,
         "zram.lz4.random.bytes": 4096,
         "split.thp_pages": 32,
+        "split_64k.folios": 128,
         "file.thp_best.thp_swpout_fallback": 1.0,
     },
     "notes": [],
@@ -134,6 +136,9 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert 0 < prof["unmap_page_ns"] < 850
     assert prof["memchr_inv_4k_ns"] == 440  # the underused shrinker's slope
     assert prof["split_folio_ns"] == round(330000 - 90000 / 32 - prof["page_free_ns"] - 511 * 10)
+    # a 64 KiB folio's split: the fixed part + 16/512 of the rest of split_folio_ns
+    x64 = 20000 - 90000 / 128 - prof["page_free_ns"] - 15 * 10
+    assert prof["split_folio_fixed_ns"] == round((x64 - prof["split_folio_ns"] / 32) / (1 - 1 / 32))
     assert prof["collapse_ns"] == 750000 - 512 * 250
     # the swap-file THP pageout (each THP split) less the model's other charges, per zero subpage
     rest = (

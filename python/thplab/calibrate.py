@@ -505,9 +505,9 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             rows,
             spread,
             "split_pmd_ns",
-            m("split_pmd_munmap") - prof["syscall_ns"] - prof["tlb_flush_ns"] - prof["pte_walk_ns"],
+            m("split_pmd_munmap") - prof["syscall_ns"] - prof["zap_flush_ns"] - prof["pte_walk_ns"],
             S["split_pmd_munmap"],
-            "munmap of one page of a THP (per THP) less syscall, tlb_flush, pte_walk",
+            "munmap of one page of a THP (per THP) less syscall, the zap's flush, pte_walk",
         )
     if m("split_partial") is not None:
         _put(
@@ -518,6 +518,20 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             m("split_partial") - (slab or 0) / nh - prof["page_free_ns"] - 511 * best,
             S["split_partial"],
             "deferred split of partially mapped THPs (per THP) less drop_slab / THPs",
+        )
+    if m("split_partial_64k") is not None and m("split_partial") is not None:
+        # 64 KiB folios split the same way: fixed + 16/512 of (split_folio_ns - fixed), per
+        # folio, less what the model charges beside it (as for split_folio_ns)
+        n64 = V.get("split_64k.folios") or 256
+        x = m("split_partial_64k") - (slab or 0) / n64 - prof["page_free_ns"] - 15 * best
+        _put(
+            prof,
+            rows,
+            spread,
+            "split_folio_fixed_ns",
+            (x - prof["split_folio_ns"] * 16 / 512) / (1 - 16 / 512),
+            S["split_partial_64k"],
+            "deferred split of partially mapped 64K folios (per folio) against split_folio_ns",
         )
     if m("underused_0") is not None:
         pred = (

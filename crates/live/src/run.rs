@@ -81,8 +81,6 @@ struct Plan {
     lk: Vec<LiveKnob>,
     /// the workload's footprint (footprint.rs): what host::back_free_memory backs first
     footprint: u64,
-    /// the workload drops caches (a `drop_caches` op): the run drops them once before it starts
-    drops: bool,
 }
 
 fn value_str(v: &Value) -> String {
@@ -267,7 +265,7 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
     if !needs.is_empty() && !is_root() {
         return Err(format!("refused: this run needs root ({}); run it as root or leave those out", needs.join(", ")));
     }
-    Ok(Plan { w, machine_swap, initial, to_save, notes, lk, footprint: total, drops })
+    Ok(Plan { w, machine_swap, initial, to_save, notes, lk, footprint: total })
 }
 
 struct ProcState {
@@ -432,14 +430,6 @@ fn supervise(
     // memory the host took back (free page reporting) backed again, as the model starts
     let backed_before_run = host::back_free_memory(p.footprint);
     check_abort(deadline, "while backing free memory")?;
-    // A workload that drops caches finds the slab as the model does (drop_slab_ns: every
-    // shrinker with nothing of ours to do): what the host cached before the run (dentries and
-    // inodes of earlier runs' processes and files; a validation scenario's drop_caches=2 took
-    // 2.6 ms live with nothing of its own to split, calibrate's back-to-back drop 0.11-0.15
-    // ms) is dropped once here, outside every phase.
-    if p.drops {
-        let _ = write_file("/proc/sys/vm/drop_caches", "2");
-    }
     let knobs_at_start = host::knob_values(&p.lk);
     let (release, version) = host::uname();
     let buddy_before = read_file("/proc/buddyinfo").unwrap_or_default();

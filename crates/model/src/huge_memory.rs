@@ -398,10 +398,12 @@ impl Kernel {
         self.pm.mapcount.remove(&(head as u32));
         // __split_folio_to_order(): the old order stops counting; order-0 pieces have no stats
         self.count_mthp_order(order, "nr_anon", -1);
-        // the split's work is per subpage (each PTE to a migration entry and back, each
-        // struct page made a folio): split_folio_ns is calibrated on PMD THPs, so an mTHP
-        // pays its share of the 512 subpages
-        self.charge(self.costs.split_folio_ns * nr / HPAGE_PMD_NR);
+        // a fixed part (the anon_vma lock, unmap_folio's rmap walk and flush, the refcount
+        // freeze, the queues) and a part per subpage (each PTE to a migration entry and
+        // back, each struct page made a folio): split_folio_ns is calibrated on PMD THPs, so
+        // an mTHP pays the fixed part and its share of the rest
+        let fixed = self.costs.split_folio_fixed_ns.min(self.costs.split_folio_ns);
+        self.charge(fixed + (self.costs.split_folio_ns - fixed) * nr / HPAGE_PMD_NR);
         let mut left = vec![];
         let mut freed = vec![];
         let mut flushed: Option<(MmId, u64)> = None;

@@ -154,10 +154,11 @@ fn pageout_swaps_mthp_out_whole_to_zram() {
     assert_eq!(vm(&r, "pswpout"), 1024);
 }
 
-/// A split's work is per subpage (every PTE to a migration entry and back, every struct
-/// page made a folio): split_folio_ns is calibrated on PMD THPs, and an mTHP split pays
-/// its share, n/512 of it. 64 folios of 64 KiB paged out to a swap file (no large swap
-/// entries: each is split, swpout_fallback) cost 64 × 16/512 × split_folio_ns.
+/// A split's work is a fixed part (split_folio_fixed_ns) and a part per subpage (every PTE
+/// to a migration entry and back, every struct page made a folio): split_folio_ns is
+/// calibrated on PMD THPs, and an mTHP split pays the fixed part and n/512 of the rest.
+/// 64 folios of 64 KiB paged out to a swap file (no large swap entries: each is split,
+/// swpout_fallback) cost 64 × (fixed + 16/512 × (split_folio_ns - fixed)).
 #[test]
 fn an_mthp_split_pays_its_share_of_split_folio_ns() {
     use thplab_workload::costs::CostProfile;
@@ -168,13 +169,14 @@ fn an_mthp_split_pays_its_share_of_split_folio_ns() {
            {"op":"madvise","region":"b","advice":"pageout"}"#,
     );
     let wl = thplab_workload::parse_workload(&wl).unwrap();
-    let t = |split_folio_ns: u64| {
-        let costs = CostProfile { split_folio_ns, ..CostProfile::default() };
+    let t = |split_folio_ns: u64, split_folio_fixed_ns: u64| {
+        let costs = CostProfile { split_folio_ns, split_folio_fixed_ns, ..CostProfile::default() };
         let r = run_with(&wl, Some("1G,swap=file:256M"), &[("hugepages-64kB/enabled", "always")], Some(costs));
         assert_eq!(st(&r, 64, "swpout_fallback"), 64);
         phase_ns(&r, ":out")
     };
-    assert_eq!(t(512_000) - t(0), 64 * 16 * 1_000);
+    assert_eq!(t(512_000, 0) - t(0, 0), 64 * 16 * 1_000);
+    assert_eq!(t(522_000, 10_000) - t(0, 0), 64 * (10_000 + 16 * 1_000));
 }
 
 /// An mTHP fault zeroes its folio a subpage at a time (folio_zero_user): it charges

@@ -253,6 +253,15 @@ pub struct CostProfile {
     /// (the deferred split of partially mapped THPs whose subpages are all non-zero, per THP)
     /// less drop_slab per THP. The work is per subpage: an mTHP of n pages pays n/512 of it.
     pub split_folio_ns: u64,
+    /// The part of a large folio's split that does not grow with its size: the anon_vma
+    /// lock, unmap_folio()'s rmap walk and flush, the refcount freeze, the LRU and the
+    /// deferred split queue; a split of n subpages charges this plus n/512 of
+    /// (split_folio_ns less this). Live on this host (2026-11-26, the deferred split of
+    /// partially mapped folios by drop_caches=2, per folio): 7.0 us at 16 KiB, 19.5 us at 64
+    /// KiB, 62 us at 256 KiB, 239 us at 1 MiB, ~3 us + 0.9 us per subpage. Estimate: 3 us.
+    /// calibrate: split_partial_64k (the same for 64 KiB folios, per folio) less drop_slab
+    /// per folio, the unmapped page's free and 15 zero checks, against split_folio_ns.
+    pub split_folio_fixed_ns: u64,
     /// Migrating a 4 KiB folio (isolation, unmap, copy, remap, free): calibrate: the
     /// compaction fit (vm.compact_memory at two fragmentation densities: time = scanned pfns ×
     /// compact_scan_pfn_ns + migrated pages × migrate_4k_ns). Cross-check: a faulting
@@ -447,6 +456,7 @@ impl Default for CostProfile {
             tlb_ipi_ns: 2_500,
             split_pmd_ns: 3_000,
             split_folio_ns: 12_000,
+            split_folio_fixed_ns: 3_000,
             migrate_4k_ns: 900,
             compact_scan_pfn_ns: 12,
             compact_scan_migrate_ns: 8,
