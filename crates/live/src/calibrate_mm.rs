@@ -2,7 +2,8 @@
 //! the host's disk (a file with O_DIRECT, and a loop block device over a file), swap-out and
 //! swap-in on a swap file and on a loop block device (`disk`), the zap of swap entries and of
 //! swap-cache pages, the THP split paths (a PMD split by munmap, the deferred split of partially
-//! mapped THPs, the underused-THP shrinker at two max_ptes_none), MADV_COLLAPSE, and manual
+//! mapped THPs, the underused-THP shrinker at two max_ptes_none), 64 KiB mTHP faults and
+//! their deferred split, MADV_COLLAPSE, and manual
 //! compaction at two fragmentation densities. Raw samples (ns per unit, one per repetition) and
 //! the counters each measurement saw; `thplab calibrate` (Python) fits the profile.
 //!
@@ -468,6 +469,8 @@ pub fn calibrate_split(
 /// a time (folio_zero_user -> process_huge_page -> clear_user_highpage), which on the reference
 /// host costs ~0.6 us per 4 KiB at every folio size from 16 KiB to 2 MiB, three times
 /// calibrate's clear_4k loop over warm memory: the fit of `clear_folio_4k_ns` comes from here.
+/// Then the deferred split of those folios, partially mapped, by drop_caches=2
+/// (`split_partial_64k`, per folio): the fit of `split_folio_fixed_ns`.
 pub fn calibrate_mthp_fault(
     quick: bool,
     reps: usize,
