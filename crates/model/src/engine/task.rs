@@ -51,6 +51,8 @@ pub(super) struct Task {
     /// access translation cache: (page key, pfn, huge, tlb flush generation)
     pub(super) xlat: Option<(u64, u64, bool, u64)>,
     pub(super) access_left_ns: Option<u64>,
+    /// the count of this process's vm.nr_hugepages write in progress (checked at its first step)
+    pub(super) nr_hugepages_count: u64,
 }
 
 /// A `kalloc` set: its size in bytes and its blocks, (pfn, order) each, None once freed.
@@ -80,6 +82,7 @@ impl Task {
             smaps: BTreeMap::new(),
             xlat: None,
             access_left_ns: None,
+            nr_hugepages_count: 0,
         }
     }
 }

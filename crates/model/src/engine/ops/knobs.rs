@@ -9,45 +9,28 @@ use thplab_workload::workload::Op;
 /// write a knob (sysfs/sysctl) at this point of the run.
 pub(super) fn set(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
     let Op::Set { knob, value } = op else { unreachable!() };
+    // a vm.nr_hugepages write is the only set that takes more than one step: the steps after
+    // its first continue the resize toward the count its first step checked
+    if task.cursor > 0 {
+        return set_nr_hugepages(k, task, task.nr_hugepages_count);
+    }
     let oi = task.pc.index();
     let done = StepOutcome::OpDone { user_ns: 0, sleep: 0 };
     let v = match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    if let Some(count) = nr_hugepages_count(knob, &v) {
-        return set_nr_hugepages(k, task, count);
+    if let Ok((canon, n)) = thplab_workload::knobs::check_assignment(knob, &v) {
+        if canon == "vm.nr_hugepages" {
+            task.nr_hugepages_count = n.parse().unwrap_or(0);
+            return set_nr_hugepages(k, task, task.nr_hugepages_count);
+        }
     }
     k.charge(k.costs.syscall_ns);
     if let Err(e) = k.set_knob(knob, &v) {
         err(task, oi, op, "EINVAL", e);
     }
     done
-}
-
-thread_local! {
-    /// The last (knob, value) checked by nr_hugepages_count() and its answer: a write of
-    /// vm.nr_hugepages runs as one step per pool allocation, each step asks again, and
-    /// check_assignment() builds the knob registry each time.
-    static LAST_SET: std::cell::RefCell<Option<(String, String, Option<u64>)>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Some(count) when `knob` = `value` is a valid write of vm.nr_hugepages.
-fn nr_hugepages_count(knob: &str, value: &str) -> Option<u64> {
-    LAST_SET.with(|c| {
-        let mut c = c.borrow_mut();
-        if let Some((k, v, r)) = c.as_ref() {
-            if k == knob && v == value {
-                return *r;
-            }
-        }
-        let r = match thplab_workload::knobs::check_assignment(knob, value) {
-            Ok((canon, n)) if canon == "vm.nr_hugepages" => Some(n.parse().unwrap_or(0)),
-            _ => None,
-        };
-        *c = Some((knob.to_string(), value.to_string(), r));
-        r
-    })
 }
 
 /// echo N > /proc/sys/vm/nr_hugepages: set_max_huge_pages() one pool allocation per step
