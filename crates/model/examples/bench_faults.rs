@@ -6,6 +6,10 @@ use std::time::Instant;
 use thplab_model::{run_keep, RunOptions};
 use thplab_workload::{parse_workload, MachineSpec};
 
+/// The model's large arrays in transparent huge pages (host_alloc.rs).
+#[global_allocator]
+static ALLOC: thplab_model::host_alloc::HugePageAlloc = thplab_model::host_alloc::HugePageAlloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let size = args.get(1).cloned().unwrap_or_else(|| "10G".into());

@@ -6,6 +6,10 @@ use std::time::Instant;
 use thplab_model::{run, RunOptions};
 use thplab_workload::{parse_workload, MachineSpec};
 
+/// The model's large arrays in transparent huge pages (host_alloc.rs).
+#[global_allocator]
+static ALLOC: thplab_model::host_alloc::HugePageAlloc = thplab_model::host_alloc::HugePageAlloc;
+
 fn peak_rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

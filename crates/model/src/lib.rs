@@ -13,6 +13,7 @@ pub mod consts;
 pub mod content;
 pub mod engine;
 pub mod gfp;
+pub mod host_alloc;
 pub mod huge_memory;
 pub mod hugetlb;
 pub mod kernel;

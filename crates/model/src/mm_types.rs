@@ -392,68 +392,88 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
 
 /// Doubly-linked list links for LRU folios, stored in lazily allocated chunks of 64
 /// frames so that memory holding THPs (one folio per 512 frames) costs ~1 byte per page
-/// and free memory costs nothing. O(1) insert and remove.
-#[derive(Clone)]
+/// and free memory costs nothing. O(1) insert and remove. The chunks live in one pool
+/// (a chunk's place in it is the order chunks were first needed), so that a model
+/// state's links are one large allocation: cloned with one copy, and backed by huge
+/// pages on the host (host_alloc.rs) instead of millions of small heap blocks. The pool's
+/// room for every chunk is reserved up front (address space only: the host backs what
+/// is written), so it never moves.
 pub struct Links {
-    chunks: Vec<Option<Box<[[u32; 2]; 64]>>>,
+    /// Per 64 frames, its chunk's index in `pool`, or NO_CHUNK.
+    chunk_of: Vec<u32>,
+    pool: Vec<[[u32; 2]; 64]>,
 }
 pub const NIL: u32 = u32::MAX;
+const NO_CHUNK: u32 = u32::MAX;
+
+impl Clone for Links {
+    /// A copy with the same reserved room (Vec::clone would keep only what is used).
+    fn clone(&self) -> Links {
+        let mut pool = Vec::with_capacity(self.pool.capacity());
+        pool.extend_from_slice(&self.pool);
+        Links { chunk_of: self.chunk_of.clone(), pool }
+    }
+}
 
 impl Links {
     pub fn new(nr_frames: u64) -> Links {
         let n = nr_frames.div_ceil(64) as usize;
-        let mut chunks = Vec::with_capacity(n);
-        chunks.resize_with(n, || None);
-        Links { chunks }
+        Links { chunk_of: vec![NO_CHUNK; n], pool: Vec::with_capacity(n) }
+    }
+    /// The chunk holding `pfn`'s cell, allocated if it has none yet.
+    #[inline(always)]
+    fn chunk_or_new(&mut self, pfn: u32) -> &mut [[u32; 2]; 64] {
+        let ci = &mut self.chunk_of[(pfn >> 6) as usize];
+        if *ci == NO_CHUNK {
+            *ci = self.pool.len() as u32;
+            self.pool.push([[NIL, NIL]; 64]);
+        }
+        &mut self.pool[*ci as usize]
     }
     /// The cell of an attached `pfn` (every entry of a list is attached).
     #[inline(always)]
     fn cell_mut(&mut self, pfn: u32) -> &mut [u32; 2] {
-        match &mut self.chunks[(pfn >> 6) as usize] {
-            Some(c) => &mut c[(pfn & 63) as usize],
-            None => unattached(pfn),
+        match self.chunk_of[(pfn >> 6) as usize] {
+            NO_CHUNK => unattached(pfn),
+            ci => &mut self.pool[ci as usize][(pfn & 63) as usize],
         }
     }
     /// attach() that returns the (reset) cell.
     #[inline(always)]
     fn attach_cell(&mut self, pfn: u32) -> &mut [u32; 2] {
-        let c = self.chunks[(pfn >> 6) as usize].get_or_insert_with(|| Box::new([[NIL, NIL]; 64]));
-        &mut c[(pfn & 63) as usize]
+        &mut self.chunk_or_new(pfn)[(pfn & 63) as usize]
     }
     #[inline]
     pub fn get(&self, pfn: u32) -> [u32; 2] {
-        match &self.chunks[(pfn >> 6) as usize] {
-            Some(c) => c[(pfn & 63) as usize],
-            None => [NIL, NIL],
+        match self.chunk_of[(pfn >> 6) as usize] {
+            NO_CHUNK => [NIL, NIL],
+            ci => self.pool[ci as usize][(pfn & 63) as usize],
         }
     }
     /// Start using a link cell for `pfn`.
     #[inline]
     pub fn attach(&mut self, pfn: u32) {
-        let ci = (pfn >> 6) as usize;
-        let c = self.chunks[ci].get_or_insert_with(|| Box::new([[NIL, NIL]; 64]));
-        c[(pfn & 63) as usize] = [NIL, NIL];
+        self.chunk_or_new(pfn)[(pfn & 63) as usize] = [NIL, NIL];
     }
     /// Stop using the cell. An emptied chunk stays allocated for the next attach: the hot
     /// 4 KiB fault/free paths move pages on and off lists constantly, and freeing and
     /// reallocating chunks cost more host time than the memory they return.
     #[inline]
     pub fn detach(&mut self, pfn: u32) {
-        if let Some(c) = &mut self.chunks[(pfn >> 6) as usize] {
-            c[(pfn & 63) as usize] = [NIL, NIL];
+        if let ci @ 0..NO_CHUNK = self.chunk_of[(pfn >> 6) as usize] {
+            self.pool[ci as usize][(pfn & 63) as usize] = [NIL, NIL];
         }
     }
     #[inline]
     pub fn set(&mut self, pfn: u32, v: [u32; 2]) {
-        if let Some(c) = &mut self.chunks[(pfn >> 6) as usize] {
-            c[(pfn & 63) as usize] = v;
+        if let ci @ 0..NO_CHUNK = self.chunk_of[(pfn >> 6) as usize] {
+            self.pool[ci as usize][(pfn & 63) as usize] = v;
         } else {
             debug_assert!(false, "set on unattached link {pfn}");
         }
     }
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.len() * 8
-            + self.chunks.iter().filter(|c| c.is_some()).count() * std::mem::size_of::<[[u32; 2]; 64]>()
+        self.chunk_of.len() * 4 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
 }
 
@@ -619,7 +639,7 @@ mod tests {
         l.remove(&mut links, 900, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
         // emptied chunks stay allocated (pfns 5, 7: chunk 0; 900: chunk 14)
-        assert_eq!(links.heap_bytes(), 16 * 8 + 2 * 64 * 8);
+        assert_eq!(links.heap_bytes(), 16 * 4 + 2 * 64 * 8);
         // rotations: [1 2 3 4] -> through 2 -> [3 4 1 2] -> to 1 -> [1 2 3 4]
         let order = |l: &List, links: &Links| {
             let mut v = vec![];

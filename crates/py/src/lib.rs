@@ -6,6 +6,10 @@ use pyo3::prelude::*;
 use thplab_workload::costs::CostProfile;
 use thplab_workload::{knobs, parse_workload, MachineSpec};
 
+/// The model's large arrays in transparent huge pages (host_alloc.rs).
+#[global_allocator]
+static ALLOC: thplab_model::host_alloc::HugePageAlloc = thplab_model::host_alloc::HugePageAlloc;
+
 /// Parse and validate a workload (JSON text); returns it normalised as JSON.
 /// Raises ValueError naming the bad field.
 #[pyfunction]
