@@ -13,9 +13,10 @@
 //! install it: `#[global_allocator] static A: thplab_model::host_alloc::HugePageAlloc =
 //! thplab_model::host_alloc::HugePageAlloc;` (the Python extension and `runwl` do).
 //!
-//! Measured on the 2-core VM, seed 004's (a) and (b) runs at 1 TiB through one shared
-//! prefix: 144 s of wall time with 4 KiB pages, 110 s with huge pages (glibc's
-//! `glibc.malloc.hugetlb=1` tunable, which advises every malloc arena the same way).
+//! Measured on the 2-core VM (loaded by other work), seed 004's (a) and (b) runs at 1 TiB
+//! through one shared prefix: 152 s of wall time with 4 KiB pages, 144 s with this
+//! allocator, 134 s with glibc's `glibc.malloc.hugetlb=1` tunable, which advises every
+//! malloc arena (the PTE tables' small blocks too).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
