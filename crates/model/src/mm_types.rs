@@ -460,13 +460,15 @@ impl Links {
     /// reallocating chunks cost more host time than the memory they return.
     #[inline]
     pub fn detach(&mut self, pfn: u32) {
-        if let ci @ 0..NO_CHUNK = self.chunk_of[(pfn >> 6) as usize] {
+        let ci = self.chunk_of[(pfn >> 6) as usize];
+        if ci != NO_CHUNK {
             self.pool[ci as usize][(pfn & 63) as usize] = [NIL, NIL];
         }
     }
     #[inline]
     pub fn set(&mut self, pfn: u32, v: [u32; 2]) {
-        if let ci @ 0..NO_CHUNK = self.chunk_of[(pfn >> 6) as usize] {
+        let ci = self.chunk_of[(pfn >> 6) as usize];
+        if ci != NO_CHUNK {
             self.pool[ci as usize][(pfn & 63) as usize] = v;
         } else {
             debug_assert!(false, "set on unattached link {pfn}");
