@@ -61,14 +61,15 @@ FIXTURE = {
         "file.munmap_entry": [60] * 3,
         "file.thp_pageout_best": [1_400_000] * 3,
         "drop_slab": [90000] * 3,
-        "underused_0": [550000] * 3,
-        "underused_256": [550000 + 256 * 440] * 3,
+        "underused_0": [790000] * 3,
+        "underused_256": [790000 + 256 * 440] * 3,
         "split_pmd_munmap": [20000] * 3,
         "munmap_hole": [3200] * 3,
         "dontneed_present": [2900] * 3,
         "dontneed_none": [1000] * 3,
         "munmap_tail": [2300] * 3,
         "split_partial": [330000] * 3,
+        "split_partial_zero": [330000 + 507 * (440 + 600 - 10)] * 3,
         "split_partial_64k": [20000] * 3,
         "collapse_2m": [750000] * 3,
         "compact.a.ns": [3_000_000 * 3 + 2000 * 60000],
@@ -135,9 +136,19 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert prof["reclaim_scan_page_ns"] + prof["unmap_page_ns"] in (x - 1, x, x + 1)
     assert 0 < prof["unmap_page_ns"] < 850
     assert prof["memchr_inv_4k_ns"] == 440  # the underused shrinker's slope
-    assert prof["split_folio_ns"] == round(330000 - 90000 / 32 - prof["page_free_ns"] - 511 * 10)
-    # a 64 KiB folio's split: the fixed part + 16/512 of the rest of split_folio_ns
-    x64 = 20000 - 90000 / 128 - prof["page_free_ns"] - 15 * 10
+    # a zero subpage at a split: the partial split with 507 zero subpages less the one with none,
+    # per zero subpage, less its zero check (440), plus the non-zero page's check (10)
+    assert prof["split_zero_subpage_ns"] == 600
+    # the split itself from the underused shrinker's (PMD-mapped THPs, 508 zero subpages) less
+    # drop_slab / THPs, the shrinker's reads, the PMD split and the zero subpages
+    z = prof["split_zero_subpage_ns"]
+    f = 790000 - 90000 / 32 - (8 * 10 + 440) - prof["split_pmd_ns"] - 508 * (440 + z)
+    assert prof["split_folio_ns"] == round(f)
+    # each PTE of a PTE-mapped THP (split_partial) unmapped to a migration entry
+    u = (330000 - 90000 / 32 - prof["page_free_ns"] - 511 * 10 - prof["split_folio_ns"]) / 511
+    assert prof["split_unmap_pte_ns"] == round(u)
+    # a 64 KiB folio's split: the fixed part + 16/512 of the rest of split_folio_ns, 15 PTEs unmapped
+    x64 = 20000 - 90000 / 128 - prof["page_free_ns"] - 15 * 10 - 15 * prof["split_unmap_pte_ns"]
     assert prof["split_folio_fixed_ns"] == round((x64 - prof["split_folio_ns"] / 32) / (1 - 1 / 32))
     assert prof["collapse_ns"] == 750000 - 512 * 250
     # the swap-file THP pageout (each THP split) less the model's other charges, per zero subpage

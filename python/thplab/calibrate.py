@@ -509,21 +509,61 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             S["split_pmd_munmap"],
             "munmap of one page of a THP (per THP) less syscall, the zap's flush, pte_walk",
         )
-    if m("split_partial") is not None:
+    # The splits (costs.rs): a PTE-mapped THP pays split_unmap_pte_ns per mapped PTE, a
+    # PMD-mapped one the PMD's split instead; every split pays split_folio_ns, each zero
+    # subpage a full zero check and split_zero_subpage_ns (its remap and free), each non-zero
+    # one a check that stops at its first byte (`best`). Per THP, less drop_slab per THP
+    # (pf = page_free_ns, the unmapped page's free):
+    #   split_partial      (PTE, 511 non-zero, 1 unmapped) = F + 511 u + 511 best + pf
+    #   split_partial_zero (PTE, 4 non-zero, 507 zero)     = F + 511 u + 4 best + 507 (memchr + z) + pf
+    #   underused_0        (PMD, 4 non-zero, 508 zero)     = reads (4 best + memchr) + split_pmd + F
+    #                                                        + 4 best + 508 (memchr + z)
+    mem = prof["memchr_inv_4k_ns"]
+    sp = m("split_partial")
+    spz = m("split_partial_zero")
+    if sp is not None and spz is not None:
+        _put(
+            prof,
+            rows,
+            spread,
+            "split_zero_subpage_ns",
+            (spz - sp) / 507 + best - mem,
+            S["split_partial_zero"],
+            "deferred split of THPs with 507 zero subpages less split_partial, per zero subpage, less its zero check",
+        )
+    z = prof["split_zero_subpage_ns"]
+    if m("underused_0") is not None:
         _put(
             prof,
             rows,
             spread,
             "split_folio_ns",
-            m("split_partial") - (slab or 0) / nh - prof["page_free_ns"] - 511 * best,
-            S["split_partial"],
-            "deferred split of partially mapped THPs (per THP) less drop_slab / THPs",
+            m("underused_0") - (slab or 0) / nh - (8 * best + mem) - prof["split_pmd_ns"] - 508 * (mem + z),
+            S["underused_0"],
+            "underused shrinker's split of PMD-mapped THPs (per THP) less drop_slab / THPs, its reads, "
+            "the PMD split and the zero subpages",
         )
-    if m("split_partial_64k") is not None and m("split_partial") is not None:
-        # 64 KiB folios split the same way: fixed + 16/512 of (split_folio_ns - fixed), per
-        # folio, less what the model charges beside it (as for split_folio_ns)
+    if sp is not None:
+        _put(
+            prof,
+            rows,
+            spread,
+            "split_unmap_pte_ns",
+            (sp - (slab or 0) / nh - prof["page_free_ns"] - 511 * best - prof["split_folio_ns"]) / 511,
+            S["split_partial"],
+            "deferred split of partially mapped THPs (per THP) less drop_slab / THPs and split_folio_ns, per PTE",
+        )
+    if m("split_partial_64k") is not None and sp is not None:
+        # 64 KiB folios split the same way: fixed + 16/512 of (split_folio_ns - fixed) and 15
+        # PTEs unmapped, per folio, less what the model charges beside it
         n64 = V.get("split_64k.folios") or 256
-        x = m("split_partial_64k") - (slab or 0) / n64 - prof["page_free_ns"] - 15 * best
+        x = (
+            m("split_partial_64k")
+            - (slab or 0) / n64
+            - prof["page_free_ns"]
+            - 15 * best
+            - 15 * prof["split_unmap_pte_ns"]
+        )
         _put(
             prof,
             rows,
@@ -533,20 +573,21 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             S["split_partial_64k"],
             "deferred split of partially mapped 64K folios (per folio) against split_folio_ns",
         )
-    if m("underused_0") is not None:
+    if spz is not None:
         pred = (
             (slab or 0) / nh
-            + 4 * best
-            + prof["memchr_inv_4k_ns"]
             + prof["split_folio_ns"]
-            + 508 * (prof["memchr_inv_4k_ns"] + prof["page_free_ns"])
+            + 511 * prof["split_unmap_pte_ns"]
+            + 4 * best
+            + 507 * (mem + z)
+            + prof["page_free_ns"]
         )
         rows.append(
             (
-                "(check) underused split per THP",
-                m("underused_0"),
-                _spread(S["underused_0"]),
-                f"max_ptes_none 0: measured; the profile predicts {pred:,.0f}",
+                "(check) partial split, zero subpages",
+                spz,
+                _spread(S["split_partial_zero"]),
+                f"507 zero subpages, PTE-mapped: measured; the profile predicts {pred:,.0f}",
             )
         )
     if m("collapse_2m") is not None:

@@ -377,8 +377,9 @@ pub fn zram_thp_and_free(
 
 /// drop_caches=2 alone (every shrinker of the host, nothing of ours to do); a PMD split by the
 /// munmap of one page of each THP; the deferred split of those partially mapped THPs (every
-/// subpage non-zero, so each is remapped); the underused shrinker at max_ptes_none 0 and 256
-/// on THPs with 4 non-zero subpages (per THP; the difference is 256 more subpages read).
+/// subpage non-zero, so each is remapped), and of THPs with 4 non-zero subpages (the 507
+/// zero ones remapped to the zero page and freed); the underused shrinker at max_ptes_none 0
+/// and 256 on THPs with 4 non-zero subpages (per THP; the difference is 256 more subpages read).
 pub fn calibrate_split(
     quick: bool,
     reps: usize,
@@ -424,6 +425,25 @@ pub fn calibrate_split(
             s.add("split_partial", w);
             counts.push(("split_partial.thp_split_pmd".into(), pmd));
             counts.push(("split_partial.thp_split_page".into(), split));
+        }
+        // the same with 4 non-zero subpages per THP: at the split its 507 zero subpages are
+        // remapped to the zero page and freed (split_partial_zero)
+        let t = Map_::new(nh * HPAGE, Some(true))?;
+        for i in 0..nh {
+            for j in 0..4 {
+                unsafe { *t.page(i * 512 + j).add(9) = 0xff };
+            }
+        }
+        for i in 0..nh {
+            unsafe { libc::munmap(t.page(i * 512 + 256) as *mut _, PAGE) };
+        }
+        let s0 = vm("thp_split_page");
+        let w = timed(nh, drop_caches);
+        let split = vm("thp_split_page") - s0;
+        drop(t);
+        if keep {
+            s.add("split_partial_zero", w);
+            counts.push(("split_partial_zero.thp_split_page".into(), split));
         }
         if have_underused {
             set_knob(g, "transparent_hugepage/shrink_underused", &underused, "1")?;

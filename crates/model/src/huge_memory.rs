@@ -376,11 +376,15 @@ impl Kernel {
         }
         let swap_slots = if swapcache(f) { self.swap_slots_of(head) } else { None };
         self.unmap_folio_partially_mapped(head, nr);
-        // unmap_folio(): a PMD mapping becomes PTEs first
+        // unmap_folio(): a PMD mapping is frozen whole (split_huge_pmd_locked(freeze): the
+        // model splits the PMD to PTEs, as it does); PTEs are unmapped one at a time
+        // (try_to_migrate_one per PTE: split_unmap_pte_ns each, counted in the loop below)
+        let mut pmd_frozen = false;
         if let Some((sid, _)) = rmap(f) {
             if matches!(self.slots.get(sid).pmd, Pmd::Huge(_)) {
                 let mm = self.slots.get(sid).mm;
                 self.split_huge_pmd(mm, sid);
+                pmd_frozen = true;
             }
         }
         let isolated = reason.isolated();
@@ -399,14 +403,15 @@ impl Kernel {
         // __split_folio_to_order(): the old order stops counting; order-0 pieces have no stats
         self.count_mthp_order(order, "nr_anon", -1);
         // a fixed part (the anon_vma lock, unmap_folio's rmap walk and flush, the refcount
-        // freeze, the queues) and a part per subpage (each PTE to a migration entry and
-        // back, each struct page made a folio): split_folio_ns is calibrated on PMD THPs, so
-        // an mTHP pays the fixed part and its share of the rest
+        // freeze, the queues) and a part per subpage (each entry back to a PTE, each struct
+        // page made a folio): split_folio_ns is calibrated on PMD THPs, so an mTHP pays the
+        // fixed part and its share of the rest
         let fixed = self.costs.split_folio_fixed_ns.min(self.costs.split_folio_ns);
         self.charge(fixed + (self.costs.split_folio_ns - fixed) * nr / HPAGE_PMD_NR);
         let mut left = vec![];
         let mut freed = vec![];
         let mut flushed: Option<(MmId, u64)> = None;
+        let mut pte_mapped = 0u64;
         for i in 0..nr {
             let p = head + i;
             let mut pf = self.pm.frames[p as usize];
@@ -429,25 +434,14 @@ impl Kernel {
                     freed.push(p);
                 }
                 Some((sid, idx)) => {
+                    pte_mapped += 1;
                     let mm = self.slots.get(sid).mm;
-                    let vma_locked = {
-                        let addr = (self.slots.get(sid).index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
-                        self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0)
-                    };
                     let check = match policy {
                         SplitZero::Mainline => true,
                         SplitZero::Seed => isolated,
                         SplitZero::None => false,
-                    } && !mlocked_
-                        && !vma_locked;
-                    let zero = if check {
-                        self.charge(
-                            self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(content(pf)) / PAGE_SIZE,
-                        );
-                        crate::content::is_zero(content(pf))
-                    } else {
-                        false
-                    };
+                    } && !mlocked_;
+                    let zero = check && self.split_subpage_is_zero(sid, idx, pf);
                     flushed.get_or_insert((mm, self.slots.get(sid).index));
                     if zero {
                         let pte = if policy == SplitZero::Mainline { PTE_ZERO } else { PTE_NONE };
@@ -457,6 +451,14 @@ impl Kernel {
                             // patch 2's page_ref_freeze(subpage, 2) frees it (thp_split_free)
                             self.rec.vm.count(Ev::THP_SPLIT_UNMAP);
                             self.rec.vm.count(Ev::THP_SPLIT_FREE);
+                        }
+                        // try_to_map_unused_to_zeropage() (or the seed's cleared PTE), and
+                        // the free of the subpage as the split ends; mainline leaves an
+                        // isolated folio's pieces to its caller (reclaim: reclaim_unmapped_ns,
+                        // fitted per zero subpage of a reclaim split, covers both), the seed's
+                        // patch 2 frees them in the split
+                        if !isolated || policy == SplitZero::Seed {
+                            self.charge(self.costs.split_zero_subpage_ns);
                         }
                         self.set_pte(sid, idx as usize, pte);
                         self.pm.frames[p as usize] = with_rmap(nf, None);
@@ -469,6 +471,9 @@ impl Kernel {
                     }
                 }
             }
+        }
+        if !pmd_frozen {
+            self.charge(self.costs.split_unmap_pte_ns * pte_mapped);
         }
         self.split_free_pieces(head, nr, swap_slots, freed);
         if !isolated {
@@ -498,6 +503,18 @@ impl Kernel {
             nr_left = left.len(),
         );
         Ok(left)
+    }
+
+    /// try_to_map_unused_to_zeropage()'s test of a mapped subpage at a split: not in a
+    /// VM_LOCKED VMA, and all zero (memchr_inv, charged up to its first non-zero byte).
+    fn split_subpage_is_zero(&mut self, sid: u32, idx: u32, pf: u64) -> bool {
+        let mm = self.slots.get(sid).mm;
+        let addr = (self.slots.get(sid).index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
+        if self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
+            return false;
+        }
+        self.charge(self.costs.memchr_inv_4k_ns * crate::content::memchr_inv_bytes(content(pf)) / PAGE_SIZE);
+        crate::content::is_zero(content(pf))
     }
 
     /// The checks __folio_split() makes before it unmaps anything. A folio under

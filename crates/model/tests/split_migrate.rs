@@ -50,6 +50,37 @@ fn run_1g(w: &thplab_workload::Workload, costs: thplab_workload::costs::CostProf
     run_with(w, Some("1G"), &[], Some(costs))
 }
 
+/// A split unmaps a PTE-mapped folio's PTEs one at a time (try_to_migrate_one:
+/// split_unmap_pte_ns per mapped PTE) but freezes a PMD mapping whole, and each zero
+/// subpage remapped to the zero page and freed costs split_zero_subpage_ns: 8 THPs with 4
+/// non-zero subpages, partially unmapped (one page each: 511 PTEs mapped, 507 zero) and
+/// split by the deferred split shrinker, or PMD-mapped and split by the underused shrinker
+/// (no PTE unmapped, 508 zero).
+#[test]
+fn a_split_charges_each_pte_it_unmaps_and_each_zero_subpage() {
+    use thplab_workload::costs::CostProfile;
+    let partial = sparse(
+        4,
+        r#"{"op":"munmap","region":"b","every":"2M","offset":"1M","length":"4K"},
+           {"op":"phase","name":"shrink"},{"op":"drop_caches","value":2},"#,
+    );
+    let partial = thplab_workload::parse_workload(&partial).unwrap();
+    let underused = thplab_workload::parse_workload(&sparse(4, r#"{"op":"drop_caches","value":2},"#)).unwrap();
+    let t = |w: &thplab_workload::Workload, knobs: &[(&str, &str)], phase: &str, u: u64, z: u64| {
+        let costs = CostProfile { split_unmap_pte_ns: u, split_zero_subpage_ns: z, ..CostProfile::default() };
+        let r = run_with(w, Some("1G"), knobs, Some(costs));
+        assert_eq!(r.vmstat_delta.get("thp_split_page").copied(), Some(8));
+        phase_ns(&r, phase)
+    };
+    let p = |u, z| t(&partial, &[], ":shrink", u, z);
+    assert_eq!(p(1_000, 0) - p(0, 0), 8 * 511 * 1_000);
+    assert_eq!(p(0, 1_000) - p(0, 0), 8 * 507 * 1_000);
+    let mpn = [("khugepaged/max_ptes_none", "0")];
+    let q = |u, z| t(&underused, &mpn, ":act", u, z);
+    assert_eq!(q(1_000, 0), q(0, 0), "a PMD mapping is frozen whole");
+    assert_eq!(q(0, 1_000) - q(0, 0), 8 * 508 * 1_000);
+}
+
 /// drop_caches=2 walks every shrinker of the host (drop_slab): the model holds only the
 /// deferred split queue and the huge zero page, and charges the walk of the others as the
 /// calibrated drop_slab_ns, even when max_ptes_none 511 leaves nothing to split.

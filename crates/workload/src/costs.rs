@@ -246,13 +246,36 @@ pub struct CostProfile {
     /// folio's mapcounts, the deferred split queue). calibrate: split_pmd_munmap (munmap of
     /// one 4 KiB page of a THP, per THP) less the syscall and the TLB flush.
     pub split_pmd_ns: u64,
-    /// __folio_split of an anonymous THP into 4 KiB folios: unmapping its PTEs to migration
-    /// entries, splitting the struct pages, remapping each subpage (remove_migration_pte), the
-    /// LRU and the deferred split queue; the zero checks of the subpages (memchr_inv_4k_ns)
-    /// and freeing zero subpages (page_free_ns) are charged apart. calibrate: split_partial
-    /// (the deferred split of partially mapped THPs whose subpages are all non-zero, per THP)
-    /// less drop_slab per THP. The work is per subpage: an mTHP of n pages pays n/512 of it.
+    /// __folio_split of an anonymous THP into 4 KiB folios: freezing it, splitting the struct
+    /// pages, remapping each subpage (remove_migration_pte), the LRU and the deferred split
+    /// queue; charged apart: unmapping PTEs to migration entries (split_unmap_pte_ns, a
+    /// PTE-mapped folio only: a PMD mapping is frozen whole), the zero checks of the subpages
+    /// (memchr_inv_4k_ns) and the zero subpages' remap to the zero page and free
+    /// (split_zero_subpage_ns). calibrate: underused_0 (the underused shrinker splitting
+    /// PMD-mapped THPs with 508 zero subpages, per THP) less drop_slab per THP, the
+    /// shrinker's own reads, the PMD split and the zero subpages' work. The work is per
+    /// subpage: an mTHP of n pages pays n/512 of it.
     pub split_folio_ns: u64,
+    /// unmap_folio() -> try_to_migrate_one() for a PTE-mapped folio: each present PTE
+    /// becomes a migration entry on its own (cleared and flushed, the rmap dropped), per
+    /// subpage mapped. Live on this host (2026-11-26): the deferred split of partially
+    /// mapped (PTE-mapped) THPs with 507 zero subpages costs ~1.0 ms per THP (32, 64 and
+    /// 128 THPs by drop_caches=2: 36, 69 and ~130 ms), the underused shrinker's split of
+    /// PMD-mapped ones with 508 zero subpages ~0.79 ms. Estimate: 450 ns. calibrate:
+    /// split_partial (partially mapped THPs, every subpage non-zero, per THP) less drop_slab
+    /// per THP, the unmapped page's free, 511 zero checks that stop at the first byte and
+    /// split_folio_ns, over 511.
+    pub split_unmap_pte_ns: u64,
+    /// A zero subpage at the end of the split of a folio on the LRU (the deferred split and
+    /// underused shrinkers): try_to_map_unused_to_zeropage() maps the shared zero page in
+    /// its place (mainline since v6.12; the seed's patch clears the PTE instead), and the
+    /// subpage is freed as the split ends (free_folio_and_swap_cache). Mainline leaves an
+    /// isolated folio's pieces to its caller: for reclaim, reclaim_unmapped_ns (fitted per
+    /// zero subpage of a reclaim split) covers both; the seed's patch 2 frees them in the
+    /// split (this cost). Estimate: 600 ns. calibrate:
+    /// split_partial_zero (as split_partial, with 4 non-zero subpages: 507 zero) less
+    /// split_partial, over 507, less a full zero check plus one that stops at once.
+    pub split_zero_subpage_ns: u64,
     /// The part of a large folio's split that does not grow with its size: the anon_vma
     /// lock, unmap_folio()'s rmap walk and flush, the refcount freeze, the LRU and the
     /// deferred split queue; a split of n subpages charges this plus n/512 of
@@ -457,6 +480,8 @@ impl Default for CostProfile {
             split_pmd_ns: 3_000,
             split_folio_ns: 12_000,
             split_folio_fixed_ns: 3_000,
+            split_unmap_pte_ns: 450,
+            split_zero_subpage_ns: 600,
             migrate_4k_ns: 900,
             compact_scan_pfn_ns: 12,
             compact_scan_migrate_ns: 8,
