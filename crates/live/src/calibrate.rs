@@ -336,18 +336,21 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         // first call deactivates the present pages; the second finds them inactive and
         // does nothing else for them, so its time per PTE is the walk (a PMD step per 512)
         // those writes are faults that each allocate a PTE table (__pte_alloc) first: one
-        // 4 KiB write fault per 2 MiB of a fresh mapping, per fault (fault_4k_sparse)
-        let m = Map_::new(fsz, Some(false))?;
-        let v = timed(fsz / HPAGE, || {
-            (0..fsz / HPAGE).for_each(|b| unsafe { std::ptr::write_volatile(m.page(b * 512), 1) })
-        });
+        // 4 KiB write fault per 2 MiB of a fresh mapping, per fault (fault_4k_sparse). 1024
+        // of them (2 GiB of address space, 8 MiB of memory: a page and a table each): the
+        // 32 of a 64 MiB mapping, taken right after the munmaps above, cost 5-7 us per fault
+        // against 3.5-4.5 us over 1024 (and in seed 000's best cases); a fixed disturbance
+        // (work those munmaps leave, a cold start) weighs 32 times less over 1024
+        let nsparse = if quick { 256 } else { 1024 };
+        let m = Map_::new(nsparse * HPAGE, Some(false))?;
+        let v = timed(nsparse, || (0..nsparse).for_each(|b| unsafe { std::ptr::write_volatile(m.page(b * 512), 1) }));
         if r > 0 {
             s.add("fault_4k_sparse", v)
         }
         let cold = |m: &Map_| unsafe { libc::madvise(m.p as *mut _, m.len, libc::MADV_COLD) };
         cold(&m);
         let mut rc = 0;
-        let v = timed(n, || rc = cold(&m));
+        let v = timed(m.len / PAGE, || rc = cold(&m));
         if r > 0 && rc == 0 {
             s.add("pte_walk_none", v)
         }

@@ -205,8 +205,9 @@ pub struct CostProfile {
     /// pte_alloc_one() (pagetable_alloc with GFP_PGTABLE_USER: the memcg charge;
     /// pagetable_pte_ctor: the split PTE lock, NR_PAGETABLE), pmd_install() under the PMD
     /// lock, and the cold walk of a 2 MiB range touched for the first time. Estimate: ~500
-    /// ns. calibrate: fault_4k_sparse (one 4 KiB write fault per 2 MiB of a fresh mapping,
-    /// per fault) less fault_4k_total, clear_4k_ns and page_alloc_ns.
+    /// ns. calibrate: fault_4k_sparse (one 4 KiB write fault per 2 MiB of a fresh 2 GiB
+    /// mapping, 1024 faults, per fault) less fault_4k_total, clear_4k_ns and page_alloc_ns
+    /// (~1 us on the reference host).
     pub pte_alloc_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
