@@ -35,6 +35,10 @@ FIXTURE = {
         "fault_4k_sparse": [2400, 2500, 2600],
         "fault_zero": [600, 650, 700],
         "pte_walk_none": [2.4, 2.6, 2.5],
+        "access_rand_256k": [2.0, 2.2, 2.1],
+        "access_rand_16m": [14.1, 14.1, 14.1],
+        "access_rand_32m": [18.1, 18.1, 18.1],
+        "access_rand_256m": [26.1, 26.0, 26.2],
         "munmap_zero": [30, 32, 31],
         "fault_2m_total": [100000, 110000, 105000],
         "fault_64k_total": [9000, 9500, 9400],
@@ -102,6 +106,12 @@ def test_profile_from_samples_and_toml_roundtrip():
     # a fault that allocates its PTE table, less a fault and the table page's clear and allocation
     assert prof["pte_alloc_ns"] == 2500 - 1500 - 160 - prof["page_alloc_ns"]
     assert prof["fault_2m_ns"] == 105000 - 85000
+    # the access loop in cache, in cycles; a miss is 256 MiB's read less that; the cache
+    # holds the share of 16 and 32 MiB whose reads hit: 16 x (1 - 12/24) = 8, 32 x (1 - 16/24)
+    # = 10.67 MiB, median 9.33 MiB
+    assert prof["access_cycles"] == pytest.approx(2.1 * 3.0)
+    assert prof["cache_miss_ns"] == 24
+    assert prof["cache_bytes"] == round((8 + 32 / 3) / 2 * 1024) * 1024
     # a 64 KiB mTHP fault less a 4 KiB fault's other work (its PTE table shared by 32 faults,
     # not 512), per subpage cleared
     other = 1500 - 160 + prof["pte_alloc_ns"] * (1 / 32 - 1 / 512)

@@ -137,6 +137,23 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_4k_sparse",
             "4K write fault that allocates a PTE table (one per 2 MiB) less a 4K fault, the table's clear and alloc",
         )
+    if all(have(f"access_rand_{k}") for k in ("256k", "16m", "32m", "256m")):
+        # the access op's random reads: in cache (256 KiB) the loop alone; over 256 MiB
+        # nearly every read misses the last-level cache; over 16 and 32 MiB the share
+        # that hits is the share of the buffer the cache holds
+        base = _med(S["access_rand_256k"])
+        put("access_cycles", base * prof["cpu_ghz"], "access_rand_256k", "random reads in cache, x cpu_ghz")
+        miss = _med(S["access_rand_256m"]) - base
+        put("cache_miss_ns", miss, "access_rand_256m", "random reads over 256 MiB less over 256 KiB")
+        if miss > 0:
+            held = [mib * (1 - min(1.0, max(0.0, (_med(S[f"access_rand_{mib}m"]) - base) / miss))) for mib in (16, 32)]
+            kib = round(statistics.median(held) * 1024)
+            put(
+                "cache_bytes",
+                kib * 1024,
+                "access_rand_16m",
+                "16 and 32 MiB times the share of their random reads that hit, median",
+            )
     if have("pte_walk_none"):
         # at least 1 ns: the model's walks charge whole nanoseconds per entry
         put(

@@ -375,6 +375,38 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         );
     }
 
+    // ---- random reads through the caches (the access op's loop) ----
+    // The live runner's random access stream (child.rs Op::Access: Rng::below over the
+    // region's 64-byte lines, one 8-byte load each) over THP-mapped buffers, so every
+    // translation hits the TLB: 256 KiB stays in cache (the loop's own cost: access_cycles),
+    // 256 MiB misses the last-level cache nearly always (cache_miss_ns), 16 and 32 MiB
+    // partly (the cache's capacity: cache_bytes). A warm pass before each timed one.
+    if crate::calibrate_mm::thp_usable() {
+        let na = if quick { 50_000 } else { 200_000 };
+        for r in 0..=reps.min(4) {
+            for (name, len) in [("256k", 256usize << 10), ("16m", 16 << 20), ("32m", 32 << 20), ("256m", 256 << 20)] {
+                let m = Map_::new(len.max(HPAGE), Some(true))?;
+                m.touch(1);
+                let lines = (len / 64) as u64;
+                let mut acc = 0u64;
+                let mut read = |rng: &mut Rng| {
+                    for _ in 0..na {
+                        let a = m.p as usize + rng.below(lines) as usize * 64;
+                        acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(a as *const u64) });
+                    }
+                };
+                let mut rng = Rng::new(r as u64);
+                read(&mut rng);
+                let v = timed(na, || read(&mut rng));
+                std::hint::black_box(acc);
+                if r > 0 {
+                    s.add(&format!("access_rand_{name}"), v);
+                }
+            }
+            check_sig()?;
+        }
+    }
+
     // ---- the first touch of 2 MiB blocks left free for several seconds (free page reporting) ----
     // Warm 64 blocks, free them, leave them idle, then touch 64 blocks again: the allocator hands
     // back the blocks just freed, which the guest has meanwhile reported to the host.

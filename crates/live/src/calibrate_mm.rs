@@ -51,7 +51,7 @@ fn read_all(m: &Map_) {
 }
 
 /// Does MADV_HUGEPAGE give THPs here (transparent_hugepage/enabled not `never`)?
-fn thp_usable() -> bool {
+pub(crate) fn thp_usable() -> bool {
     read_trim(&format!("{THP}/enabled")).is_some_and(|t| !t.contains("[never]"))
 }
 

@@ -415,3 +415,38 @@ fn a_zap_flushes_only_when_it_cleared_a_present_entry() {
     assert_eq!(b.0 - a.0, 64 * 2_000);
     assert_eq!(b.1, a.1);
 }
+
+/// The access op's lines go through the last-level cache (tlb.rs DataCache): random reads
+/// over a region 16 times the cache mostly miss and each miss costs cache_miss_ns; over a
+/// region half the cache's size, once its lines are in, nothing misses.
+#[test]
+fn random_reads_beyond_the_cache_pay_cache_miss_ns() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let t = |size: &str, cache_miss_ns: u64| {
+        let wl = parse_workload(&format!(
+            r#"{{"processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"m","size":"{size}","align":"2M"}},
+              {{"op":"madvise","region":"m","advice":"hugepage"}},
+              {{"op":"write","region":"m","bytes":1}},
+              {{"op":"access","region":"m","pattern":"seq","count":32768}},
+              {{"op":"phase","name":"a"}},
+              {{"op":"access","region":"m","pattern":"random","count":20000}}]}}]}}"#
+        ))
+        .unwrap();
+        let costs = CostProfile { cache_miss_ns, cache_bytes: 4 << 20, ..CostProfile::default() };
+        let r = run_with(&wl, Some("1G"), &[], Some(costs));
+        (phase_ns(&r, ":a"), r.processes[0].tlb.cache_misses)
+    };
+    // 64 MiB: 1/16 of the lines fit, so ~15/16 of the random reads miss (the sequential
+    // pass before the phase missed on each of its 32768 lines, 2 MiB)
+    let (base, m0) = (t("64M", 0), t("64M", 1_000));
+    assert_eq!(base.1, m0.1);
+    let misses = m0.1 - 32768;
+    assert!(misses > 20000 * 14 / 16 && misses <= 20000, "{misses}");
+    assert!((m0.0 - base.0).abs_diff(misses * 1_000) <= 2, "{} {misses}", m0.0 - base.0);
+    // 2 MiB, read line by line first (32768 lines): every random read hits
+    let (s0, s1) = (t("2M", 0), t("2M", 1_000));
+    assert_eq!(s1.1, 32768);
+    assert_eq!(s1.0, s0.0);
+}

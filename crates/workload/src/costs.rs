@@ -358,7 +358,10 @@ pub struct CostProfile {
     pub compact_isolate_ns: u64,
 
     // ---- memory access and TLB (the TLB model) ----
-    /// Cycles an access costs when its translation hits the L1 dTLB: estimate (one load).
+    /// Cycles an access costs when its translation hits the L1 dTLB and its line the
+    /// cache: the access loop's own work (the live runner's PRNG, the address, one load).
+    /// calibrate: access_rand_256k (random reads over 256 KiB of THP-mapped memory, in
+    /// cache; ~3.4 ns on the reference host) times cpu_ghz.
     pub access_cycles: f64,
     /// Extra cycles for an L1 dTLB miss that hits the STLB: estimate (Intel: ~7 cycles).
     pub stlb_hit_cycles: f64,
@@ -366,6 +369,18 @@ pub struct CostProfile {
     /// (walks mostly hitting the caches; a 2 MiB walk is one level shorter).
     pub walk_4k_cycles: f64,
     pub walk_2m_cycles: f64,
+    /// A load or store of an access stream whose 64-byte line is not in the last-level
+    /// cache (tlb.rs DataCache): the memory access the core waits for, as the access loop
+    /// overlaps independent misses. calibrate: access_rand_256m less access_rand_256k
+    /// (random reads over 256 MiB and over 256 KiB of THP-mapped memory, both TLB hits, per
+    /// read): 32 ns on the reference host.
+    pub cache_miss_ns: u64,
+    /// The last-level cache capacity the access streams get (0: no data-cache model). On a
+    /// guest it is the share of the host's L3 the neighbours leave, not the L3 lscpu shows
+    /// (32 MiB on the reference host, whose random reads miss from ~8 MiB up: 3.1 MiB).
+    /// calibrate: access_rand_16m and access_rand_32m: each buffer's size times the share
+    /// of its reads that hit (their time less access_rand_256k, over cache_miss_ns), median.
+    pub cache_bytes: u64,
 
     // ---- virtual machine ----
     /// First touch of a 2 MiB block the guest reported free to the host (free page
@@ -475,10 +490,12 @@ impl Default for CostProfile {
             drop_slab_ns: 2_000_000,
             lock_handoff_ns: 150,
             lock_item_ns: 10,
-            access_cycles: 1.0,
+            access_cycles: 9.5,
             stlb_hit_cycles: 7.0,
             walk_4k_cycles: 30.0,
             walk_2m_cycles: 22.0,
+            cache_miss_ns: 32,
+            cache_bytes: 3_200 << 10,
             refault_reported_2m_ns: 2_000_000,
             zram,
             disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300, queue_depth: 128, max_sectors_kb: 1_280, max_segments: 128, wbt_lat_usec: 2_000, write_cache: true },
