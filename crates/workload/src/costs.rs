@@ -26,7 +26,9 @@ pub struct CompressorCosts {
     pub same_ns: u64,
     /// Compressing one page (zram_write_page beyond page_same_filled: zcomp_compress, the
     /// zs_malloc and the object write): calibrate: swap-out of the class less swap-out of
-    /// same-filled pages, plus same_ns (the same-filled page's whole-page check), less the
+    /// same-filled pages, per page, of THPs written whole (zram.<alg>.<class>.thp_out; of
+    /// 4 KiB pages where THPs are not usable, whose ~6.5 us of other work per page makes the
+    /// difference noisy), plus same_ns (the same-filled page's whole-page check), less the
     /// part of page_same_filled the class's calibration pages pay (it stops at the first
     /// word that differs: 16 bytes of text or random data, ~256 of calibrate's sparse pages,
     /// whose first of 16 random bytes lies ~4096/17 bytes in). The model charges that
@@ -64,8 +66,8 @@ impl Default for CompressorCosts {
         CompressorCosts {
             same_ns: 320,
             sparse_compress_ns: 1_200,
-            text_compress_ns: 11_000,
-            random_compress_ns: 2_100,
+            text_compress_ns: 12_000,
+            random_compress_ns: 3_500,
             sparse_decompress_ns: 1_000,
             text_decompress_ns: 4_000,
             random_decompress_ns: 1_000,
