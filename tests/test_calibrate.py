@@ -42,6 +42,8 @@ FIXTURE = {
         "munmap_zero": [30, 32, 31],
         "fault_2m_total": [100000, 110000, 105000],
         "fault_64k_total": [9000, 9500, 9400],
+        "munmap_2m": [8000] * 3,
+        "munmap_64k": [1300] * 3,
         "refault_reported_2m_total": [105000, 6_000_000, 5_000_000, 7_000_000],
         **{
             f"zram.lz4.{c}.{d}": v
@@ -107,6 +109,13 @@ def test_profile_from_samples_and_toml_roundtrip():
     # a fault that allocates its PTE table, less a fault and the table page's clear and allocation
     assert prof["pte_alloc_ns"] == 2500 - 1500 - 160 - prof["page_alloc_ns"]
     assert prof["fault_2m_ns"] == 105000 - 85000
+    # a THP's munmap less the PMD walk, the folio's free and the call's share (32 THPs),
+    # per tail page; a 64 KiB folio's less its walk, free and 15 tail pages
+    call = prof["syscall_ns"] + prof["munmap_vma_ns"] + prof["zap_flush_ns"]
+    tail = (8000 - prof["pmd_walk_ns"] - prof["page_free_ns"] - call / 32) / 511
+    assert prof["free_tail_page_ns"] == round(tail)
+    one = 1300 - 16 * prof["pte_walk_ns"] - prof["page_free_ns"] - 15 * prof["free_tail_page_ns"]
+    assert prof["free_one_page_ns"] == round(one - call / 1024 - prof["pmd_walk_ns"] / 32)
     # the access loop in cache, in cycles; a miss is 256 MiB's read less that; the cache
     # holds the share of 16 and 32 MiB whose reads hit: 16 x (1 - 12/24) = 8, 32 x (1 - 16/24)
     # = 10.67 MiB, median 9.33 MiB

@@ -200,6 +200,29 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "munmap_tail",
             "munmap of the last page of a VMA (nothing present) less the syscall and one split",
         )
+    if have("munmap_2m") and have("munmap_tail"):
+        # munmap of present THPs, per THP, less what the model charges besides the tail
+        # pages (the PMD entry, the folio's free, the call and its flush shared by the THPs)
+        shared = (prof["syscall_ns"] + prof["munmap_vma_ns"] + prof["zap_flush_ns"]) / V.get("munmap_2m.thps", 32)
+        put(
+            "free_tail_page_ns",
+            (_med(S["munmap_2m"]) - prof["pmd_walk_ns"] - prof["page_free_ns"] - shared) / 511,
+            "munmap_2m",
+            "munmap of present THPs per THP less the PMD walk, the folio's free and the call, per tail page",
+        )
+    if have("munmap_64k") and have("munmap_tail"):
+        nf = V.get("munmap_64k.folios", 1024)
+        shared = (prof["syscall_ns"] + prof["munmap_vma_ns"] + prof["zap_flush_ns"]) / nf + prof["pmd_walk_ns"] / 32
+        put(
+            "free_one_page_ns",
+            _med(S["munmap_64k"])
+            - 16 * prof["pte_walk_ns"]
+            - prof["page_free_ns"]
+            - 15 * prof["free_tail_page_ns"]
+            - shared,
+            "munmap_64k",
+            "munmap of present 64 KiB folios per folio less the PTE walk, the free, its tail pages",
+        )
     if have("fault_64k_total") and have("fault_4k_total"):
         # a 64 KiB fault does a 4 KiB fault's work (fault_4k_total less its clear) plus the
         # folio's clear, a subpage at a time; its PTE table is shared by 32 faults, not 512
@@ -464,7 +487,15 @@ def _fit_reclaim(prof, S, V, rows, spread):
         return
     if alg and m(f"zram.{alg}.same.thp_out") is not None:
         z = prof["zram"][alg]["same_ns"]
-        fixed = x + prof["split_pmd_ns"] + tlb + prof["remove_mapping_ns"] + prof["page_free_ns"] + pmd
+        fixed = (
+            x
+            + prof["split_pmd_ns"]
+            + tlb
+            + prof["remove_mapping_ns"]
+            + prof["page_free_ns"]
+            + 511 * prof["free_tail_page_ns"]
+            + pmd
+        )
         u = ((m(f"zram.{alg}.same.thp_out") - z) - fixed / 512) / (1 - 1 / 512)
         _put(
             prof,

@@ -363,10 +363,14 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         let before = vm("thp_fault_alloc");
         let v = timed(nh, || (0..nh).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) }));
         thp_seen += vm("thp_fault_alloc") - before;
+        // munmap of those THPs, per THP (munmap_2m): zap_huge_pmd, the deposited table's
+        // free and the folio's, whose free_pages_prepare() checks and clears every tail page
+        let u = timed(nh, || drop(m));
         if r > 0 {
-            s.add("fault_2m_total", v)
+            s.add("fault_2m_total", v);
+            s.add("munmap_2m", u);
         }
-        drop(m);
+        values.insert("munmap_2m.thps".into(), json!(nh));
         check_sig()?;
     }
     if thp_seen == 0 {

@@ -450,3 +450,35 @@ fn random_reads_beyond_the_cache_pay_cache_miss_ns() {
     assert_eq!(s1.1, 32768);
     assert_eq!(s1.0, s0.0);
 }
+
+/// Freeing a large folio: free_pages_prepare() checks each tail page (free_tail_page_ns), and
+/// an order the per-CPU lists do not take (64 KiB: order 4; not a THP's order 9) goes to
+/// free_one_page() under the zone lock (free_one_page_ns). munmap of 4 MiB of THPs frees 2
+/// folios of 511 tail pages; of 64 KiB folios, 64 folios of 15.
+#[test]
+fn a_large_folio_free_pays_its_tail_pages_and_a_non_pcp_order_the_zone_lock() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let t = |sizes: &[(&str, &str)], free_tail_page_ns: u64, free_one_page_ns: u64| {
+        let wl = parse_workload(
+            r#"{"processes":[{"name":"p","ops":[
+              {"op":"mmap","name":"b","size":"4M","align":"2M"},
+              {"op":"madvise","region":"b","advice":"hugepage"},
+              {"op":"write","region":"b","bytes":1},
+              {"op":"phase","name":"u"},
+              {"op":"munmap","region":"b"}]}]}"#,
+        )
+        .unwrap();
+        let costs = CostProfile { free_tail_page_ns, free_one_page_ns, ..CostProfile::default() };
+        phase_ns(&run_with(&wl, Some("1G"), sizes, Some(costs)), ":u")
+    };
+    let thp: &[(&str, &str)] = &[];
+    assert_eq!(t(thp, 100, 0) - t(thp, 0, 0), 2 * 511 * 100);
+    assert_eq!(t(thp, 0, 10_000), t(thp, 0, 0));
+    let m64: &[(&str, &str)] = &[
+        ("transparent_hugepage/hugepages-2048kB/enabled", "never"),
+        ("transparent_hugepage/hugepages-64kB/enabled", "madvise"),
+    ];
+    assert_eq!(t(m64, 100, 0) - t(m64, 0, 0), 64 * 15 * 100);
+    assert_eq!(t(m64, 0, 10_000) - t(m64, 0, 0), 64 * 10_000);
+}

@@ -213,6 +213,19 @@ pub struct CostProfile {
     pub pte_alloc_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
+    /// Freeing a large folio, per tail page: free_pages_prepare() runs
+    /// free_tail_page_prepare() on each (its compound fields checked, its flags cleared:
+    /// a cold struct page each). Estimate: ~10 ns. calibrate: munmap_2m (munmap of present
+    /// THPs, per THP) less pmd_walk_ns and two page_free_ns (the folio's and its deposited
+    /// table's), over 511: ~14 ns on the reference host (7-8 us a THP).
+    pub free_tail_page_ns: u64,
+    /// Freeing a folio of an order the per-CPU lists do not take (pcp_allowed_order: above
+    /// PAGE_ALLOC_COSTLY_ORDER and not the PMD order, e.g. a 64 KiB mTHP): free_unref_folios()
+    /// calls free_one_page(), which takes the zone lock (irqsave) and merges it into the
+    /// buddy lists at once, beyond what page_free_ns (an order-0 free through the per-CPU
+    /// list) covers. Estimate: ~500 ns. calibrate: munmap_64k (munmap of present 64 KiB
+    /// folios, per folio) less 16 pte_walk_ns, page_free_ns and 15 free_tail_page_ns.
+    pub free_one_page_ns: u64,
     /// One __split_vma() (vm_area_dup, anon_vma_clone, the maple tree's preallocation and
     /// store, vma_complete): a munmap whose range starts or ends inside a VMA pays one per
     /// cut. Estimate: ~1 µs. calibrate: munmap of one page from the middle of a VMA with
@@ -465,6 +478,8 @@ impl Default for CostProfile {
             zap_zero_pte_ns: 10,
             pte_alloc_ns: 500,
             pmd_walk_ns: 20,
+            free_tail_page_ns: 14,
+            free_one_page_ns: 500,
             vma_split_ns: 1_000,
             munmap_vma_ns: 1_000,
             page_alloc_ns: 90,
