@@ -106,7 +106,8 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
 * phases under 1 ms are mostly the runner's phase-boundary cost (see TIME_ABS_SLACK_NS);
 * 2026-11-26, replayed on the same live runs (out/vk-final) with the same profile
   (out/host5.toml) plus only the fields each step adds or refits, from a calibration taken
-  on an idle host (out/host7.toml): 118 -> 122 of 138 gated phase times within +-25 %:
+  on an idle host (out/host7.toml) or just after (out/host8.toml): 118 -> 126 of 138
+  gated phase times within +-25 %, step by step:
   - madv_collapse_latency p:after (100000 random reads over 256 MiB of THPs) 0.05x ->
     0.89x: the model charged the TLB's cycles only, 2 ns a read, where live each read
     misses the last-level cache (~40 ns). The access streams now go through a data cache
@@ -116,12 +117,26 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   - seed 000's best cases' p:fault_4k (1024 faults that each install a PTE table) 1.41x ->
     0.95x in all three: pte_alloc_ns came from the 32 sparse faults of a 64 MiB mapping
     taken right after munmaps, 5-7 us a fault against 3.5-4.5 us over 1024 (3104 ns
-    fitted, 2063-3477 over five calibrations); calibrate now takes 1024 (990 ns);
+    fitted, 2063-3477 over five calibrations); calibrate now takes 1024 (990 ns); these
+    two steps: 118 -> 122;
   - compaction-manual's hugepages-32kB/stats/split 74 vs 0 is the host's page cache:
     vm.compact_memory splits large file folios it finds no free block of their order for
     (a compact_memory alone on this guest: 53 16 KiB, 2 32 KiB and 13 64 KiB splits, no
     anonymous mTHP present). The mTHP split stats of sizes whose `enabled` is never are
-    informational now (the workload can have no anonymous folio of that size).
+    informational now (the workload can have no anonymous folio of that size);
+  - zram compression was fitted from 4 KiB pageouts, ~6.5 us of other work a page, whose
+    difference from a same-filled one swung by 2-4x between calibrations (sparse
+    -0.4-1.7 us, random 0.7-3.1 us); fitted from THP pageouts now (~1.3 us of other work a
+    page): 122 -> 125, swap_pageout_thp_zram_dense p:pageout 0.71x -> 0.85x,
+    mthp_64k_pageout_zram 0.74x -> 0.82x, seed000 zram_worst p:pageout_thp 1.33x -> 1.19x
+    (with out/host7.toml's fit: 0.63x -> 0.95x). The same live scenario's text pageout still
+    moves by ~20 % over an hour on this host (12.7 to 16.9 us a page, calibrate and runner
+    alike), the limit of these phases;
+  - freeing a large folio was page_free_ns alone: a THP's munmap 0.5 us against 7-8 us live
+    (free_tail_page_prepare on 511 tail pages), a 64 KiB folio's 0.46 against 1.0-2.2 us
+    (order 4 is not a per-CPU-list order: free_one_page under the zone lock). With
+    free_tail_page_ns and free_one_page_ns: 125 -> 126, mthp_64k_swapin_zram p:munmap
+    0.25x -> 0.70x (within the slack).
 """
 
 from __future__ import annotations
