@@ -35,9 +35,15 @@ FIXTURE = {
         "fault_4k_sparse": [2400, 2500, 2600],
         "fault_zero": [600, 650, 700],
         "pte_walk_none": [2.4, 2.6, 2.5],
+        "access_rand_256k": [2.0, 2.2, 2.1],
+        "access_rand_16m": [14.1, 14.1, 14.1],
+        "access_rand_32m": [18.1, 18.1, 18.1],
+        "access_rand_256m": [26.1, 26.0, 26.2],
         "munmap_zero": [30, 32, 31],
         "fault_2m_total": [100000, 110000, 105000],
         "fault_64k_total": [9000, 9500, 9400],
+        "munmap_2m": [8000] * 3,
+        "munmap_64k": [1300] * 3,
         "refault_reported_2m_total": [105000, 6_000_000, 5_000_000, 7_000_000],
         **{
             f"zram.lz4.{c}.{d}": v
@@ -51,6 +57,7 @@ FIXTURE = {
         },
         **{f"zram.lz4.{c}.free": [v] * 3 for c, v in {"same": 100, "sparse": 250, "text": 550, "random": 500}.items()},
         "zram.lz4.same.thp_out": [850] * 3,
+        "zram.lz4.text.thp_out": [9350] * 3,
         "file.write_2m_qd4": [2_097_152] * 3,  # 1 GB/s
         "file.read_2m_qd4": [1_048_576] * 3,  # 2 GB/s
         "file.write_4k_rand": [34096] * 3,
@@ -103,14 +110,29 @@ def test_profile_from_samples_and_toml_roundtrip():
     # a fault that allocates its PTE table, less a fault and the table page's clear and allocation
     assert prof["pte_alloc_ns"] == 2500 - 1500 - 160 - prof["page_alloc_ns"]
     assert prof["fault_2m_ns"] == 105000 - 85000
+    # a THP's munmap less the PMD walk, the folio's free and the call's share (32 THPs),
+    # per tail page; a 64 KiB folio's less its walk, free and 15 tail pages
+    call = prof["syscall_ns"] + prof["munmap_vma_ns"] + prof["zap_flush_ns"]
+    tail = (8000 - prof["pmd_walk_ns"] - prof["page_free_ns"] - call / 32) / 511
+    assert prof["free_tail_page_ns"] == round(tail)
+    one = 1300 - 16 * prof["pte_walk_ns"] - prof["page_free_ns"] - 15 * prof["free_tail_page_ns"]
+    assert prof["free_one_page_ns"] == round(one - call / 1024 - prof["pmd_walk_ns"] / 32)
+    # the access loop in cache, in cycles; a miss is 256 MiB's read less that; the cache
+    # holds the share of 16 and 32 MiB whose reads hit: 16 x (1 - 12/24) = 8, 32 x (1 - 16/24)
+    # = 10.67 MiB, median 9.33 MiB
+    assert prof["access_cycles"] == pytest.approx(2.1 * 3.0)
+    assert prof["cache_miss_ns"] == 24
+    assert prof["cache_bytes"] == round((8 + 32 / 3) / 2 * 1024) * 1024
     # a 64 KiB mTHP fault less a 4 KiB fault's other work (its PTE table shared by 32 faults,
     # not 512), per subpage cleared
     other = 1500 - 160 + prof["pte_alloc_ns"] * (1 / 32 - 1 / 512)
     assert prof["clear_folio_4k_ns"] == round((9400 - other) / 16)
     assert prof["refault_reported_2m_ns"] == 6_000_000 - 105000  # only the blocks that were reported
     z = prof["zram"]["lz4"]
-    # less the 16 bytes page_same_filled() reads of a text page (the model charges them apart)
-    assert z["text_compress_ns"] == round(12000 - 4000 + 190 - 190 * 16 / 4096) and z["text_bytes"] == 2400
+    # less the 16 bytes page_same_filled() reads of a text page (the model charges them apart);
+    # from the THP pageouts where measured (text), else from the 4 KiB ones (random)
+    assert z["text_compress_ns"] == round(9350 - 850 + 190 - 190 * 16 / 4096) and z["text_bytes"] == 2400
+    assert z["random_compress_ns"] == round(6000 - 4000 + 190 - 190 * 16 / 4096)
     # one present page's MADV_DONTNEED less a call that finds none, less the page's free
     assert prof["zap_flush_ns"] == 2900 - 1000 - prof["page_free_ns"]
     # munmap of a page from the middle of a VMA (two splits) and from its end (one)

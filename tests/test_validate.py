@@ -59,6 +59,25 @@ def test_exact_counters_within_and_out_of_tolerance():
     assert t["ratio"] == pytest.approx(1.0) and t["status"] == "ok"
 
 
+def test_mthp_splits_of_a_size_the_workload_cannot_have_are_informational():
+    # vm.compact_memory splits the host's large page-cache folios (no page cache in the
+    # model): a size whose `enabled` is never has no anonymous folios, so its splits are
+    # the host's; a size the workload enables stays exact
+    k = kernel_result(thp_fault_alloc=64)
+    k["knobs"]["transparent_hugepage/hugepages-32kB/enabled"] = "never"
+    k["knobs"]["transparent_hugepage/hugepages-64kB/enabled"] = "inherit"
+    k["extra"]["mthp_stats"] = {"hugepages-32kB/stats/split": 74, "hugepages-64kB/stats/split": 9}
+    m = model_like(k)
+    m["extra"]["mthp_stats"] = {"hugepages-32kB/stats/split": 0, "hugepages-64kB/stats/split": 0}
+    r = v.compare(k, m)
+    rows = {x["counter"]: x for x in r["rows"]}
+    assert rows["hugepages-32kB/stats/split"]["kind"] == "info"
+    assert rows["hugepages-64kB/stats/split"]["kind"] == "exact" and not rows["hugepages-64kB/stats/split"]["ok"]
+    assert not r["ok"]
+    k["knobs"]["transparent_hugepage/hugepages-64kB/enabled"] = "never"
+    assert v.compare(k, m)["ok"]
+
+
 def test_times_are_gated():
     k = kernel_result(thp_fault_alloc=64)
     assert v.compare(k, model_like(k, time_factor=1.2))["ok"]

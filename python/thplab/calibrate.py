@@ -137,6 +137,23 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_4k_sparse",
             "4K write fault that allocates a PTE table (one per 2 MiB) less a 4K fault, the table's clear and alloc",
         )
+    if all(have(f"access_rand_{k}") for k in ("256k", "16m", "32m", "256m")):
+        # the access op's random reads: in cache (256 KiB) the loop alone; over 256 MiB
+        # nearly every read misses the last-level cache; over 16 and 32 MiB the share
+        # that hits is the share of the buffer the cache holds
+        base = _med(S["access_rand_256k"])
+        put("access_cycles", base * prof["cpu_ghz"], "access_rand_256k", "random reads in cache, x cpu_ghz")
+        miss = _med(S["access_rand_256m"]) - base
+        put("cache_miss_ns", miss, "access_rand_256m", "random reads over 256 MiB less over 256 KiB")
+        if miss > 0:
+            held = [mib * (1 - min(1.0, max(0.0, (_med(S[f"access_rand_{mib}m"]) - base) / miss))) for mib in (16, 32)]
+            kib = round(statistics.median(held) * 1024)
+            put(
+                "cache_bytes",
+                kib * 1024,
+                "access_rand_16m",
+                "16 and 32 MiB times the share of their random reads that hit, median",
+            )
     if have("pte_walk_none"):
         # at least 1 ns: the model's walks charge whole nanoseconds per entry
         put(
@@ -182,6 +199,29 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             _med(S["munmap_tail"]) - prof["syscall_ns"] - prof["vma_split_ns"],
             "munmap_tail",
             "munmap of the last page of a VMA (nothing present) less the syscall and one split",
+        )
+    if have("munmap_2m") and have("munmap_tail"):
+        # munmap of present THPs, per THP, less what the model charges besides the tail
+        # pages (the PMD entry, the folio's free, the call and its flush shared by the THPs)
+        shared = (prof["syscall_ns"] + prof["munmap_vma_ns"] + prof["zap_flush_ns"]) / V.get("munmap_2m.thps", 32)
+        put(
+            "free_tail_page_ns",
+            (_med(S["munmap_2m"]) - prof["pmd_walk_ns"] - prof["page_free_ns"] - shared) / 511,
+            "munmap_2m",
+            "munmap of present THPs per THP less the PMD walk, the folio's free and the call, per tail page",
+        )
+    if have("munmap_64k") and have("munmap_tail"):
+        nf = V.get("munmap_64k.folios", 1024)
+        shared = (prof["syscall_ns"] + prof["munmap_vma_ns"] + prof["zap_flush_ns"]) / nf + prof["pmd_walk_ns"] / 32
+        put(
+            "free_one_page_ns",
+            _med(S["munmap_64k"])
+            - 16 * prof["pte_walk_ns"]
+            - prof["page_free_ns"]
+            - 15 * prof["free_tail_page_ns"]
+            - shared,
+            "munmap_64k",
+            "munmap of present 64 KiB folios per folio less the PTE walk, the free, its tail pages",
         )
     if have("fault_64k_total") and have("fault_4k_total"):
         # a 64 KiB fault does a 4 KiB fault's work (fault_4k_total less its clear) plus the
@@ -271,7 +311,17 @@ def _fit_zram(prof, S, V, rows, spread):
             # the first and last word, then the words up to the first non-zero byte, on
             # average 4096/17 bytes in
             chk = same_chk * ((4096 / 17 + 16) if c == "sparse" else 16) / 4096
-            z[f"{c}_compress_ns"] = round(max(0.0, g(c, "out") - g("same", "out")) + same_chk - chk)
+            # the compression is the class's swap-out less a same-filled one, per page, taken
+            # from MADV_PAGEOUT of THPs (written whole: ~1.3 us a page besides zram's work)
+            # where measured, else of 4 KiB pages (~6.5 us a page besides it: the difference
+            # of two such figures carries their noise; over four calibrations of one host it
+            # gave -0.4-1.7 us for sparse pages and 0.7-3.1 us for random ones, the THP path
+            # 0.7-1.2 and 2.1-3.2 us)
+            if have(f"zram.{alg}.{c}.thp_out") and have(f"zram.{alg}.same.thp_out"):
+                diff = g(c, "thp_out") - g("same", "thp_out")
+            else:
+                diff = g(c, "out") - g("same", "out")
+            z[f"{c}_compress_ns"] = round(max(0.0, diff) + same_chk - chk)
             z[f"{c}_decompress_ns"] = round(max(0.0, g(c, "in") - g("same", "in")) + prof["clear_4k_ns"])
             if have(f"zram.{alg}.{c}.free") and have(f"zram.{alg}.same.free"):
                 z[f"{c}_free_ns"] = round(max(0.0, g(c, "free") - g("same", "free")))
@@ -437,7 +487,15 @@ def _fit_reclaim(prof, S, V, rows, spread):
         return
     if alg and m(f"zram.{alg}.same.thp_out") is not None:
         z = prof["zram"][alg]["same_ns"]
-        fixed = x + prof["split_pmd_ns"] + tlb + prof["remove_mapping_ns"] + prof["page_free_ns"] + pmd
+        fixed = (
+            x
+            + prof["split_pmd_ns"]
+            + tlb
+            + prof["remove_mapping_ns"]
+            + prof["page_free_ns"]
+            + 511 * prof["free_tail_page_ns"]
+            + pmd
+        )
         u = ((m(f"zram.{alg}.same.thp_out") - z) - fixed / 512) / (1 - 1 / 512)
         _put(
             prof,

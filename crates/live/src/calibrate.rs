@@ -336,18 +336,21 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         // first call deactivates the present pages; the second finds them inactive and
         // does nothing else for them, so its time per PTE is the walk (a PMD step per 512)
         // those writes are faults that each allocate a PTE table (__pte_alloc) first: one
-        // 4 KiB write fault per 2 MiB of a fresh mapping, per fault (fault_4k_sparse)
-        let m = Map_::new(fsz, Some(false))?;
-        let v = timed(fsz / HPAGE, || {
-            (0..fsz / HPAGE).for_each(|b| unsafe { std::ptr::write_volatile(m.page(b * 512), 1) })
-        });
+        // 4 KiB write fault per 2 MiB of a fresh mapping, per fault (fault_4k_sparse). 1024
+        // of them (2 GiB of address space, 8 MiB of memory: a page and a table each): the
+        // 32 of a 64 MiB mapping, taken right after the munmaps above, cost 5-7 us per fault
+        // against 3.5-4.5 us over 1024 (and in seed 000's best cases); a fixed disturbance
+        // (work those munmaps leave, a cold start) weighs 32 times less over 1024
+        let nsparse = if quick { 256 } else { 1024 };
+        let m = Map_::new(nsparse * HPAGE, Some(false))?;
+        let v = timed(nsparse, || (0..nsparse).for_each(|b| unsafe { std::ptr::write_volatile(m.page(b * 512), 1) }));
         if r > 0 {
             s.add("fault_4k_sparse", v)
         }
         let cold = |m: &Map_| unsafe { libc::madvise(m.p as *mut _, m.len, libc::MADV_COLD) };
         cold(&m);
         let mut rc = 0;
-        let v = timed(n, || rc = cold(&m));
+        let v = timed(m.len / PAGE, || rc = cold(&m));
         if r > 0 && rc == 0 {
             s.add("pte_walk_none", v)
         }
@@ -360,16 +363,52 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         let before = vm("thp_fault_alloc");
         let v = timed(nh, || (0..nh).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) }));
         thp_seen += vm("thp_fault_alloc") - before;
+        // munmap of those THPs, per THP (munmap_2m): zap_huge_pmd, the deposited table's
+        // free and the folio's, whose free_pages_prepare() checks and clears every tail page
+        let u = timed(nh, || drop(m));
         if r > 0 {
-            s.add("fault_2m_total", v)
+            s.add("fault_2m_total", v);
+            s.add("munmap_2m", u);
         }
-        drop(m);
+        values.insert("munmap_2m.thps".into(), json!(nh));
         check_sig()?;
     }
     if thp_seen == 0 {
         notes.push(
             "no THP faults happened (is transparent_hugepage/enabled `never`?): fault_2m is a 4K-fault figure".into(),
         );
+    }
+
+    // ---- random reads through the caches (the access op's loop) ----
+    // The live runner's random access stream (child.rs Op::Access: Rng::below over the
+    // region's 64-byte lines, one 8-byte load each) over THP-mapped buffers, so every
+    // translation hits the TLB: 256 KiB stays in cache (the loop's own cost: access_cycles),
+    // 256 MiB misses the last-level cache nearly always (cache_miss_ns), 16 and 32 MiB
+    // partly (the cache's capacity: cache_bytes). A warm pass before each timed one.
+    if crate::calibrate_mm::thp_usable() {
+        let na = if quick { 50_000 } else { 200_000 };
+        for r in 0..=reps.min(4) {
+            for (name, len) in [("256k", 256usize << 10), ("16m", 16 << 20), ("32m", 32 << 20), ("256m", 256 << 20)] {
+                let m = Map_::new(len.max(HPAGE), Some(true))?;
+                m.touch(1);
+                let lines = (len / 64) as u64;
+                let mut acc = 0u64;
+                let mut read = |rng: &mut Rng| {
+                    for _ in 0..na {
+                        let a = m.p as usize + rng.below(lines) as usize * 64;
+                        acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(a as *const u64) });
+                    }
+                };
+                let mut rng = Rng::new(r as u64);
+                read(&mut rng);
+                let v = timed(na, || read(&mut rng));
+                std::hint::black_box(acc);
+                if r > 0 {
+                    s.add(&format!("access_rand_{name}"), v);
+                }
+            }
+            check_sig()?;
+        }
     }
 
     // ---- the first touch of 2 MiB blocks left free for several seconds (free page reporting) ----

@@ -110,6 +110,8 @@ pub struct Kernel {
     pub(crate) cfg: Config,
     /// what each unit of work costs (simulated time)
     pub(crate) costs: CostProfile,
+    /// the last-level data cache the access streams go through (tlb.rs)
+    pub(crate) llc: crate::tlb::DataCache,
     /// the current step
     pub(crate) clock: Clock,
 }
@@ -158,6 +160,7 @@ impl Kernel {
             rec: Recorder::default(),
             cfg,
             costs,
+            llc: Default::default(),
             clock: Clock::default(),
         };
         k.setup_min_free();

@@ -8,7 +8,7 @@ use crate::content;
 use crate::kernel::Kernel;
 use crate::mm_types::*;
 use crate::mmap::{VM_LOCKED, VM_WRITE};
-use crate::page_alloc::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
+use crate::page_alloc::{pcp_allowed_order, GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
 use crate::pgtable::*;
 use crate::vmstat::{Ev, NodeStat};
 
@@ -771,7 +771,9 @@ impl Kernel {
     }
 
     /// Free a whole folio (folio_put on the last reference): off the LRU and the deferred
-    /// split queue, back to the buddy allocator.
+    /// split queue, back to the buddy allocator: page_free_ns, plus for a large folio
+    /// free_pages_prepare()'s check of each tail page (free_tail_page_ns) and, for an order
+    /// the per-CPU lists do not take, free_one_page() under the zone lock (free_one_page_ns).
     pub fn free_folio(&mut self, head: Pfn) {
         let head = head.0;
         let f = self.pm.frames[head as usize];
@@ -788,6 +790,15 @@ impl Kernel {
             self.count_mthp_order(order, "nr_anon", -1);
         }
         self.charge(self.costs.page_free_ns);
+        if order > 0 {
+            // free_pages_prepare(): free_tail_page_prepare() on every tail page
+            self.charge(self.costs.free_tail_page_ns * ((1 << order) - 1));
+        }
+        if !pcp_allowed_order(order) {
+            // free_unref_folios(): an order the per-CPU lists do not take goes to
+            // free_one_page(), under the zone lock
+            self.charge(self.costs.free_one_page_ns);
+        }
         self.pm.free_pages(Pfn(head), order, &mut self.rec.vm);
     }
 

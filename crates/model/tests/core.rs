@@ -415,3 +415,70 @@ fn a_zap_flushes_only_when_it_cleared_a_present_entry() {
     assert_eq!(b.0 - a.0, 64 * 2_000);
     assert_eq!(b.1, a.1);
 }
+
+/// The access op's lines go through the last-level cache (tlb.rs DataCache): random reads
+/// over a region 16 times the cache mostly miss and each miss costs cache_miss_ns; over a
+/// region half the cache's size, once its lines are in, nothing misses.
+#[test]
+fn random_reads_beyond_the_cache_pay_cache_miss_ns() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let t = |size: &str, cache_miss_ns: u64| {
+        let wl = parse_workload(&format!(
+            r#"{{"processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"m","size":"{size}","align":"2M"}},
+              {{"op":"madvise","region":"m","advice":"hugepage"}},
+              {{"op":"write","region":"m","bytes":1}},
+              {{"op":"access","region":"m","pattern":"seq","count":32768}},
+              {{"op":"phase","name":"a"}},
+              {{"op":"access","region":"m","pattern":"random","count":20000}}]}}]}}"#
+        ))
+        .unwrap();
+        let costs = CostProfile { cache_miss_ns, cache_bytes: 4 << 20, ..CostProfile::default() };
+        let r = run_with(&wl, Some("1G"), &[], Some(costs));
+        (phase_ns(&r, ":a"), r.processes[0].tlb.cache_misses)
+    };
+    // 64 MiB: 1/16 of the lines fit, so ~15/16 of the random reads miss (the sequential
+    // pass before the phase missed on each of its 32768 lines, 2 MiB)
+    let (base, m0) = (t("64M", 0), t("64M", 1_000));
+    assert_eq!(base.1, m0.1);
+    let misses = m0.1 - 32768;
+    assert!(misses > 20000 * 14 / 16 && misses <= 20000, "{misses}");
+    assert!((m0.0 - base.0).abs_diff(misses * 1_000) <= 2, "{} {misses}", m0.0 - base.0);
+    // 2 MiB, read line by line first (32768 lines): every random read hits
+    let (s0, s1) = (t("2M", 0), t("2M", 1_000));
+    assert_eq!(s1.1, 32768);
+    assert_eq!(s1.0, s0.0);
+}
+
+/// Freeing a large folio: free_pages_prepare() checks each tail page (free_tail_page_ns), and
+/// an order the per-CPU lists do not take (64 KiB: order 4; not a THP's order 9) goes to
+/// free_one_page() under the zone lock (free_one_page_ns). munmap of 4 MiB of THPs frees 2
+/// folios of 511 tail pages; of 64 KiB folios, 64 folios of 15.
+#[test]
+fn a_large_folio_free_pays_its_tail_pages_and_a_non_pcp_order_the_zone_lock() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let t = |sizes: &[(&str, &str)], free_tail_page_ns: u64, free_one_page_ns: u64| {
+        let wl = parse_workload(
+            r#"{"processes":[{"name":"p","ops":[
+              {"op":"mmap","name":"b","size":"4M","align":"2M"},
+              {"op":"madvise","region":"b","advice":"hugepage"},
+              {"op":"write","region":"b","bytes":1},
+              {"op":"phase","name":"u"},
+              {"op":"munmap","region":"b"}]}]}"#,
+        )
+        .unwrap();
+        let costs = CostProfile { free_tail_page_ns, free_one_page_ns, ..CostProfile::default() };
+        phase_ns(&run_with(&wl, Some("1G"), sizes, Some(costs)), ":u")
+    };
+    let thp: &[(&str, &str)] = &[];
+    assert_eq!(t(thp, 100, 0) - t(thp, 0, 0), 2 * 511 * 100);
+    assert_eq!(t(thp, 0, 10_000), t(thp, 0, 0));
+    let m64: &[(&str, &str)] = &[
+        ("transparent_hugepage/hugepages-2048kB/enabled", "never"),
+        ("transparent_hugepage/hugepages-64kB/enabled", "madvise"),
+    ];
+    assert_eq!(t(m64, 100, 0) - t(m64, 0, 0), 64 * 15 * 100);
+    assert_eq!(t(m64, 0, 10_000) - t(m64, 0, 0), 64 * 10_000);
+}

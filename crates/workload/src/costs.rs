@@ -26,7 +26,9 @@ pub struct CompressorCosts {
     pub same_ns: u64,
     /// Compressing one page (zram_write_page beyond page_same_filled: zcomp_compress, the
     /// zs_malloc and the object write): calibrate: swap-out of the class less swap-out of
-    /// same-filled pages, plus same_ns (the same-filled page's whole-page check), less the
+    /// same-filled pages, per page, of THPs written whole (zram.<alg>.<class>.thp_out; of
+    /// 4 KiB pages where THPs are not usable, whose ~6.5 us of other work per page makes the
+    /// difference noisy), plus same_ns (the same-filled page's whole-page check), less the
     /// part of page_same_filled the class's calibration pages pay (it stops at the first
     /// word that differs: 16 bytes of text or random data, ~256 of calibrate's sparse pages,
     /// whose first of 16 random bytes lies ~4096/17 bytes in). The model charges that
@@ -64,8 +66,8 @@ impl Default for CompressorCosts {
         CompressorCosts {
             same_ns: 320,
             sparse_compress_ns: 1_200,
-            text_compress_ns: 11_000,
-            random_compress_ns: 2_100,
+            text_compress_ns: 12_000,
+            random_compress_ns: 3_500,
             sparse_decompress_ns: 1_000,
             text_decompress_ns: 4_000,
             random_decompress_ns: 1_000,
@@ -205,11 +207,25 @@ pub struct CostProfile {
     /// pte_alloc_one() (pagetable_alloc with GFP_PGTABLE_USER: the memcg charge;
     /// pagetable_pte_ctor: the split PTE lock, NR_PAGETABLE), pmd_install() under the PMD
     /// lock, and the cold walk of a 2 MiB range touched for the first time. Estimate: ~500
-    /// ns. calibrate: fault_4k_sparse (one 4 KiB write fault per 2 MiB of a fresh mapping,
-    /// per fault) less fault_4k_total, clear_4k_ns and page_alloc_ns.
+    /// ns. calibrate: fault_4k_sparse (one 4 KiB write fault per 2 MiB of a fresh 2 GiB
+    /// mapping, 1024 faults, per fault) less fault_4k_total, clear_4k_ns and page_alloc_ns
+    /// (~1 us on the reference host).
     pub pte_alloc_ns: u64,
     /// Per PMD entry visited: estimate.
     pub pmd_walk_ns: u64,
+    /// Freeing a large folio, per tail page: free_pages_prepare() runs
+    /// free_tail_page_prepare() on each (its compound fields checked, its flags cleared:
+    /// a cold struct page each). Estimate: ~10 ns. calibrate: munmap_2m (munmap of present
+    /// THPs, per THP) less pmd_walk_ns and two page_free_ns (the folio's and its deposited
+    /// table's), over 511: ~14 ns on the reference host (7-8 us a THP).
+    pub free_tail_page_ns: u64,
+    /// Freeing a folio of an order the per-CPU lists do not take (pcp_allowed_order: above
+    /// PAGE_ALLOC_COSTLY_ORDER and not the PMD order, e.g. a 64 KiB mTHP): free_unref_folios()
+    /// calls free_one_page(), which takes the zone lock (irqsave) and merges it into the
+    /// buddy lists at once, beyond what page_free_ns (an order-0 free through the per-CPU
+    /// list) covers. Estimate: ~500 ns. calibrate: munmap_64k (munmap of present 64 KiB
+    /// folios, per folio) less 16 pte_walk_ns, page_free_ns and 15 free_tail_page_ns.
+    pub free_one_page_ns: u64,
     /// One __split_vma() (vm_area_dup, anon_vma_clone, the maple tree's preallocation and
     /// store, vma_complete): a munmap whose range starts or ends inside a VMA pays one per
     /// cut. Estimate: ~1 µs. calibrate: munmap of one page from the middle of a VMA with
@@ -380,7 +396,10 @@ pub struct CostProfile {
     pub compact_isolate_ns: u64,
 
     // ---- memory access and TLB (the TLB model) ----
-    /// Cycles an access costs when its translation hits the L1 dTLB: estimate (one load).
+    /// Cycles an access costs when its translation hits the L1 dTLB and its line the
+    /// cache: the access loop's own work (the live runner's PRNG, the address, one load).
+    /// calibrate: access_rand_256k (random reads over 256 KiB of THP-mapped memory, in
+    /// cache; ~3.4 ns on the reference host) times cpu_ghz.
     pub access_cycles: f64,
     /// Extra cycles for an L1 dTLB miss that hits the STLB: estimate (Intel: ~7 cycles).
     pub stlb_hit_cycles: f64,
@@ -388,6 +407,18 @@ pub struct CostProfile {
     /// (walks mostly hitting the caches; a 2 MiB walk is one level shorter).
     pub walk_4k_cycles: f64,
     pub walk_2m_cycles: f64,
+    /// A load or store of an access stream whose 64-byte line is not in the last-level
+    /// cache (tlb.rs DataCache): the memory access the core waits for, as the access loop
+    /// overlaps independent misses. calibrate: access_rand_256m less access_rand_256k
+    /// (random reads over 256 MiB and over 256 KiB of THP-mapped memory, both TLB hits, per
+    /// read): 32 ns on the reference host.
+    pub cache_miss_ns: u64,
+    /// The last-level cache capacity the access streams get (0: no data-cache model). On a
+    /// guest it is the share of the host's L3 the neighbours leave, not the L3 lscpu shows
+    /// (32 MiB on the reference host, whose random reads miss from ~8 MiB up: 3.1 MiB).
+    /// calibrate: access_rand_16m and access_rand_32m: each buffer's size times the share
+    /// of its reads that hit (their time less access_rand_256k, over cache_miss_ns), median.
+    pub cache_bytes: u64,
 
     // ---- virtual machine ----
     /// First touch of a 2 MiB block the guest reported free to the host (free page
@@ -470,6 +501,8 @@ impl Default for CostProfile {
             zap_zero_pte_ns: 10,
             pte_alloc_ns: 500,
             pmd_walk_ns: 20,
+            free_tail_page_ns: 14,
+            free_one_page_ns: 500,
             vma_split_ns: 1_000,
             munmap_vma_ns: 1_000,
             page_alloc_ns: 90,
@@ -499,10 +532,12 @@ impl Default for CostProfile {
             drop_slab_ns: 2_000_000,
             lock_handoff_ns: 150,
             lock_item_ns: 10,
-            access_cycles: 1.0,
+            access_cycles: 9.5,
             stlb_hit_cycles: 7.0,
             walk_4k_cycles: 30.0,
             walk_2m_cycles: 22.0,
+            cache_miss_ns: 32,
+            cache_bytes: 3_200 << 10,
             refault_reported_2m_ns: 2_000_000,
             zram,
             disk: DeviceCosts { read_latency_ns: 65_000, write_latency_ns: 57_000, random_penalty_ns: 0, read_mb_per_s: 900, write_mb_per_s: 1_300, queue_depth: 128, max_sectors_kb: 1_280, max_segments: 128, wbt_lat_usec: 2_000, write_cache: true },

@@ -43,6 +43,9 @@ pub struct TlbStats {
     pub page_walks: u64,
     pub walk_cycles: u64,
     pub cycles: u64,
+    /// accesses whose line missed the last-level cache (model: tlb.rs DataCache)
+    #[serde(default)]
+    pub cache_misses: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]

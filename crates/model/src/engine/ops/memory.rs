@@ -263,5 +263,11 @@ fn access_one(k: &mut Kernel, task: &mut Task, a: u64, write: bool) -> Option<f6
         }
     }
     let c = &k.costs;
-    Some(k.mms[pid].tlb.access(a, huge, write, c))
+    let mut cycles = k.mms[pid].tlb.access(a, huge, write, c);
+    // the line, through the last-level cache (the shared zero page's lines stay cached)
+    if pfn != u64::MAX && !k.llc.access((pfn << 6) | ((a >> 6) & 63), c.cache_bytes) {
+        k.mms[pid].tlb.stats.cache_misses += 1;
+        cycles += c.cache_miss_ns as f64 * c.cpu_ghz;
+    }
+    Some(cycles)
 }
