@@ -375,6 +375,27 @@ pub fn zram_thp_and_free(
 
 // ---------------------------------------------------------------- splits
 
+/// `nh` THPs (MADV_HUGEPAGE) whose first 4 subpages have a non-zero byte: 508 zero subpages each.
+fn sparse_thps(nh: usize) -> Result<Map_, CalError> {
+    let t = Map_::new(nh * HPAGE, Some(true))?;
+    for i in 0..nh {
+        for j in 0..4 {
+            unsafe { *t.page(i * 512 + j).add(9) = 0xff };
+        }
+    }
+    Ok(t)
+}
+
+/// drop_caches=2 with the THPs of `t` for the shrinkers to split: its time per THP and how
+/// much the vmstat `counter` rose; then `t` is unmapped.
+fn drop_caches_counting(t: Map_, nh: usize, counter: &str) -> (f64, i64) {
+    let c0 = vm(counter);
+    let w = timed(nh, drop_caches);
+    let n = vm(counter) - c0;
+    drop(t);
+    (w, n)
+}
+
 /// drop_caches=2 alone (every shrinker of the host, nothing of ours to do); a PMD split by the
 /// munmap of one page of each THP; the deferred split of those partially mapped THPs (every
 /// subpage non-zero, so each is remapped), and of THPs with 4 non-zero subpages (the 507
@@ -416,10 +437,7 @@ pub fn calibrate_split(
             }
         });
         let pmd = vm("thp_split_pmd") - sp0;
-        let s0 = vm("thp_split_page");
-        let w = timed(nh, drop_caches);
-        let split = vm("thp_split_page") - s0;
-        drop(t);
+        let (w, split) = drop_caches_counting(t, nh, "thp_split_page");
         if keep {
             s.add("split_pmd_munmap", v);
             s.add("split_partial", w);
@@ -428,19 +446,11 @@ pub fn calibrate_split(
         }
         // the same with 4 non-zero subpages per THP: at the split its 507 zero subpages are
         // remapped to the zero page and freed (split_partial_zero)
-        let t = Map_::new(nh * HPAGE, Some(true))?;
-        for i in 0..nh {
-            for j in 0..4 {
-                unsafe { *t.page(i * 512 + j).add(9) = 0xff };
-            }
-        }
+        let t = sparse_thps(nh)?;
         for i in 0..nh {
             unsafe { libc::munmap(t.page(i * 512 + 256) as *mut _, PAGE) };
         }
-        let s0 = vm("thp_split_page");
-        let w = timed(nh, drop_caches);
-        let split = vm("thp_split_page") - s0;
-        drop(t);
+        let (w, split) = drop_caches_counting(t, nh, "thp_split_page");
         if keep {
             s.add("split_partial_zero", w);
             counts.push(("split_partial_zero.thp_split_page".into(), split));
@@ -449,16 +459,7 @@ pub fn calibrate_split(
             set_knob(g, "transparent_hugepage/shrink_underused", &underused, "1")?;
             for m in [0, 256] {
                 set_knob(g, "transparent_hugepage/khugepaged/max_ptes_none", &mpn, &m.to_string())?;
-                let t = Map_::new(nh * HPAGE, Some(true))?;
-                for i in 0..nh {
-                    for j in 0..4 {
-                        unsafe { *t.page(i * 512 + j).add(9) = 0xff };
-                    }
-                }
-                let u0 = vm("thp_underused_split_page");
-                let v = timed(nh, drop_caches);
-                let uu = vm("thp_underused_split_page") - u0;
-                drop(t);
+                let (v, uu) = drop_caches_counting(sparse_thps(nh)?, nh, "thp_underused_split_page");
                 if keep {
                     s.add(&format!("underused_{m}"), v);
                     counts.push((format!("underused_{m}.thp_underused_split_page"), uu));
