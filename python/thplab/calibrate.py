@@ -147,7 +147,9 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         put("cache_miss_ns", miss, "access_rand_256m", "random reads over 256 MiB less over 256 KiB")
         if miss > 0:
             held = [mib * (1 - min(1.0, max(0.0, (_med(S[f"access_rand_{mib}m"]) - base) / miss))) for mib in (16, 32)]
-            kib = round(statistics.median(held) * 1024)
+            # at least the model's smallest cache (64 KiB, costs.rs MIN_CACHE_BYTES): a share
+            # that small misses on every read of these buffers all the same
+            kib = max(64, round(statistics.median(held) * 1024))
             put(
                 "cache_bytes",
                 kib * 1024,

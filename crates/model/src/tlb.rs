@@ -12,67 +12,61 @@ use thplab_workload::result::TlbStats;
 
 pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 
+/// A set-associative array with true LRU replacement, kept by position: in each set, way 0
+/// holds the most recently used key and empty ways (EMPTY) are at the end. A hit moves its
+/// key to the front; an insert pushes the set down, so the last way, the least recently used
+/// or an empty one, falls out.
 #[derive(Clone, Debug)]
 struct SetAssoc {
     sets: u64,
     ways: usize,
     tags: Vec<u64>,
-    stamp: Vec<u32>,
-    clock: u32,
 }
 const EMPTY: u64 = u64::MAX;
 
+/// Ways 0..i move down one, `key` goes to way 0 (way i's old key is dropped).
+#[inline(always)]
+fn move_to_front<T: Copy>(set: &mut [T], i: usize, key: T) {
+    let mut j = i;
+    while j > 0 {
+        set[j] = set[j - 1];
+        j -= 1;
+    }
+    set[0] = key;
+}
+
 impl SetAssoc {
     fn new(entries: u32, ways: u32) -> SetAssoc {
-        let n = entries as usize;
-        SetAssoc {
-            sets: (entries / ways) as u64,
-            ways: ways as usize,
-            tags: vec![EMPTY; n],
-            stamp: vec![0; n],
-            clock: 0,
-        }
+        SetAssoc { sets: (entries / ways) as u64, ways: ways as usize, tags: vec![EMPTY; entries as usize] }
     }
     #[inline]
-    fn set_of(&self, key: u64) -> usize {
+    fn set(&mut self, key: u64) -> &mut [u64] {
         // index by the low bits of the page number (the size bit is the key's lowest bit)
-        (((key >> 1) % self.sets) as usize) * self.ways
+        let base = (((key >> 1) % self.sets) as usize) * self.ways;
+        &mut self.tags[base..base + self.ways]
     }
     #[inline]
     fn lookup(&mut self, key: u64) -> bool {
-        let base = self.set_of(key);
-        self.clock = self.clock.wrapping_add(1);
-        for w in base..base + self.ways {
-            if self.tags[w] == key {
-                self.stamp[w] = self.clock;
-                return true;
+        let set = self.set(key);
+        match set.iter().position(|&t| t == key) {
+            Some(i) => {
+                move_to_front(set, i, key);
+                true
             }
+            None => false,
         }
-        false
     }
+    /// A key known not to be in its set.
+    #[inline]
     fn insert(&mut self, key: u64) {
-        let base = self.set_of(key);
-        let mut victim = base;
-        for w in base..base + self.ways {
-            if self.tags[w] == EMPTY {
-                victim = w;
-                break;
-            }
-            if self.stamp[w].wrapping_sub(self.stamp[victim]) > u32::MAX / 2 {
-                // older (wrapping compare)
-                victim = w;
-            }
-        }
-        self.clock = self.clock.wrapping_add(1);
-        self.tags[victim] = key;
-        self.stamp[victim] = self.clock;
+        let set = self.set(key);
+        move_to_front(set, set.len() - 1, key);
     }
     fn invalidate(&mut self, key: u64) {
-        let base = self.set_of(key);
-        for w in base..base + self.ways {
-            if self.tags[w] == key {
-                self.tags[w] = EMPTY;
-            }
+        let set = self.set(key);
+        if let Some(i) = set.iter().position(|&t| t == key) {
+            set[i..].rotate_left(1);
+            set[set.len() - 1] = EMPTY;
         }
     }
     fn flush(&mut self) {
@@ -87,31 +81,41 @@ impl SetAssoc {
 /// allocated at the first access.
 #[derive(Clone, Debug, Default)]
 pub struct DataCache {
-    lines: Option<SetAssoc>,
+    /// one host cache line per set: the tags (line / number of sets), most recent first
+    sets: Vec<LineSet>,
     pub misses: u64,
 }
 
 pub const CACHE_LINE: u64 = 64;
-const CACHE_WAYS: u32 = 16;
+const CACHE_WAYS: usize = 16;
+const NO_LINE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct LineSet([u32; CACHE_WAYS]);
 
 impl DataCache {
     /// One access to physical line `line` (the frame number times 64 plus the line in the
     /// page) of a cache of `bytes`; true when it hit. A cache of 0 bytes always hits.
     #[inline]
     pub fn access(&mut self, line: u64, bytes: u64) -> bool {
-        let nlines = (bytes / CACHE_LINE) as u32;
-        if nlines < CACHE_WAYS {
+        let nsets = bytes / CACHE_LINE / CACHE_WAYS as u64;
+        if nsets == 0 {
             return true;
         }
-        let c = self.lines.get_or_insert_with(|| SetAssoc::new(nlines / CACHE_WAYS * CACHE_WAYS, CACHE_WAYS));
-        // the set index takes the key without its lowest bit (the TLB's size bit)
-        let k = line << 1;
-        if c.lookup(k) {
-            return true;
+        if self.sets.is_empty() {
+            self.sets = vec![LineSet([NO_LINE; CACHE_WAYS]); nsets as usize];
         }
-        c.insert(k);
-        self.misses += 1;
-        false
+        let tag = (line / nsets) as u32;
+        debug_assert!(tag != NO_LINE);
+        let set = &mut self.sets[(line % nsets) as usize].0;
+        let hit = set.iter().position(|&t| t == tag);
+        // to the front; a miss overwrites the last way (the least recently used, or empty)
+        move_to_front(set, hit.unwrap_or(CACHE_WAYS - 1), tag);
+        if hit.is_none() {
+            self.misses += 1;
+        }
+        hit.is_some()
     }
 }
 
@@ -235,7 +239,30 @@ mod tests {
         // no cache: every access hits, nothing is allocated
         let mut c = DataCache::default();
         assert!(c.access(5, 0));
-        assert!(c.lines.is_none() && c.misses == 0);
+        assert!(c.sets.is_empty() && c.misses == 0);
+    }
+    #[test]
+    fn a_set_evicts_its_least_recently_used_way_and_fills_holes_first() {
+        // one set of 4 ways; keys carry the size bit, so page numbers 0, 1, 2 ... are 0, 2, 4
+        let mut s = SetAssoc::new(4, 4);
+        for p in 0..4u64 {
+            s.insert(p << 1);
+        }
+        assert!(s.lookup(0), "page 0 is in, and now the most recent");
+        s.insert(4 << 1); // evicts page 1, the least recent
+        assert!(!s.lookup(1 << 1) && s.lookup(0) && s.lookup(2 << 1) && s.lookup(3 << 1) && s.lookup(4 << 1));
+        s.invalidate(2 << 1);
+        s.insert(5 << 1); // takes the hole: nothing evicted
+        assert!(s.lookup(0) && s.lookup(3 << 1) && s.lookup(4 << 1) && s.lookup(5 << 1) && !s.lookup(2 << 1));
+        // the same for the data cache's sets: 64 KiB is 64 sets; lines 0, 64, 128 ... share set 0
+        let mut c = DataCache::default();
+        let b = 64 << 10;
+        for l in 0..16u64 {
+            assert!(!c.access(l * 64, b));
+        }
+        assert!(c.access(0, b), "line 0 is in, and now the most recent");
+        assert!(!c.access(16 * 64, b)); // evicts line 64
+        assert!(c.access(0, b) && !c.access(64, b) && c.misses == 18);
     }
     #[test]
     fn huge_pages_cover_more() {

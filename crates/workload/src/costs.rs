@@ -14,6 +14,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The smallest last-level cache the model takes (64 KiB: 64 sets of 16 lines).
+pub const MIN_CACHE_BYTES: u64 = 64 << 10;
+
 /// Per-content-class figures for a zram compressor (ns per 4 KiB page, compressed bytes).
 /// Source of the defaults: calibrate (zram swap-out and swap-in of 4 KiB pages of each class,
 /// per compressor), except where a field says otherwise.
@@ -418,6 +421,8 @@ pub struct CostProfile {
     /// (32 MiB on the reference host, whose random reads miss from ~8 MiB up: 3.1 MiB).
     /// calibrate: access_rand_16m and access_rand_32m: each buffer's size times the share
     /// of its reads that hit (their time less access_rand_256k, over cache_miss_ns), median.
+    /// 0 or at least MIN_CACHE_BYTES (the model's cache keeps 32-bit tags: a line number
+    /// over the number of sets, which at this size fits for a 2 TiB machine).
     pub cache_bytes: u64,
 
     // ---- virtual machine ----
@@ -571,6 +576,11 @@ impl CostProfile {
                 return Err("cost profile: cycle figures must be finite and non-negative".into());
             }
         }
+        if self.cache_bytes != 0 && self.cache_bytes < MIN_CACHE_BYTES {
+            return Err(format!(
+                "cost profile: cache_bytes must be 0 (no data-cache model) or at least {MIN_CACHE_BYTES}"
+            ));
+        }
         Ok(())
     }
     pub fn cycles_to_ns(&self, cycles: f64) -> f64 {
@@ -581,6 +591,15 @@ impl CostProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn a_cache_too_small_for_its_tags_is_refused() {
+        let mut c = CostProfile { cache_bytes: MIN_CACHE_BYTES - 1, ..CostProfile::default() };
+        assert!(c.validate().unwrap_err().contains("cache_bytes"));
+        c.cache_bytes = 0;
+        assert!(c.validate().is_ok());
+        c.cache_bytes = MIN_CACHE_BYTES;
+        assert!(c.validate().is_ok());
+    }
     #[test]
     fn toml_roundtrip_and_partial() {
         let d = CostProfile::default();
