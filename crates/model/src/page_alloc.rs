@@ -65,6 +65,11 @@ thread_local! {
     /// Debug switch for the summaries (tests compare runs with it off): read when a
     /// PhysMem is created.
     pub static USE_PB_SUMMARIES: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// Debug switch for carve_order0() (tests compare runs with it off): read when a
+    /// PhysMem is created.
+    pub static USE_BULK_CARVE: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// Blocks carve_order0() handed out (tests: the fast path was taken).
+    pub static BULK_CARVES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// MAX_RECLAIM_RETRIES (mm/internal.h): reclaim loops without progress before giving up.
@@ -192,6 +197,8 @@ pub struct PhysMem {
     pub pb_sum: Vec<PbSummary>,
     /// use pb_sum to step over blocks (USE_PB_SUMMARIES when created)
     pub use_pb_sum: bool,
+    /// refill order-0 pcp lists a buddy block at a time (USE_BULK_CARVE when created)
+    use_carve: bool,
     pub zones: Vec<Zone>,
     pub nodes: Vec<Node>,
     /// zone index for each pageblock (u8::MAX = none)
@@ -233,6 +240,7 @@ impl PhysMem {
             pageblocks: vec![MIGRATE_MOVABLE; npb],
             pb_sum: vec![PbSummary::default(); npb],
             use_pb_sum: USE_PB_SUMMARIES.with(|c| c.get()),
+            use_carve: USE_BULK_CARVE.with(|c| c.get()),
             zones: vec![],
             nodes: vec![],
             pb_zone: vec![u8::MAX; npb],
@@ -927,7 +935,13 @@ impl PhysMem {
             let batch = self.nr_pcp_alloc(i, zi, order);
             let mut mode = RmqueueMode::Normal;
             let mut n = 0u64;
-            for _ in 0..batch {
+            while n < batch {
+                if order == 0 && mode == RmqueueMode::Normal && self.use_carve {
+                    if let Some(m) = self.carve_order0(zi, mt, batch - n, i, li) {
+                        n += m;
+                        continue;
+                    }
+                }
                 let Some(p) = self.rmqueue_mode(zi, order, mt, flags, boost_factor, trace, &mut mode) else { break };
                 self.frames[p as usize] = make_pcp(order, mt);
                 self.pcp[i].lists[li].push_tail(p as u32);
@@ -942,6 +956,39 @@ impl PhysMem {
         self.pcp[i].count -= 1 << order;
         self.frames[p as usize] = 0;
         Some(p as u64)
+    }
+
+    /// Up to `want` order-0 pages of `mt` for the tail of pcp list (`i`, `li`), taken as
+    /// consecutive __rmqueue_smallest() calls take them when the smallest non-empty order c
+    /// is above 0: then the lower lists are empty, and the block at the head of list c is
+    /// handed out page by page in address order (each call takes the lowest piece that
+    /// expand() left, at the head of an otherwise empty list). The block leaves its list
+    /// once; what is not handed out goes back as the aligned pieces expand() would leave.
+    /// Same frames, lists and counts as the page-by-page path, in one step per block; None
+    /// (nothing taken) when order 0's list has a page or `mt` has no free block.
+    fn carve_order0(&mut self, zi: usize, mt: u8, want: u64, i: usize, li: usize) -> Option<u64> {
+        if self.first_free(zi, 0, mt).is_some() {
+            return None;
+        }
+        let (c, pfn) = (1..=MAX_PAGE_ORDER).find_map(|c| self.first_free(zi, c, mt).map(|p| (c, p)))?;
+        let m = want.min(1 << c);
+        self.del_from_free_list(zi, pfn, c);
+        for p in pfn..pfn + m {
+            self.frames[p as usize] = make_pcp(0, mt);
+            self.pcp[i].lists[li].push_tail(p as u32);
+        }
+        // [pfn + m, pfn + 2^c) in aligned pieces, each as large as its offset's alignment
+        let end = pfn + (1 << c);
+        let mut s = pfn + m;
+        while s < end {
+            let o = (s - pfn).trailing_zeros();
+            self.add_to_free_list(zi, s, o, mt, false);
+            s += 1 << o;
+        }
+        self.zones[zi].free_pages -= m;
+        #[cfg(test)]
+        BULK_CARVES.with(|c| c.set(c.get() + 1));
+        Some(m)
     }
 
     /// free_frozen_page_commit(): to the head of the current CPU's list; when the list
