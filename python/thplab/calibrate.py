@@ -200,6 +200,16 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "munmap_tail",
             "munmap of the last page of a VMA (nothing present) less the syscall and one split",
         )
+    if have("munmap_hole_anon") and have("munmap_hole"):
+        # the same hole in a VMA that had pages (its anon_vma and page table kept): two
+        # splits link three anon_vma_chains each, the removal unlinks one (seven), and the
+        # zap walks the PMD and the PTE
+        put(
+            "anon_vma_chain_ns",
+            (_med(S["munmap_hole_anon"]) - _med(S["munmap_hole"]) - prof["pmd_walk_ns"] - prof["pte_walk_ns"]) / 7,
+            "munmap_hole_anon",
+            "munmap of a page from the middle of a VMA with an anon_vma less munmap_hole and the PTE walk, over 7",
+        )
     if have("munmap_2m") and have("munmap_tail"):
         # munmap of present THPs, per THP, less what the model charges besides the tail
         # pages (the PMD entry, the folio's free, the call and its flush shared by the THPs)
