@@ -177,6 +177,17 @@ def test_profile_from_samples_and_toml_roundtrip():
     x64 = 20000 - 90000 / 128 - prof["page_free_ns"] - 15 * 10 - 15 * prof["split_unmap_pte_ns"]
     assert prof["split_folio_fixed_ns"] == round((x64 - prof["split_folio_ns"] / 32) / (1 - 1 / 32))
     assert prof["collapse_ns"] == 750000 - 512 * 250
+    # the same less what the model charges beside collapse_isolate_ns, per page (64 ranges
+    # to one call in the fixture: no collapse_2m.ranges value)
+    rest = (
+        prof["syscall_ns"] / 64
+        + prof["page_alloc_ns"]
+        + prof["pmd_walk_ns"]
+        + 1024 * prof["pte_walk_ns"]
+        + prof["tlb_flush_ns"]
+        + 512 * (250 + prof["page_free_ns"])
+    )
+    assert prof["collapse_isolate_ns"] == round((750000 - rest) / 512)
     # the swap-file THP pageout (each THP split) less the model's other charges, per zero subpage
     rest = (
         2 * prof["reclaim_scan_page_ns"]

@@ -668,6 +668,28 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             S["collapse_2m"],
             "MADV_COLLAPSE per 2 MiB less 512 x copy_4k",
         )
+        # what the model charges a collapse of 512 present pages beside collapse_isolate_ns:
+        # the call's share (one MADV_COLLAPSE over collapse_2m.ranges), the THP's allocation,
+        # the scan's PMD walk, two walks of 512 PTEs (the scan and the isolation), the
+        # flush, and per page its copy and its free
+        nh = V.get("collapse_2m.ranges") or 64
+        rest = (
+            prof["syscall_ns"] / nh
+            + prof["page_alloc_ns"]
+            + prof["pmd_walk_ns"]
+            + 1024 * prof["pte_walk_ns"]
+            + prof["tlb_flush_ns"]
+            + 512 * (prof["copy_4k_ns"] + prof["page_free_ns"])
+        )
+        _put(
+            prof,
+            rows,
+            spread,
+            "collapse_isolate_ns",
+            (m("collapse_2m") - rest) / 512,
+            S["collapse_2m"],
+            "MADV_COLLAPSE per 2 MiB less the model's other charges (copy, free, walks, flush), per page",
+        )
 
 
 def _fit_reclaim_split(prof, S, V, rows, spread):

@@ -518,3 +518,31 @@ fn a_munmap_split_of_a_vma_with_an_anon_vma_links_its_chains() {
     let (n0, m0) = t("", 0);
     assert_eq!((n1 - n0, m1 - m0), (0, 0), "no anon_vma, nothing to link");
 }
+
+/// A collapse pays collapse_isolate_ns for each present page it isolates, copies and puts
+/// back, not for the PTEs it fills with zeros: MADV_COLLAPSE of one 2 MiB range with 512
+/// pages present and one with 256 (MADV_COLLAPSE ignores max_ptes_none and the sysfs mode).
+#[test]
+fn a_collapse_pays_each_present_page_s_isolation() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let t = |collapse_isolate_ns: u64| {
+        let wl = parse_workload(
+            r#"{"processes":[{"name":"p","ops":[
+              {"op":"mmap","name":"b","size":"4M","align":"2M"},
+              {"op":"madvise","region":"b","advice":"nohugepage"},
+              {"op":"write","region":"b","length":"2M","bytes":1},
+              {"op":"write","region":"b","offset":"2M","length":"1M","bytes":1},
+              {"op":"madvise","region":"b","advice":"hugepage"},
+              {"op":"phase","name":"c"},
+              {"op":"madvise","region":"b","advice":"collapse"}]}]}"#,
+        )
+        .unwrap();
+        let costs = CostProfile { collapse_isolate_ns, ..CostProfile::default() };
+        // enabled=never: khugepaged leaves the ranges to MADV_COLLAPSE, which ignores it
+        let r = run_with(&wl, Some("1G"), &[("transparent_hugepage/enabled", "never")], Some(costs));
+        assert_eq!(r.vmstat_delta.get("thp_collapse_alloc").copied(), Some(2));
+        phase_ns(&r, ":c")
+    };
+    assert_eq!(t(1000) - t(0), (512 + 256) * 1000);
+}

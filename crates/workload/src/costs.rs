@@ -369,8 +369,19 @@ pub struct CostProfile {
     /// collapse_huge_page's own work per collapse beyond copying the present pages
     /// (copy_4k_ns each): isolating 512 PTEs and folios, the new PMD, freeing the old pages.
     /// calibrate: MADV_COLLAPSE per 2 MiB of 512 present pages (collapse_2m) less 512 ×
-    /// copy_4k_ns.
+    /// copy_4k_ns. Informational: the model charges a collapse's parts (the scans' PTE
+    /// walks, the flush, each page's copy, collapse_isolate_ns and free).
     pub collapse_ns: u64,
+    /// A collapse's work per present page beyond its copy (copy_4k_ns) and its free
+    /// (page_free_ns): __collapse_huge_page_isolate() takes a reference, locks the folio and
+    /// isolates it from the LRU (the lruvec lock, NR_ISOLATED_ANON), and
+    /// __collapse_huge_page_copy_succeeded() clears its PTE, removes its rmap and puts it
+    /// back (folio_putback_lru) before the release. Live on this host (2026-11-27): a
+    /// MADV_COLLAPSE of 512 present pages costs 0.6-1.0 ms, of which the model charged
+    /// ~0.2-0.4 ms nowhere. Estimate: 300 ns. calibrate: collapse_2m less what the model
+    /// charges beside it (the call's share, the flush, and per page the copy, the free and
+    /// two PTE walks), over 512.
+    pub collapse_isolate_ns: u64,
     /// drop_caches=2's walk of every other shrinker of the host (dentries, inodes, ...),
     /// which the model does not hold: calibrate: drop_slab (drop_caches=2 with nothing of
     /// ours to do).
@@ -542,6 +553,7 @@ impl Default for CostProfile {
             swap_free_ns: 50,
             swapin_ns: 2_300,
             collapse_ns: 400_000,
+            collapse_isolate_ns: 300,
             drop_slab_ns: 2_000_000,
             lock_handoff_ns: 150,
             lock_item_ns: 10,
