@@ -158,6 +158,17 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   - the split itself: 64 KiB folios straddle two VMAs after the munmap, so both rmap walks
     (try_to_migrate, remove_migration_ptes) visit two VMAs and the anon_vma's interval
     tree holds 257; ~20 us a folio by a C loop at 16 MiB against 15.6 charged, left.
+* 2026-11-27, madv_collapse_latency p:collapse (0.68x): a collapse isolates each present
+  page from the LRU and puts it back (__collapse_huge_page_isolate, _copy_succeeded),
+  which the model charged nowhere (collapse_ns, fitted but never charged, would count the
+  frees twice): collapse_isolate_ns per present page, from the same collapse_2m sample.
+  Replayed on out/vk-9 (+ 424 ns, that profile's own sample): 0.68x -> 0.90x,
+  khugepaged_collapse_time_100 (series) 0.82x -> 0.89x, 131 -> 132 of 152; a fresh live
+  run (out/vk-h3) with a fresh calibration (out/host-h1.toml, 187 ns): 0.67x -> 0.80x.
+* seed 000's worst cases' p:munmap (1.6x on out/vk-9) zap 4 KiB swap-cache folios:
+  ~1.3 us a page live, 2.1 us charged with out/host-merged.toml's remove_mapping_ns (1502
+  ns), 0.8 us with a calibration an hour later (360 ns): calibrate's munmap_cached moves
+  by 4x between calibrations on this host; left.
 """
 
 from __future__ import annotations
