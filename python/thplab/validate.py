@@ -169,6 +169,15 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   ~1.3 us a page live, 2.1 us charged with out/host-merged.toml's remove_mapping_ns (1502
   ns), 0.8 us with a calibration an hour later (360 ns): calibrate's munmap_cached moves
   by 4x between calibrations on this host; left.
+* 2026-11-27 01:10, a calibration (out/host-h4.toml) then every scenario live (out/vk-h4,
+  the runner's pre-drop in place): 139 of 155 gated phase times within +-25 % (138 with
+  anon_vma_chain_ns and collapse_isolate_ns at 0): madv_collapse_latency p:collapse 0.67x
+  -> 1.01x, mthp_64k_partial_munmap p:unmap 0.62x -> 0.73x (live 2.01 ms, 1.67-2.56 ms
+  over the day), its p:shrink and split_underused_511's within. Still out: seed 000's
+  p:munmap after a pageout 1.34-1.71x (remove_mapping_ns, above), mthp_64k_pageout_zram
+  p:munmap 1.30x (4096 text entries freed in 64 KiB batches: ~560 ns an entry live, the
+  4 KiB calibration's swap_free + slot_free + text_free ~730), compaction-fill-p60 p:fault
+  0.62x, compaction-manual p:fault 0.63x, a few 4 KiB/THP fault phases 0.70-0.74x.
 """
 
 from __future__ import annotations
