@@ -72,6 +72,7 @@ FIXTURE = {
         "underused_256": [790000 + 256 * 440] * 3,
         "split_pmd_munmap": [20000] * 3,
         "munmap_hole": [3200] * 3,
+        "munmap_hole_anon": [4900, 4800, 5000],
         "dontneed_present": [2900] * 3,
         "dontneed_none": [1000] * 3,
         "munmap_tail": [2300] * 3,
@@ -138,6 +139,9 @@ def test_profile_from_samples_and_toml_roundtrip():
     # munmap of a page from the middle of a VMA (two splits) and from its end (one)
     assert prof["vma_split_ns"] == 3200 - 2300
     assert prof["munmap_vma_ns"] == 2300 - prof["syscall_ns"] - 900
+    # the same hole in a VMA with an anon_vma: seven anon_vma_chain links, less the PTE walk
+    walk = prof["pmd_walk_ns"] + prof["pte_walk_ns"]
+    assert prof["anon_vma_chain_ns"] == round((4900 - 3200 - walk) / 7)
     assert z["random_decompress_ns"] == 4200 - 3000 + 160
     assert z["text_free_ns"] == 550 - 100
     f = prof["file"]
@@ -173,6 +177,17 @@ def test_profile_from_samples_and_toml_roundtrip():
     x64 = 20000 - 90000 / 128 - prof["page_free_ns"] - 15 * 10 - 15 * prof["split_unmap_pte_ns"]
     assert prof["split_folio_fixed_ns"] == round((x64 - prof["split_folio_ns"] / 32) / (1 - 1 / 32))
     assert prof["collapse_ns"] == 750000 - 512 * 250
+    # the same less what the model charges beside collapse_isolate_ns, per page (64 ranges
+    # to one call in the fixture: no collapse_2m.ranges value)
+    rest = (
+        prof["syscall_ns"] / 64
+        + prof["page_alloc_ns"]
+        + prof["pmd_walk_ns"]
+        + 1024 * prof["pte_walk_ns"]
+        + prof["tlb_flush_ns"]
+        + 512 * (250 + prof["page_free_ns"])
+    )
+    assert prof["collapse_isolate_ns"] == round((750000 - rest) / 512)
     # the swap-file THP pageout (each THP split) less the model's other charges, per zero subpage
     rest = (
         2 * prof["reclaim_scan_page_ns"]

@@ -301,3 +301,31 @@ def test_hugetlb_pool_is_set_and_restored():
     assert grow.get("htlb_buddy_alloc_success", 0) == 8
     assert int(path.read_text()) == old
     assert state() == before
+
+
+@pytest.mark.live
+def test_a_workload_that_drops_caches_has_the_setups_dentries_dropped_first():
+    """drop_caches=2 prunes every dentry and inode cached since the last drop; the runner
+    drops once after its setup (sysfs knobs and stats, the /proc scan for the kthreads) so
+    the workload's own drop finds only what the run itself cached, and the phase ends read
+    the kthreads found at the start (not a new scan of /proc)."""
+    from thplab import live
+
+    need_root()
+
+    def w(drop):
+        ops = [{"op": "mmap", "name": "m", "size": "4M"}, {"op": "write", "region": "m"}, {"op": "phase", "name": "a"}]
+        return {
+            "name": "d",
+            "processes": [{"name": "p", "ops": ops + ([{"op": "drop_caches", "value": 2}] if drop else [])}],
+        }
+
+    r = live.run_kernel(w(True))
+    assert r["extra"]["drop_caches_before_run"] == 2
+    # the pre-run drop is not in the run's counters: one drop_slab, the workload's
+    assert r["vmstat_delta"].get("drop_slab") == 1
+    ends = r["extra"]["phase_end"]
+    assert ends and all(e["kthreads_cpu_ns"].keys() == ends[0]["kthreads_cpu_ns"].keys() for e in ends)
+    assert "khugepaged" in ends[0]["kthreads_cpu_ns"]
+    r = live.run_kernel(w(False))
+    assert "drop_caches_before_run" not in r["extra"] and r["vmstat_delta"].get("drop_slab", 0) == 0

@@ -202,6 +202,16 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "munmap_tail",
             "munmap of the last page of a VMA (nothing present) less the syscall and one split",
         )
+    if have("munmap_hole_anon") and have("munmap_hole"):
+        # the same hole in a VMA that had pages (its anon_vma and page table kept): two
+        # splits link three anon_vma_chains each, the removal unlinks one (seven), and the
+        # zap walks the PMD and the PTE
+        put(
+            "anon_vma_chain_ns",
+            (_med(S["munmap_hole_anon"]) - _med(S["munmap_hole"]) - prof["pmd_walk_ns"] - prof["pte_walk_ns"]) / 7,
+            "munmap_hole_anon",
+            "munmap of a page from the middle of a VMA with an anon_vma less munmap_hole and the PTE walk, over 7",
+        )
     if have("munmap_2m") and have("munmap_tail"):
         # munmap of present THPs, per THP, less what the model charges besides the tail
         # pages (the PMD entry, the folio's free, the call and its flush shared by the THPs)
@@ -659,6 +669,28 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             m("collapse_2m") - 512 * prof["copy_4k_ns"],
             S["collapse_2m"],
             "MADV_COLLAPSE per 2 MiB less 512 x copy_4k",
+        )
+        # what the model charges a collapse of 512 present pages beside collapse_isolate_ns:
+        # the call's share (one MADV_COLLAPSE over collapse_2m.ranges), the THP's allocation,
+        # the scan's PMD walk, two walks of 512 PTEs (the scan and the isolation), the
+        # flush, and per page its copy and its free
+        nh = V.get("collapse_2m.ranges") or 64
+        rest = (
+            prof["syscall_ns"] / nh
+            + prof["page_alloc_ns"]
+            + prof["pmd_walk_ns"]
+            + 1024 * prof["pte_walk_ns"]
+            + prof["tlb_flush_ns"]
+            + 512 * (prof["copy_4k_ns"] + prof["page_free_ns"])
+        )
+        _put(
+            prof,
+            rows,
+            spread,
+            "collapse_isolate_ns",
+            (m("collapse_2m") - rest) / 512,
+            S["collapse_2m"],
+            "MADV_COLLAPSE per 2 MiB less the model's other charges (copy, free, walks, flush), per page",
         )
 
 

@@ -301,6 +301,21 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
             s.add("munmap_hole", v)
         }
         drop(m);
+        // the same on a mapping that had pages (written, then emptied by MADV_DONTNEED: its
+        // anon_vma and page table stay): each split clones and re-links anon_vma_chains in
+        // the anon_vma's interval tree, each removal unlinks one (munmap_hole_anon)
+        let m = Map_::new(nv * 2 * PAGE, Some(false))?;
+        m.touch(1);
+        unsafe { libc::madvise(m.page(0) as *mut _, nv * 2 * PAGE, libc::MADV_DONTNEED) };
+        let v = timed(nv - 1, || {
+            (0..nv - 1).for_each(|j| unsafe {
+                libc::munmap(m.page(2 * j + 1) as *mut _, PAGE);
+            })
+        });
+        if r > 0 {
+            s.add("munmap_hole_anon", v)
+        }
+        drop(m);
         let m = Map_::new(nv * PAGE, Some(false))?;
         let v = timed(nv - 1, || {
             (1..nv).rev().for_each(|j| unsafe {

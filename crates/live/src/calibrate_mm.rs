@@ -600,6 +600,7 @@ pub fn calibrate_collapse(
         check_sig()?;
     }
     values.insert("collapse_2m.thp_collapse_alloc".into(), json!(done as f64 / nh as f64));
+    values.insert("collapse_2m.ranges".into(), json!(nh));
     if done == 0 {
         notes.push("MADV_COLLAPSE collapsed nothing (kernel before v6.1?): the collapse cost was not measured".into());
     }

@@ -287,26 +287,36 @@ pub fn run_delay_ns(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// CPU time (user + system, ns) of the memory-management kernel threads: kswapdN,
-/// kcompactdN and khugepaged, from /proc/PID/stat (utime and stime in clock ticks).
-pub fn kthread_cpu_ns() -> BTreeMap<String, u64> {
-    let mut out = BTreeMap::new();
-    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+/// The reclaim and THP kernel threads (kswapd*, kcompactd*, khugepaged): (comm, pid), found
+/// by a scan of /proc (which caches a dentry and an inode per process and file it reads:
+/// a run scans once and reads only these threads' stat at its phase ends).
+pub fn kthreads() -> Vec<(String, String)> {
+    let mut out = vec![];
     let Ok(dir) = std::fs::read_dir("/proc") else { return out };
     for e in dir.flatten() {
         let name = e.file_name();
         let Some(pid) = name.to_str().filter(|s| s.bytes().all(|b| b.is_ascii_digit())) else { continue };
         let Some(comm) = read_trim(&format!("/proc/{pid}/comm")) else { continue };
-        if !(comm.starts_with("kswapd") || comm.starts_with("kcompactd") || comm == "khugepaged") {
-            continue;
+        if comm.starts_with("kswapd") || comm.starts_with("kcompactd") || comm == "khugepaged" {
+            out.push((comm, pid.to_string()));
         }
+    }
+    out
+}
+
+/// CPU time (user + system, ns) of the memory-management kernel threads `threads`, by comm,
+/// from /proc/PID/stat (utime and stime in clock ticks).
+pub fn kthread_cpu_ns_of(threads: &[(String, String)]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    for (comm, pid) in threads {
         let Ok(stat) = read_file(&format!("/proc/{pid}/stat")) else { continue };
         // fields after the parenthesised comm: state is field 3, utime 14, stime 15
         let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
         let f: Vec<&str> = rest.split_whitespace().collect();
         let ticks = f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
             + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-        out.insert(comm, ticks * 1_000_000_000 / tick);
+        out.insert(comm.clone(), ticks * 1_000_000_000 / tick);
     }
     out
 }

@@ -81,6 +81,8 @@ struct Plan {
     lk: Vec<LiveKnob>,
     /// the workload's footprint (footprint.rs): what host::back_free_memory backs first
     footprint: u64,
+    /// the workload writes drop_caches
+    drops: bool,
 }
 
 fn value_str(v: &Value) -> String {
@@ -265,7 +267,7 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
     if !needs.is_empty() && !is_root() {
         return Err(format!("refused: this run needs root ({}); run it as root or leave those out", needs.join(", ")));
     }
-    Ok(Plan { w, machine_swap, initial, to_save, notes, lk, footprint: total })
+    Ok(Plan { w, machine_swap, initial, to_save, notes, lk, footprint: total, drops })
 }
 
 struct ProcState {
@@ -438,7 +440,19 @@ fn supervise(
     let zram_before: BTreeMap<String, Value> =
         zram_devs.iter().filter_map(|d| host::zram_mm_stat(d).map(|v| (d.clone(), v))).collect();
     let swaps_text = read_file("/proc/swaps").unwrap_or_default();
-    let kthreads_before = host::kthread_cpu_ns();
+    let kthreads = host::kthreads();
+    let kthreads_before = host::kthread_cpu_ns_of(&kthreads);
+    *KTHREADS.lock().unwrap() = kthreads.clone();
+    // A workload that writes drop_caches=2 has the slab shrinkers prune every dentry and
+    // inode cached since the last drop: those of the files this run's setup just read (the
+    // knob and stats files in sysfs, /proc) and of whatever ran before it, work of the
+    // harness, not of the workload, which the model's drop_slab_ns (calibrated on drops
+    // with nothing cached) leaves out. Drop them now, before the counters' first snapshot;
+    // the phase ends read a few files only (vmstat, buddyinfo, the kthreads' stat)
+    if p.drops {
+        write_file("/proc/sys/vm/drop_caches", "2")
+            .map_err(|e| RunError::Failed(format!("drop_caches before the run: {e}")))?;
+    }
     PHASE_ENDS.lock().unwrap().clear();
     let vm_before = vmstat();
     let t0 = now_ns();
@@ -571,7 +585,7 @@ fn supervise(
     let vm_after = vmstat();
     let meminfo_end = meminfo();
     let buddy_after = read_file("/proc/buddyinfo").unwrap_or_default();
-    let kthreads_after = host::kthread_cpu_ns();
+    let kthreads_after = host::kthread_cpu_ns_of(&kthreads);
     let pagetypeinfo = read_file("/proc/pagetypeinfo").unwrap_or_default();
     let mthp_after = host::mthp_stats();
     let khp_after = host::khugepaged_stats();
@@ -629,6 +643,9 @@ fn supervise(
     extra.insert("mthp_stats".into(), json!(mthp_full));
     extra.insert("khugepaged_delta".into(), json!(delta(&khp_before, &khp_after)));
     extra.insert("knobs_before_run".into(), json!(knobs_before));
+    if p.drops {
+        extra.insert("drop_caches_before_run".into(), json!(2));
+    }
     // the model's shape: CPU time of kswapd, kcompactd and khugepaged over the run
     let kt: Vec<Value> = kthreads_after
         .iter()
@@ -751,6 +768,8 @@ static ZRAM_PHASES: std::sync::Mutex<Vec<(String, Value)>> = std::sync::Mutex::n
 static PHASE_RUN_DELAY: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
 /// Per phase end: /proc/buddyinfo and the memory kernel threads' CPU time so far.
 static PHASE_ENDS: std::sync::Mutex<Vec<Value>> = std::sync::Mutex::new(Vec::new());
+/// The run's kswapd/kcompactd/khugepaged threads (comm, pid), found once at its start.
+static KTHREADS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
 
 fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, phases: &mut Vec<PhaseResult>) {
     let (end_ns, end_stime, end_rq) = end;
@@ -766,7 +785,7 @@ fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, 
             PHASE_ENDS.lock().unwrap().push(json!({
                 "phase_end": name,
                 "buddyinfo": read_file("/proc/buddyinfo").unwrap_or_default(),
-                "kthreads_cpu_ns": host::kthread_cpu_ns(),
+                "kthreads_cpu_ns": host::kthread_cpu_ns_of(&KTHREADS.lock().unwrap()),
             }));
             phases.push(PhaseResult {
                 name,

@@ -846,7 +846,10 @@ impl Kernel {
             self.record_lock(lock_t0, cc.is_khugepaged);
             return r;
         }
-        // __collapse_huge_page_copy(): copy the present pages, zero-fill the rest
+        // __collapse_huge_page_copy(): copy the present pages, zero-fill the rest. Each
+        // present page was locked and isolated from the LRU by __collapse_huge_page_isolate()
+        // and is put back and released by __collapse_huge_page_copy_succeeded() (its PTE
+        // cleared, its rmap removed): collapse_isolate_ns, beside the copy and the free
         let table: [u32; PTRS_PER_PTE] = match &self.slots.get(sid).pmd {
             Pmd::Table(t) => **t,
             _ => unreachable!("checked above"),
@@ -855,7 +858,7 @@ impl Kernel {
         for (i, &pte) in table.iter().enumerate() {
             if pte_kind(pte) == K_PRESENT {
                 contents[i] = content(self.pm.frames[pte_payload(pte) as usize]);
-                self.charge(self.costs.copy_4k_ns);
+                self.charge(self.costs.copy_4k_ns + self.costs.collapse_isolate_ns);
             } else {
                 self.charge(self.costs.clear_4k_ns);
             }

@@ -297,6 +297,24 @@ impl Mm {
         self.vmas.range(..=start).next_back().is_some_and(|(_, v)| v.start < start && v.end > end)
     }
 
+    /// The VMA a cut at `addr` splits (__split_vma), if one does: whether it has an anon_vma
+    /// (anon_vma_clone and vma_prepare/vma_complete's interval-tree update then have work).
+    pub fn split_anon_at(&self, addr: u64) -> Option<bool> {
+        self.vmas
+            .range(..addr)
+            .next_back()
+            .filter(|(_, v)| v.start < addr && v.end > addr)
+            .map(|(_, v)| v.anon_vma.is_some())
+    }
+
+    /// How many VMAs overlapping [start, end) have an anon_vma (each removed piece's
+    /// unlink_anon_vmas at a munmap).
+    pub fn anon_vmas_in(&self, start: u64, end: u64) -> u64 {
+        let first = self.vmas.range(..start).next_back().filter(|(_, v)| v.end > start).map(|(_, v)| v);
+        first.into_iter().chain(self.vmas.range(start..end).map(|(_, v)| v)).filter(|v| v.anon_vma.is_some()).count()
+            as u64
+    }
+
     /// Would removing or changing [.., addr) or [addr, ..) split a VMA (__split_vma): does a
     /// VMA start before `addr` and end after it?
     pub fn splits_at(&self, addr: u64) -> bool {

@@ -482,3 +482,67 @@ fn a_large_folio_free_pays_its_tail_pages_and_a_non_pcp_order_the_zone_lock() {
     assert_eq!(t(m64, 100, 0) - t(m64, 0, 0), 64 * 15 * 100);
     assert_eq!(t(m64, 0, 10_000) - t(m64, 0, 0), 64 * 10_000);
 }
+
+/// A munmap that cuts a page out of the middle of a VMA with an anon_vma links three
+/// anon_vma_chains per split (anon_vma_clone, and vma_prepare/vma_complete's re-insertion
+/// of the cut VMA) and unlinks the removed piece's: seven per call; removing whole VMAs
+/// unlinks one each; a VMA that never had a page (no anon_vma) links none.
+#[test]
+fn a_munmap_split_of_a_vma_with_an_anon_vma_links_its_chains() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let t = |prefix: &str, anon_vma_chain_ns: u64| {
+        let wl = parse_workload(&format!(
+            r#"{{"processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"b","size":"2M","align":"2M"}},
+              {{"op":"madvise","region":"b","advice":"nohugepage"}}{prefix},
+              {{"op":"phase","name":"u"}},
+              {{"op":"munmap","region":"b","every":"64K","offset":"32K","length":"4K"}},
+              {{"op":"phase","name":"w"}},
+              {{"op":"munmap","region":"b"}}]}}]}}"#
+        ))
+        .unwrap();
+        let costs = CostProfile { anon_vma_chain_ns, ..CostProfile::default() };
+        let r = run_with(&wl, Some("1G"), &[], Some(costs));
+        (phase_ns(&r, ":u"), phase_ns(&r, ":w"))
+    };
+    // written then emptied: the anon_vma stays, nothing is present to zap
+    let anon = r#",
+              {"op":"write","region":"b","bytes":1},
+              {"op":"madvise","region":"b","advice":"dontneed"}"#;
+    let (u1, w1) = t(anon, 1000);
+    let (u0, w0) = t(anon, 0);
+    assert_eq!(u1 - u0, 32 * 7 * 1000, "32 holes, two splits and a removal each");
+    assert_eq!(w1 - w0, 33 * 1000, "the 33 pieces left, removed whole");
+    let (n1, m1) = t("", 1000);
+    let (n0, m0) = t("", 0);
+    assert_eq!((n1 - n0, m1 - m0), (0, 0), "no anon_vma, nothing to link");
+}
+
+/// A collapse pays collapse_isolate_ns for each present page it isolates, copies and puts
+/// back, not for the PTEs it fills with zeros: MADV_COLLAPSE of one 2 MiB range with 512
+/// pages present and one with 256 (MADV_COLLAPSE ignores max_ptes_none and the sysfs mode).
+#[test]
+fn a_collapse_pays_each_present_page_s_isolation() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let t = |collapse_isolate_ns: u64| {
+        let wl = parse_workload(
+            r#"{"processes":[{"name":"p","ops":[
+              {"op":"mmap","name":"b","size":"4M","align":"2M"},
+              {"op":"madvise","region":"b","advice":"nohugepage"},
+              {"op":"write","region":"b","length":"2M","bytes":1},
+              {"op":"write","region":"b","offset":"2M","length":"1M","bytes":1},
+              {"op":"madvise","region":"b","advice":"hugepage"},
+              {"op":"phase","name":"c"},
+              {"op":"madvise","region":"b","advice":"collapse"}]}]}"#,
+        )
+        .unwrap();
+        let costs = CostProfile { collapse_isolate_ns, ..CostProfile::default() };
+        // enabled=never: khugepaged leaves the ranges to MADV_COLLAPSE, which ignores it
+        let r = run_with(&wl, Some("1G"), &[("transparent_hugepage/enabled", "never")], Some(costs));
+        assert_eq!(r.vmstat_delta.get("thp_collapse_alloc").copied(), Some(2));
+        phase_ns(&r, ":c")
+    };
+    assert_eq!(t(1000) - t(0), (512 + 256) * 1000);
+}

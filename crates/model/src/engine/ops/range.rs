@@ -31,10 +31,21 @@ pub(super) fn range_op(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome 
                     continue;
                 }
                 // do_vmi_munmap(): a __split_vma per end inside a VMA, then each VMA
-                // removed (vms_complete_munmap_vmas, remove_vma)
-                let splits = k.mms[pid].splits_at(s) as u64 + k.mms[pid].splits_at(e) as u64;
+                // removed (vms_complete_munmap_vmas, remove_vma). A VMA with an anon_vma
+                // links its anon_vma_chains too: a split's anon_vma_clone() links one for
+                // the new VMA and vma_prepare()/vma_complete() take the cut one out of the
+                // interval tree and put it back (three), a removed piece's
+                // unlink_anon_vmas() takes its own out (one)
+                let cuts = [k.mms[pid].split_anon_at(s), k.mms[pid].split_anon_at(e)];
+                let splits = cuts.iter().flatten().count() as u64;
+                let anon_splits = cuts.iter().flatten().filter(|&&a| a).count() as u64;
+                let anon_removed = k.mms[pid].anon_vmas_in(s, e);
                 let removed = k.mms[pid].unmap_range(s, e).len() as u64;
-                k.charge(splits * k.costs.vma_split_ns + removed * k.costs.munmap_vma_ns);
+                k.charge(
+                    splits * k.costs.vma_split_ns
+                        + removed * k.costs.munmap_vma_ns
+                        + (3 * anon_splits + anon_removed) * k.costs.anon_vma_chain_ns,
+                );
                 k.zap_range(pid, s, e, true);
             }
             Op::Madvise { advice, .. } => {
