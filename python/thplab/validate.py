@@ -178,6 +178,15 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   p:munmap 1.30x (4096 text entries freed in 64 KiB batches: ~560 ns an entry live, the
   4 KiB calibration's swap_free + slot_free + text_free ~730), compaction-fill-p60 p:fault
   0.62x, compaction-manual p:fault 0.63x, a few 4 KiB/THP fault phases 0.70-0.74x.
+* zram slot frees at munmap: calibrate's 4096 entries of 4 KiB pages written one by one
+  (zram.<alg>.same.free) cost ~106 ns an entry, the entries of THPs written whole
+  (same.thp_free, same count) ~74 ns; live 256 MiB munmaps of same-filled entries, minutes
+  apart: 67 ns (THP-written) and 77 ns (4 KiB-written), median of 3 each. slot_free_ns is
+  now fitted from same.thp_free (16 ns here, from ~50). Replayed on out/vk-h4 with
+  out/host-h4.toml and only slot_free_ns = 16: 139 -> 141 of 155; seed 000's zram_best
+  p:munmap 1.71x -> 1.09x, mthp_64k_pageout_zram p:munmap 1.30x -> 1.22x, zram_worst
+  p:munmap 1.05x -> 0.88x. The disk and file munmaps (remove_mapping_ns from 4 KiB
+  munmap_cached) stay out, 1.34-1.63x.
 """
 
 from __future__ import annotations

@@ -54,8 +54,9 @@ pub struct CompressorCosts {
     /// zram_slot_free_notify() -> zram_free_page() of any stored slot, same-filled included
     /// (the slot lock, its flags and stats), beyond swap_free_ns: the whole free of a
     /// same-filled page, and the part of the others' free below their class's free_ns.
-    /// calibrate: munmap of swapped-out same-filled pages (zram.<alg>.same.free) less
-    /// swap_free_ns and pte_walk_ns, per page.
+    /// calibrate: munmap of the swap entries of same-filled THPs written whole
+    /// (zram.<alg>.same.thp_free; where THPs are not usable, of 4 KiB pages: same.free)
+    /// less swap_free_ns and pte_walk_ns, per entry.
     pub slot_free_ns: u64,
     /// Compressed bytes: calibrate (compr_data_size / pages stored).
     pub sparse_bytes: u64,
