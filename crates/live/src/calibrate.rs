@@ -291,12 +291,16 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         // the removal of one VMA per call: munmap_hole); munmap of the last page of what is
         // left, one page at a time (one split and a removal: munmap_tail)
         let nv = if quick { 256 } else { 1024 };
-        let m = Map_::new(nv * 2 * PAGE, Some(false))?;
-        let v = timed(nv - 1, || {
-            (0..nv - 1).for_each(|j| unsafe {
-                libc::munmap(m.page(2 * j + 1) as *mut _, PAGE);
+        // every other page of `m` unmapped, per call
+        let holes = |m: &Map_| {
+            timed(nv - 1, || {
+                (0..nv - 1).for_each(|j| unsafe {
+                    libc::munmap(m.page(2 * j + 1) as *mut _, PAGE);
+                })
             })
-        });
+        };
+        let m = Map_::new(nv * 2 * PAGE, Some(false))?;
+        let v = holes(&m);
         if r > 0 {
             s.add("munmap_hole", v)
         }
@@ -307,11 +311,7 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         let m = Map_::new(nv * 2 * PAGE, Some(false))?;
         m.touch(1);
         unsafe { libc::madvise(m.page(0) as *mut _, nv * 2 * PAGE, libc::MADV_DONTNEED) };
-        let v = timed(nv - 1, || {
-            (0..nv - 1).for_each(|j| unsafe {
-                libc::munmap(m.page(2 * j + 1) as *mut _, PAGE);
-            })
-        });
+        let v = holes(&m);
         if r > 0 {
             s.add("munmap_hole_anon", v)
         }

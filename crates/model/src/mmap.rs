@@ -315,12 +315,6 @@ impl Mm {
             as u64
     }
 
-    /// Would removing or changing [.., addr) or [addr, ..) split a VMA (__split_vma): does a
-    /// VMA start before `addr` and end after it?
-    pub fn splits_at(&self, addr: u64) -> bool {
-        self.vmas.range(..addr).next_back().is_some_and(|(_, v)| v.start < addr && v.end > addr)
-    }
-
     /// Remove [start, end) from the VMA tree (do_vmi_munmap). Returns the removed pieces.
     pub fn unmap_range(&mut self, start: u64, end: u64) -> Vec<(u64, u64)> {
         self.split_at(start);
