@@ -1,6 +1,7 @@
 //! Run a workload file through the model and print wall time, peak RSS and a summary.
 //! Usage: runwl WORKLOAD.json [MACHINE|-] [knob=value ...]   (`-`: the workload's machine)
-//! Environment: CHECK=1 runs the invariant checker; JSON_OUT=FILE writes the result;
+//! Environment: CHECK=1 runs the invariant checker; JSON_OUT=FILE writes the result (with
+//! SHARED, the array of results);
 //! TRACE=EV[,EV] selects tracepoints (as `thplab run --trace`); COSTS=FILE a cost profile (TOML).
 use std::time::Instant;
 use thplab_model::{run, RunOptions};
@@ -47,10 +48,11 @@ fn main() {
             ws.push(parse_workload(&std::fs::read_to_string(f).expect("workload file")).expect("workload"));
         }
         let t = Instant::now();
-        for r in thplab_model::run_shared(&ws, &o, 2) {
-            r.expect("run");
-        }
+        let rs: Vec<_> = thplab_model::run_shared(&ws, &o, 2).into_iter().map(|r| r.expect("run")).collect();
         println!("wall_s {:.2} peak_rss_mb {}", t.elapsed().as_secs_f64(), peak_rss_kb() / 1024);
+        if let Ok(p) = std::env::var("JSON_OUT") {
+            std::fs::write(p, serde_json::to_string(&rs).unwrap()).unwrap();
+        }
         return;
     }
     let t = Instant::now();

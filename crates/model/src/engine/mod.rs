@@ -118,8 +118,9 @@ impl Boot {
 /// continues from its own copy. The results are those of separate `run`s (the prefix
 /// records fault latencies when any workload asks for them; a workload that does not is
 /// run separately should the prefix have recorded a sample). Workloads that are not of
-/// this form run separately. At most `threads`
-/// continuations run at once, each on its own thread beside the prefix's state.
+/// this form run separately. At most `threads` continuations run at once, each on its own
+/// thread beside the prefix's state; they start in the order given, a thread taking the
+/// next as soon as it is done with one.
 pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec<Result<RunResult, Error>> {
     let Some(div) = divergence(ws).filter(|_| ws.len() > 1) else {
         return ws.iter().map(|w| run(w, o)).collect();
@@ -149,27 +150,48 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
         let r = e.run_loop(&check, o.check, None).and_then(|_| e.finish(&check, o.check)).map(|_| e.conclude(boot).0);
         (i, r)
     };
-    let mut prefix = Some(prefix);
-    for chunk in shared.chunks(threads.max(1)) {
-        let last = chunk.contains(shared.last().expect("a shared run"));
-        // copies first; the last continuation takes the prefix's state itself
-        let mut engines: Vec<(usize, Engine<'w>)> = vec![];
-        for (j, &i) in chunk.iter().enumerate() {
-            let e = match last && j + 1 == chunk.len() {
-                true => prefix.take().expect("the prefix"),
-                false => prefix.as_ref().expect("the prefix").clone(),
-            };
-            engines.push((i, e));
-        }
-        let done: Vec<(usize, Result<RunResult, Error>)> = std::thread::scope(|s| {
-            let hs: Vec<_> = engines.into_iter().map(|(i, e)| s.spawn(move || go(i, e))).collect();
-            hs.into_iter().map(|h| h.join().expect("a continuation thread")).collect()
-        });
-        for (i, r) in done {
-            results[i] = Some(r);
-        }
+    // A queue of continuations for `threads` workers: each takes the next workload, copies
+    // the prefix's state for it (one copy at a time: a copy is mostly the host's first
+    // touches of fresh memory, which do not overlap) and runs it; the last workload takes
+    // the prefix's state itself once every other copy is made. A worker done early starts
+    // the next continuation at once, so a short and a long continuation do not hold each
+    // other up; the results are those of separate runs, whatever the order.
+    struct Prefix<'w> {
+        state: Option<Engine<'w>>,
+        copies_left: usize,
     }
-    drop(prefix);
+    let n = shared.len();
+    let cell = std::sync::Mutex::new(Prefix { state: Some(prefix), copies_left: n - 1 });
+    let copied = std::sync::Condvar::new();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let take = |t: usize| -> Engine<'w> {
+        let mut p = cell.lock().expect("the prefix");
+        if t + 1 < n {
+            let e = p.state.as_ref().expect("the prefix").clone();
+            p.copies_left -= 1;
+            copied.notify_all();
+            return e;
+        }
+        while p.copies_left > 0 {
+            p = copied.wait(p).expect("the prefix");
+        }
+        p.state.take().expect("the prefix")
+    };
+    let done: Vec<(usize, Result<RunResult, Error>)> = std::thread::scope(|s| {
+        let worker = || {
+            let mut out = vec![];
+            loop {
+                let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&i) = shared.get(t) else { break out };
+                out.push(go(i, take(t)));
+            }
+        };
+        let hs: Vec<_> = (0..threads.clamp(1, n)).map(|_| s.spawn(worker)).collect();
+        hs.into_iter().flat_map(|h| h.join().expect("a continuation thread")).collect()
+    });
+    for (i, r) in done {
+        results[i] = Some(r);
+    }
     for i in separate {
         results[i] = Some(run(&ws[i], o));
     }
