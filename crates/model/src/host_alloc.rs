@@ -229,15 +229,17 @@ unsafe impl GlobalAlloc for HugePageAlloc {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let room = if layout.size() >= HUGE_MIN { lock().room(ptr as usize) } else { None };
         if let Some(room) = room {
-            if new_size <= room {
+            // in place while it fits and stays large (a block's size must keep telling
+            // dealloc() to look for it here)
+            if (HUGE_MIN..=room).contains(&new_size) {
                 return ptr;
             }
-            // SAFETY: a valid layout of new_size (the caller's contract); the old block
-            // holds layout.size() bytes, the new one at least new_size > room >= them
+            // SAFETY: a valid layout of new_size (the caller's contract); both blocks hold
+            // at least the bytes copied
             unsafe {
                 let q = self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
                 if !q.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, q, layout.size());
+                    std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size));
                     self.dealloc(ptr, layout);
                 }
                 return q;
@@ -280,7 +282,12 @@ mod tests {
             assert_ne!(r, p);
             assert!(std::slice::from_raw_parts(r, big.size()).iter().all(|&b| b == 7), "contents moved");
             let r_layout = Layout::from_size_align(2 * room, 8).unwrap();
-            HugePageAlloc.dealloc(q, big);
+            // shrunk below the large size: moved to the system allocator, contents kept
+            std::ptr::write_bytes(q, 5, 4096);
+            let small = HugePageAlloc.realloc(q, big, 4096);
+            assert_ne!(small, q);
+            assert!(std::slice::from_raw_parts(small, 4096).iter().all(|&b| b == 5), "contents moved");
+            HugePageAlloc.dealloc(small, Layout::from_size_align(4096, 8).unwrap());
             HugePageAlloc.dealloc(r, r_layout);
             assert_eq!(reserved_free_bytes(), 3 * room, "every block back in the reserve");
             release_reserve();

@@ -175,7 +175,7 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
         copies_left: usize,
     }
     let n = shared.len();
-    let cell = std::sync::Mutex::new(Prefix { state: Some(prefix), copies_left: n - 1 });
+    let cell = std::sync::Mutex::new(Prefix { state: Some(prefix), copies_left: n.saturating_sub(1) });
     let copied = std::sync::Condvar::new();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let take = |t: usize| -> Engine<'w> {
@@ -200,7 +200,7 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
                 out.push(go(i, take(t)));
             }
         };
-        let hs: Vec<_> = (0..threads.clamp(1, n)).map(|_| s.spawn(worker)).collect();
+        let hs: Vec<_> = (0..threads.clamp(1, n.max(1))).map(|_| s.spawn(worker)).collect();
         hs.into_iter().flat_map(|h| h.join().expect("a continuation thread")).collect()
     });
     for (i, r) in done {
