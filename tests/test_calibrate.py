@@ -105,6 +105,30 @@ FIXTURE = {
 }
 
 
+def test_remove_mapping_is_fitted_against_the_munmap_of_present_pages_beside_it():
+    """With munmap_present (the same round, right after munmap_cached), remove_mapping_ns is
+    the difference of the two less swap_free_ns: a slower host (both 1.5x) moves it by 1.5x,
+    not by the whole of munmap_cached's change as the unpaired fit against page_free_ns."""
+    import copy
+
+    pte_none = 2  # FIXTURE's pte_walk_ns
+    fx = copy.deepcopy(FIXTURE)
+    fx["samples"]["file.munmap_present"] = [350] * 3
+    prof, rows = calibrate.profile_from_samples(fx)
+    swap_free = 60 - pte_none
+    assert prof["remove_mapping_ns"] == 800 - 350 - swap_free
+    assert any(r[0] == "remove_mapping_ns" and "munmap_present" in r[3] for r in rows)
+    slow = copy.deepcopy(fx)
+    slow["samples"]["file.munmap_cached"] = [1200] * 3
+    slow["samples"]["file.munmap_present"] = [525] * 3
+    unpaired = copy.deepcopy(slow)
+    del unpaired["samples"]["file.munmap_present"]
+    p_slow = calibrate.profile_from_samples(slow)[0]["remove_mapping_ns"]
+    p_unpaired = calibrate.profile_from_samples(unpaired)[0]["remove_mapping_ns"]
+    assert p_slow == 1200 - 525 - swap_free
+    assert p_slow < p_unpaired  # the unpaired fit takes page_free_ns from an unloaded moment
+
+
 def test_profile_from_samples_and_toml_roundtrip():
     prof, rows = calibrate.profile_from_samples(FIXTURE)
     assert prof["clear_4k_ns"] == 160

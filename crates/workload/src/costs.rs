@@ -257,7 +257,8 @@ pub struct CostProfile {
     pub page_alloc_ns: u64,
     /// Releasing a folio: off its LRU list and its mappings' accounting, back to the buddy
     /// allocator (free_pages_and_swap_cache / folio_put). calibrate: munmap_4k (munmap of
-    /// present 4 KiB pages, per page) less pte_walk_ns; the default is an estimate.
+    /// present 4 KiB pages, per page: the median of 4 MiB pieces) less pte_walk_ns; the
+    /// default is an estimate.
     pub page_free_ns: u64,
     /// Local TLB flush of a range (reclaim's unmap, a PMD split, a collapse): estimate (invlpg
     /// of a few entries).
@@ -342,7 +343,8 @@ pub struct CostProfile {
     /// __remove_mapping of a reclaimed folio: out of the swap cache. Also the zap of a swap PTE whose folio is only in the swap cache
     /// (free_swap_and_cache → __try_to_reclaim_swap). The free itself (folio_put to the
     /// free lists) is page_free_ns, charged apart. calibrate: munmap of pages still in the
-    /// swap cache after a swap-file pageout (munmap_cached) less swap_free_ns, pte_walk_ns and
+    /// swap cache after a swap-file pageout (munmap_cached, the median of the region's 4 MiB
+    /// pieces, each unmapped and timed apart) less swap_free_ns, pte_walk_ns and
     /// page_free_ns.
     pub remove_mapping_ns: u64,
     /// A folio that shrink_folio_list() finds unmapped and outside the swap cache: a subpage
