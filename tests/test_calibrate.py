@@ -129,6 +129,34 @@ def test_remove_mapping_is_fitted_against_the_munmap_of_present_pages_beside_it(
     assert p_slow < p_unpaired  # the unpaired fit takes page_free_ns from an unloaded moment
 
 
+def test_swap_put_cached_is_solved_from_the_thp_munmap_and_the_4k_pair():
+    """disk.thp_munmap_best is 512 cached swap PTEs and one THP folio (its walk, free and
+    tails, and the call's share besides); munmap_cached less munmap_present is one PTE and
+    one 4 KiB folio: two equations for swap_put_cached_ns and remove_mapping_ns."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    s, r = 20, 600
+    base, _ = calibrate.profile_from_samples(fx)
+    call = (base["syscall_ns"] + base["munmap_vma_ns"] + base["zap_flush_ns"]) / 64
+    fixed = base["pmd_walk_ns"] + base["page_free_ns"] + 511 * base["free_tail_page_ns"] + call
+    fx["samples"].update(
+        {
+            "disk.munmap_cached": [1000 + s + r] * 3,
+            "disk.munmap_present": [1000] * 3,
+            "disk.thp_munmap_best": [fixed + 512 * (base["pte_walk_ns"] + s) + r] * 3,
+        }
+    )
+    fx["values"].update({"disk.thp_best.thp_swpout": 1.0, "disk.thp_pages": 64})
+    prof, rows = calibrate.profile_from_samples(fx)
+    assert prof["swap_put_cached_ns"] == s
+    assert prof["remove_mapping_ns"] == r
+    assert [x[0] for x in rows].count("remove_mapping_ns") == 1
+    # THPs that were split instead (thp_swpout_fallback): no equation, the field stays unset
+    fx["values"]["disk.thp_best.thp_swpout"] = 0.0
+    assert "swap_put_cached_ns" not in calibrate.profile_from_samples(fx)[0]
+
+
 def test_profile_from_samples_and_toml_roundtrip():
     prof, rows = calibrate.profile_from_samples(FIXTURE)
     assert prof["clear_4k_ns"] == 160

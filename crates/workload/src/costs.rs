@@ -367,6 +367,15 @@ pub struct CostProfile {
     /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
     /// walk.
     pub swap_free_ns: u64,
+    /// The zap of one swap PTE whose slot a folio in the swap cache still holds: the count's
+    /// drop alone (swap_entries_put_map_nr keeps SWAP_HAS_CACHE), the slot itself freed with
+    /// the folio's others when the folio leaves the swap cache (put_swap_folio:
+    /// swap_entries_free over the folio's range), the folio's reclaim being
+    /// remove_mapping_ns. Unset: swap_free_ns. calibrate: from the munmap of THPs written
+    /// whole to the loop device (disk.thp_munmap_best: 512 such PTEs and one folio) and of
+    /// 4 KiB swap-cache pages (munmap_cached less munmap_present: one PTE and one folio),
+    /// solved with remove_mapping_ns.
+    pub swap_put_cached_ns: Option<u64>,
     /// do_swap_page for a page not in the swap cache, beyond the fault's entry (fault_4k_ns)
     /// and the device read: the folio allocation, swap-cache insertion (or the skip for a
     /// synchronous device), mapping, freeing the slot. calibrate: zram swap-in of same-filled
@@ -559,6 +568,7 @@ impl Default for CostProfile {
             remove_mapping_ns: 700,
             reclaim_unmapped_ns: 1_000,
             swap_free_ns: 50,
+            swap_put_cached_ns: None,
             swapin_ns: 2_300,
             collapse_ns: 400_000,
             collapse_isolate_ns: 300,
