@@ -105,6 +105,58 @@ FIXTURE = {
 }
 
 
+def test_remove_mapping_is_fitted_against_the_munmap_of_present_pages_beside_it():
+    """With munmap_present (the same round, right after munmap_cached), remove_mapping_ns is
+    the difference of the two less swap_free_ns: a slower host (both 1.5x) moves it by 1.5x,
+    not by the whole of munmap_cached's change as the unpaired fit against page_free_ns."""
+    import copy
+
+    pte_none = 2  # FIXTURE's pte_walk_ns
+    fx = copy.deepcopy(FIXTURE)
+    fx["samples"]["file.munmap_present"] = [350] * 3
+    prof, rows = calibrate.profile_from_samples(fx)
+    swap_free = 60 - pte_none
+    assert prof["remove_mapping_ns"] == 800 - 350 - swap_free
+    assert any(r[0] == "remove_mapping_ns" and "munmap_present" in r[3] for r in rows)
+    slow = copy.deepcopy(fx)
+    slow["samples"]["file.munmap_cached"] = [1200] * 3
+    slow["samples"]["file.munmap_present"] = [525] * 3
+    unpaired = copy.deepcopy(slow)
+    del unpaired["samples"]["file.munmap_present"]
+    p_slow = calibrate.profile_from_samples(slow)[0]["remove_mapping_ns"]
+    p_unpaired = calibrate.profile_from_samples(unpaired)[0]["remove_mapping_ns"]
+    assert p_slow == 1200 - 525 - swap_free
+    assert p_slow < p_unpaired  # the unpaired fit takes page_free_ns from an unloaded moment
+
+
+def test_swap_put_cached_is_solved_from_the_thp_munmap_and_the_4k_pair():
+    """disk.thp_munmap_best is 512 cached swap PTEs and one THP folio (its walk, free and
+    tails, and the call's share besides); munmap_cached less munmap_present is one PTE and
+    one 4 KiB folio: two equations for swap_put_cached_ns and remove_mapping_ns."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    s, r = 20, 600
+    base, _ = calibrate.profile_from_samples(fx)
+    call = (base["syscall_ns"] + base["munmap_vma_ns"] + base["zap_flush_ns"]) / 64
+    fixed = base["pmd_walk_ns"] + base["page_free_ns"] + 511 * base["free_tail_page_ns"] + call
+    fx["samples"].update(
+        {
+            "disk.munmap_cached": [1000 + s + r] * 3,
+            "disk.munmap_present": [1000] * 3,
+            "disk.thp_munmap_best": [fixed + 512 * (base["pte_walk_ns"] + s) + r] * 3,
+        }
+    )
+    fx["values"].update({"disk.thp_best.thp_swpout": 1.0, "disk.thp_pages": 64})
+    prof, rows = calibrate.profile_from_samples(fx)
+    assert prof["swap_put_cached_ns"] == s
+    assert prof["remove_mapping_ns"] == r
+    assert [x[0] for x in rows].count("remove_mapping_ns") == 1
+    # THPs that were split instead (thp_swpout_fallback): no equation, the field stays unset
+    fx["values"]["disk.thp_best.thp_swpout"] = 0.0
+    assert "swap_put_cached_ns" not in calibrate.profile_from_samples(fx)[0]
+
+
 def test_profile_from_samples_and_toml_roundtrip():
     prof, rows = calibrate.profile_from_samples(FIXTURE)
     assert prof["clear_4k_ns"] == 160

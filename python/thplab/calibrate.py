@@ -441,9 +441,11 @@ def _fit_devices(prof, S, V, rows, spread):
             ("swapin_seq", "swap-in fault with readahead, per page"),
             ("swapin_single", "swap-in fault of an isolated page"),
             ("munmap_cached", "munmap of a page still in the swap cache"),
+            ("munmap_present", "then munmap of a present page, beside it"),
             ("munmap_entry", "munmap of a swap entry"),
             ("thp_pageout_best", "THP MADV_PAGEOUT, seed 000 best case, per THP"),
             ("thp_pageout_random", "THP MADV_PAGEOUT of random data, per THP"),
+            ("thp_munmap_best", "then its munmap, per THP"),
             ("thp_drain_random", "then until its writeback completes, per THP"),
         ]:
             if f"{dev}.{k}" in S:
@@ -471,7 +473,21 @@ def _fit_reclaim(prof, S, V, rows, spread):
             S[f"{dev}.munmap_entry"],
             f"{dev}.munmap_entry less pte_walk",
         )
-        if m(f"{dev}.munmap_cached") is not None:
+        if m(f"{dev}.munmap_cached") is not None and m(f"{dev}.munmap_present") is not None:
+            # paired: the munmap of as many present pages, taken right after in the same
+            # round, stands for pte_walk + page_free: a co-running job slows both alike
+            # (remove_mapping_ns from the unpaired difference moved 312-1502 ns between
+            # calibrations on this shared host)
+            _put(
+                prof,
+                rows,
+                spread,
+                "remove_mapping_ns",
+                m(f"{dev}.munmap_cached") - m(f"{dev}.munmap_present") - prof["swap_free_ns"],
+                S[f"{dev}.munmap_cached"],
+                f"{dev}.munmap_cached less munmap_present (beside it) and swap_free (the model frees the folio apart)",
+            )
+        elif m(f"{dev}.munmap_cached") is not None:
             _put(
                 prof,
                 rows,
@@ -481,6 +497,46 @@ def _fit_reclaim(prof, S, V, rows, spread):
                 S[f"{dev}.munmap_cached"],
                 f"{dev}.munmap_cached less swap_free, pte_walk, page_free (the model frees the folio apart)",
             )
+    # swap PTEs whose slot a cached folio still holds (free_swap_and_cache_nr: the count's drop
+    # only, the slot freed with the folio's others at put_swap_folio): from the munmap of THPs
+    # written whole to the loop device (512 such PTEs, one folio) and the 4 KiB pair (one PTE,
+    # one folio), solved with remove_mapping_ns
+    if (
+        m("disk.thp_munmap_best") is not None
+        and m("disk.munmap_cached") is not None
+        and m("disk.munmap_present") is not None
+        and (V.get("disk.thp_best.thp_swpout") or 0) >= 0.9
+    ):
+        call = (prof["syscall_ns"] + prof["munmap_vma_ns"] + prof["zap_flush_ns"]) / (V.get("disk.thp_pages") or 64)
+        one = m("disk.munmap_cached") - m("disk.munmap_present")  # s + r
+        thp = (
+            m("disk.thp_munmap_best")
+            - prof["pmd_walk_ns"]
+            - prof["page_free_ns"]
+            - 511 * prof["free_tail_page_ns"]
+            - call
+            - 512 * pte
+        )  # 512 s + r
+        put = max(0.0, (thp - one) / 511)
+        _put(
+            prof,
+            rows,
+            spread,
+            "swap_put_cached_ns",
+            put,
+            S["disk.thp_munmap_best"],
+            "disk.thp_munmap_best (512 cached PTEs, one THP) and munmap_cached less munmap_present (one), solved",
+        )
+        rows[:] = [r for r in rows if r[0] != "remove_mapping_ns"]
+        _put(
+            prof,
+            rows,
+            spread,
+            "remove_mapping_ns",
+            one - put,
+            S["disk.munmap_cached"],
+            "disk.munmap_cached less munmap_present and swap_put_cached (solved with the THP munmap)",
+        )
     # zram_slot_free_notify() of a same-filled slot: the munmap of such swap entries less
     # what the model charges beside it (the PTE walk, free_swap_and_cache). From the entries
     # of THPs written whole (same.thp_free: 512 consecutive slots per PTE table, which

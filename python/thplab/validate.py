@@ -187,6 +187,34 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   p:munmap 1.71x -> 1.09x, mthp_64k_pageout_zram p:munmap 1.30x -> 1.22x, zram_worst
   p:munmap 1.05x -> 0.88x. The disk and file munmaps (remove_mapping_ns from 4 KiB
   munmap_cached) stay out, 1.34-1.63x.
+* 2026-11-27 03:00, remove_mapping_ns: the live 4 KiB swap-cache munmaps of the worst cases
+  take ~0.9-1.3 us a page (a 64 and a 512 MiB munmap on the loop device, 3 s after the
+  pageout: 0.88-0.95 us), calibrate's munmap_cached 0.8-1.6 us between calibrations an
+  hour apart. The spread follows the host's load: other tasks kept 0.9-1.2 of the 2 CPUs
+  busy in the slow ones (calibrate now notes it, values host_other_cpus and host_steal),
+  which slows these memory-bound paths beyond what run_delay removes; page_free_ns,
+  measured a minute earlier in the same calibration, read 320-525 ns. calibrate now takes
+  munmap_present (as many present pages, right after munmap_cached in the same round) and
+  fits remove_mapping_ns = munmap_cached - munmap_present - the PTE's own cost, and times
+  every munmap in 4 MiB pieces (median of the pieces). Still 608-901 ns over two
+  calibrations: the pairing removes the unpaired term's drift, not the host's;
+* the THPs written whole to a block device leave 512 swap PTEs whose slot the cached folio
+  still holds: their zap drops the count only (swap_entries_put_map_nr) and the slots go
+  with the folio (put_swap_folio), ~49 ns a PTE against swap_free_ns' 77
+  (swap_put_cached_ns, solved with remove_mapping_ns from disk.thp_munmap_best). Fresh
+  calibration (out/host-t28f.toml) on fresh live runs (out/vk-e1, 03:30): the six swap-file
+  and disk scenarios' p:munmap all within +-25 % (disk_worst 1.04x, file_worst 0.92x,
+  file_best 1.19x, mthp_64k_pageout_swapfile 0.84x, swap_file_thp 1.01x; disk_best unstable
+  live, 17-44 ms); on out/vk-h4 with out/host-h4.toml, slot_free_ns 16 and
+  swap_put_cached_ns 35 (the same ratio to swap_free_ns): 141 -> 142 of 155, disk_best
+  p:munmap 1.34x -> 1.04x;
+* the THP fault phases at 0.62-0.72x on out/vk-h4 (compaction-fill-p60, compaction-manual,
+  split_partial_munmap, swap_pageout_noswap) are refaults of memory the guest reported to
+  the host (docs/page_reporting.md, "Measured 2026-11-27"): run alone minutes later they
+  were 0.91-1.02x (out/vk-a1); back to back with other scenarios the same 256 THP faults
+  took 62-967 ms. Which blocks a fault takes depends on the host's reporting passes and on
+  the per-CPU lists and tail placements of the blocks the runner backs first; the model
+  starts with all its free memory backed. Left.
 """
 
 from __future__ import annotations

@@ -73,6 +73,26 @@ impl Drop for Map_ {
     }
 }
 
+/// munmap `m` from its end, `chunk` bytes at a time (each call shrinks the VMA from its end,
+/// no split), and return each piece's time per 4 KiB page. One munmap of the whole region
+/// is a single sample that a stall of the vCPU in the host (steal time, which run_delay
+/// does not count) or another task's burst can inflate as a whole; the median of the
+/// pieces leaves the pieces it hit out.
+pub(crate) fn munmap_pieces(m: Map_, chunk: usize) -> Vec<f64> {
+    let mut v = vec![];
+    let mut end = m.len;
+    while end > 0 {
+        let start = end.saturating_sub(chunk);
+        let len = end - start;
+        v.push(timed(len / PAGE, || unsafe {
+            libc::munmap(m.p.add(start) as *mut _, len);
+        }));
+        end = start;
+    }
+    std::mem::forget(m);
+    v
+}
+
 pub(crate) fn check_sig() -> Result<(), CalError> {
     let s = safety::signalled();
     if s != 0 {
@@ -146,6 +166,54 @@ pub(crate) fn vm(k: &str) -> i64 {
     vmstat().get(k).copied().unwrap_or(0)
 }
 
+/// /proc/stat's `cpu` line: (busy, steal, total) clock ticks over every CPU (busy: user,
+/// nice, system, irq, softirq).
+pub(crate) fn parse_cpu_line(stat: &str) -> Option<(u64, u64, u64)> {
+    let l = stat.lines().next()?;
+    if !l.starts_with("cpu ") {
+        return None;
+    }
+    let v: Vec<u64> = l.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    if v.len() < 8 {
+        return None;
+    }
+    Some((v[0] + v[1] + v[2] + v[5] + v[6], v[7], v[..8].iter().sum()))
+}
+
+fn cpu_ticks() -> Option<(u64, u64, u64)> {
+    parse_cpu_line(&read_file("/proc/stat").ok()?)
+}
+
+/// Between two `parse_cpu_line` readings, with `own` ticks this process used: the CPUs other
+/// tasks kept busy on average, and the share of time the host took (steal).
+pub(crate) fn others_share(a: (u64, u64, u64), b: (u64, u64, u64), own: f64, ncpus: usize) -> (f64, f64) {
+    let total = b.2.saturating_sub(a.2) as f64;
+    if total <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let busy = b.0.saturating_sub(a.0) as f64;
+    (((busy - own).max(0.0) / total) * ncpus as f64, b.1.saturating_sub(a.1) as f64 / total)
+}
+
+/// This process's and its reaped children's CPU time (user and system), ns.
+fn self_cpu_ns() -> u64 {
+    let t = |who| {
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut ru) };
+        let tv = |x: libc::timeval| x.tv_sec as u64 * 1_000_000_000 + x.tv_usec as u64 * 1000;
+        tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    t(libc::RUSAGE_SELF) + t(libc::RUSAGE_CHILDREN)
+}
+
+fn clk_tck() -> f64 {
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
+}
+
+fn ncpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
 pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -> Result<Value, CalError> {
     let t_start = now_ns();
     let reps = reps.unwrap_or(if quick { 3 } else { 7 });
@@ -153,6 +221,8 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     let mut notes: Vec<String> = vec![];
     let mut values: Map<String, Value> = Map::new();
     let big = if quick { 32 << 20 } else { 128 << 20 };
+    // what other tasks (and the host: steal) took of the CPUs meanwhile, for the notes
+    let (cpu0, own0) = (cpu_ticks(), self_cpu_ns());
 
     // ---- CPU-side primitives on warmed memory ----
     for _ in 0..reps {
@@ -266,9 +336,9 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         }
         // munmap of those present 4 KiB pages: per page the PTE zap, rmap and LRU removal,
         // and the free (zap_present_ptes, free_pages_and_swap_cache)
-        let v = timed(n, || drop(m));
+        let v = munmap_pieces(m, 4 << 20);
         if r > 0 {
-            s.add("munmap_4k", v)
+            v.into_iter().for_each(|x| s.add("munmap_4k", x))
         }
         let m = Map_::new(fsz, Some(false))?;
         let v = timed(n, || {
@@ -518,6 +588,19 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     crate::calibrate_mm::calibrate_collapse(quick, reps, &mut s, &mut values, &mut notes)?;
     drop(journal_guard);
 
+    if let (Some(a), Some(b)) = (cpu0, cpu_ticks()) {
+        let own = (self_cpu_ns() - own0) as f64 / 1e9 * clk_tck();
+        let (other, steal) = others_share(a, b, own, ncpus());
+        values.insert("host_other_cpus".into(), json!((other * 100.0).round() / 100.0));
+        values.insert("host_steal".into(), json!((steal * 1000.0).round() / 1000.0));
+        if other > 0.5 || steal > 0.05 {
+            notes.push(format!(
+                "other tasks kept {other:.1} of {} CPUs busy during the calibration (steal {:.0} %): memory-bound kernel paths measure slower under such load (a swap-cache munmap 1.4-1.6 us a page against 0.8-1.0 us on an idle host), which run_delay does not remove; calibrate when the host is idle, close to the live runs it is compared with",
+                ncpus(),
+                steal * 100.0
+            ));
+        }
+    }
     let (release, _) = crate::host::uname();
     let host = read_trim("/proc/sys/kernel/hostname").unwrap_or_default();
     Ok(json!({
@@ -674,4 +757,40 @@ fn calibrate_zram(
         values.insert(format!("zram.{alg}.{class}.bytes"), json!(bytes[bytes.len() / 2]));
     }
     g.undo()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_tasks_share_comes_from_proc_stat_less_own_time() {
+        let a = parse_cpu_line("cpu  100 0 50 1000 0 0 0 10 0 0\ncpu0 1 2 3\n").unwrap();
+        assert_eq!(a, (150, 10, 1160));
+        // 1000 ticks later on 2 CPUs: 600 busy (200 of them ours), 40 stolen
+        let b = parse_cpu_line("cpu  500 0 250 1360 0 0 0 50 0 0\n").unwrap();
+        let (other, steal) = others_share(a, b, 200.0, 2);
+        assert!((other - 0.8).abs() < 1e-9, "{other}");
+        assert!((steal - 0.04).abs() < 1e-9, "{steal}");
+        assert_eq!(parse_cpu_line("intr 1 2 3"), None);
+        // our own time is never counted as another task's
+        assert_eq!(others_share(a, b, 10_000.0, 2).0, 0.0);
+    }
+
+    #[test]
+    fn munmap_pieces_times_every_piece_and_unmaps_the_whole_region() {
+        let len = (8 << 20) + PAGE;
+        let Ok(m) = Map_::new(len, Some(false)) else { panic!("mmap failed") };
+        m.touch(1);
+        let p = m.p;
+        let v = munmap_pieces(m, 4 << 20);
+        assert_eq!(v.len(), 3, "two 4 MiB pieces and the last page: {v:?}");
+        assert!(v.iter().all(|x| x.is_finite() && *x >= 0.0));
+        // nothing is left mapped: mincore() fails with ENOMEM on every piece
+        for off in [0, 4 << 20, 8 << 20] {
+            let mut vec = [0u8; 1];
+            let r = unsafe { libc::mincore(p.add(off) as *mut _, PAGE, vec.as_mut_ptr()) };
+            assert_eq!(r, -1, "offset {off} still mapped");
+        }
+    }
 }

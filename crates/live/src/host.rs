@@ -44,6 +44,12 @@ pub fn free_page_reporting() -> bool {
         .unwrap_or(false)
 }
 
+/// KiB this guest has reported to its host so far, where its kernel counts them (this
+/// reference host's page_reporting module has a `reported_kib` parameter; mainline has none).
+pub fn reported_kib() -> Option<u64> {
+    read_trim("/sys/module/page_reporting/parameters/reported_kib").and_then(|t| t.parse().ok())
+}
+
 /// Free page reporting gives the host the guest's free 2 MiB blocks 2 s after they are freed
 /// (mm/page_reporting.c); the first touch of such a block costs a refault in the host
 /// (milliseconds). The model starts with its free memory backed, so on such a guest a run

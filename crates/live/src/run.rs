@@ -431,6 +431,7 @@ fn supervise(
     *ZRAM_DEVS.lock().unwrap() = zram_devs.clone();
     // memory the host took back (free page reporting) backed again, as the model starts
     let backed_before_run = host::back_free_memory(p.footprint);
+    let reported_kib_before = host::reported_kib();
     check_abort(deadline, "while backing free memory")?;
     let knobs_at_start = host::knob_values(&p.lk);
     let (release, version) = host::uname();
@@ -678,6 +679,8 @@ fn supervise(
             "swaps": swaps_text,
             "free_page_reporting": host::free_page_reporting(),
             "backed_before_run_bytes": backed_before_run,
+            // KiB the guest reported to its host while the run went on (this host's counter)
+            "reported_during_run_kib": reported_kib_before.zip(host::reported_kib()).map(|(a, b)| b.saturating_sub(a)),
             "mem_available_kb": meminfo().get("MemAvailable"),
             "runner": format!("thplab-live {}", thplab_workload::VERSION),
             "notes": notes,

@@ -638,12 +638,19 @@ impl Kernel {
         }
     }
 
-    /// free_swap_and_cache(): a swap PTE is zapped (swap_free_ns). When only the swap cache
+    /// free_swap_and_cache(): a swap PTE is zapped (swap_free_ns; swap_put_cached_ns when a
+    /// folio in the swap cache holds the slot). When only the swap cache
     /// still holds the slot and the cached folio is not mapped, the folio is reclaimed at
     /// once (__try_to_reclaim_swap: remove_mapping_ns) — unless it is still under writeback
     /// (folio_swapcache_freeable): then it stays in the swap cache for reclaim to find.
     pub fn free_swap_and_cache(&mut self, slot: u32) {
-        self.charge(self.costs.swap_free_ns);
+        // free_swap_and_cache_nr(): swap_entries_put_map_nr() drops the count; a slot the
+        // swap cache still holds is freed later, with its folio's others (put_swap_folio)
+        let cached = self.swap.map(slot) & SWAP_HAS_CACHE != 0;
+        self.charge(match (cached, self.costs.swap_put_cached_ns) {
+            (true, Some(ns)) => ns,
+            _ => self.costs.swap_free_ns,
+        });
         self.swap_free(slot);
         let m = self.swap.map(slot);
         if m & SWAP_HAS_CACHE != 0 && m & SWAP_COUNT_MASK == 0 {

@@ -257,7 +257,8 @@ pub struct CostProfile {
     pub page_alloc_ns: u64,
     /// Releasing a folio: off its LRU list and its mappings' accounting, back to the buddy
     /// allocator (free_pages_and_swap_cache / folio_put). calibrate: munmap_4k (munmap of
-    /// present 4 KiB pages, per page) less pte_walk_ns; the default is an estimate.
+    /// present 4 KiB pages, per page: the median of 4 MiB pieces) less pte_walk_ns; the
+    /// default is an estimate.
     pub page_free_ns: u64,
     /// Local TLB flush of a range (reclaim's unmap, a PMD split, a collapse): estimate (invlpg
     /// of a few entries).
@@ -342,7 +343,8 @@ pub struct CostProfile {
     /// __remove_mapping of a reclaimed folio: out of the swap cache. Also the zap of a swap PTE whose folio is only in the swap cache
     /// (free_swap_and_cache → __try_to_reclaim_swap). The free itself (folio_put to the
     /// free lists) is page_free_ns, charged apart. calibrate: munmap of pages still in the
-    /// swap cache after a swap-file pageout (munmap_cached) less swap_free_ns, pte_walk_ns and
+    /// swap cache after a swap-file pageout (munmap_cached, the median of the region's 4 MiB
+    /// pieces, each unmapped and timed apart) less swap_free_ns, pte_walk_ns and
     /// page_free_ns.
     pub remove_mapping_ns: u64,
     /// A folio that shrink_folio_list() finds unmapped and outside the swap cache: a subpage
@@ -365,6 +367,15 @@ pub struct CostProfile {
     /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
     /// walk.
     pub swap_free_ns: u64,
+    /// The zap of one swap PTE whose slot a folio in the swap cache still holds: the count's
+    /// drop alone (swap_entries_put_map_nr keeps SWAP_HAS_CACHE), the slot itself freed with
+    /// the folio's others when the folio leaves the swap cache (put_swap_folio:
+    /// swap_entries_free over the folio's range), the folio's reclaim being
+    /// remove_mapping_ns. Unset: swap_free_ns. calibrate: from the munmap of THPs written
+    /// whole to the loop device (disk.thp_munmap_best: 512 such PTEs and one folio) and of
+    /// 4 KiB swap-cache pages (munmap_cached less munmap_present: one PTE and one folio),
+    /// solved with remove_mapping_ns.
+    pub swap_put_cached_ns: Option<u64>,
     /// do_swap_page for a page not in the swap cache, beyond the fault's entry (fault_4k_ns)
     /// and the device read: the folio allocation, swap-cache insertion (or the skip for a
     /// synchronous device), mapping, freeing the slot. calibrate: zram swap-in of same-filled
@@ -557,6 +568,7 @@ impl Default for CostProfile {
             remove_mapping_ns: 700,
             reclaim_unmapped_ns: 1_000,
             swap_free_ns: 50,
+            swap_put_cached_ns: None,
             swapin_ns: 2_300,
             collapse_ns: 400_000,
             collapse_isolate_ns: 300,

@@ -701,3 +701,39 @@ fn plugged_4k_swap_writes_merge_into_large_requests() {
     assert!(t_single > 100_000_000, "{t_single}");
     assert!(t_merged * 10 < t_single, "{t_merged} vs {t_single}");
 }
+
+/// free_swap_and_cache_nr() (6.18 mm/swapfile.c): swap_entries_put_map_nr() drops each
+/// zapped PTE's count; a slot a folio in the swap cache still holds keeps SWAP_HAS_CACHE
+/// and is freed with the folio's others when __try_to_reclaim_swap() takes the folio out
+/// of the swap cache (put_swap_folio). Such a PTE costs swap_put_cached_ns where set; an
+/// entry whose folio is gone (read back and freed, or never cached) swap_free_ns.
+#[test]
+fn a_swap_pte_whose_folio_is_cached_costs_swap_put_cached() {
+    use crate::engine::{run, RunOptions};
+    use thplab_workload::parse_workload;
+    let m = r#"{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"disk","size":"256M"}]}"#;
+    let w = r#"{"knobs":{"transparent_hugepage/enabled":"madvise"},"processes":[{"name":"p","ops":[
+      {"op":"mmap","name":"b","size":"64M","align":"2M"},{"op":"madvise","region":"b","advice":"hugepage"},
+      {"op":"write","region":"b","every":"2M","length":"4K","bytes":1,"data":255},
+      {"op":"madvise","region":"b","advice":"pageout"},
+      {"op":"sleep","duration":"5s"},
+      {"op":"phase","name":"munmap"},{"op":"munmap","region":"b"}]}]}"#;
+    let munmap_ns = |put: Option<u64>| {
+        let costs = CostProfile { swap_put_cached_ns: put, ..CostProfile::default() };
+        let o = RunOptions {
+            machine: Some(MachineSpec::parse_any(m).unwrap()),
+            costs: Some(costs),
+            check: true,
+            ..Default::default()
+        };
+        let r = run(&parse_workload(w).unwrap(), &o).unwrap();
+        assert_eq!(d(&r, "thp_swpout"), 32);
+        assert_eq!(pd(&r, "munmap", "nr_swapcached"), -32 * 512, "every folio still cached, then reclaimed");
+        let p = r.phases.iter().find(|p| p.name == "p:munmap").unwrap();
+        p.end_ns - p.start_ns
+    };
+    let swap_free = CostProfile::default().swap_free_ns;
+    let (unset, zero, ten) = (munmap_ns(None), munmap_ns(Some(0)), munmap_ns(Some(10)));
+    assert_eq!(unset - zero, 32 * 512 * swap_free, "unset: swap_free_ns for each cached PTE");
+    assert_eq!(ten - zero, 32 * 512 * 10);
+}
