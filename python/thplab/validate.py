@@ -215,6 +215,19 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   took 62-967 ms. Which blocks a fault takes depends on the host's reporting passes and on
   the per-CPU lists and tail placements of the blocks the runner backs first; the model
   starts with all its free memory backed. Left.
+* 2026-11-27 03:46-04:14, a calibration (out/host-t28g.toml: remove_mapping_ns 840,
+  swap_put_cached_ns 52) then every scenario live (out/vk-t28): 132 of 150 gated phase
+  times within +-25 %, geometric mean 0.81x; the same live runs and samples with the old
+  unpaired fit (remove_mapping_ns 935, no swap_put_cached_ns): 131. Seed 000's p:munmap
+  disk_best 1.53x -> 1.25x, disk_worst 1.21x -> 1.10x, file_worst 1.11x -> 1.02x,
+  file_best 0.97x -> 0.96x, file_best p:pageout_thp 0.94x. Most of what is out is the
+  THP fault phases after compaction-fill: every scenario's kernel.reported_during_run_kib
+  shows the host taking back 2.5 GiB during each compaction-frag/-manual run and 15-23 GiB
+  during the fills; their p:fault 0.10-0.20x (316-623 ms live for 256 THPs, 64 ms a run
+  earlier in the day), partial-munmap and split_underused_* p:fault 0.39-0.64x. Also out:
+  seed 000's zram_best and zram_worst p:pageout_thp 1.39x, 1.57x and zram_best p:munmap
+  1.55x (zram fields, untouched here), madv_collapse_latency p:after 0.69x,
+  mthp_64k_swapin_zram p:munmap 0.59x (0.5 ms live), compaction-fill-p60 p:eat 1.40x.
 """
 
 from __future__ import annotations
