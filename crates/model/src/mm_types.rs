@@ -474,10 +474,6 @@ impl Links {
             debug_assert!(false, "set on unattached link {pfn}");
         }
     }
-    /// Host bytes of the two arrays a copy allocates (the pool's reserved room included).
-    pub fn copy_bytes(&self) -> [usize; 2] {
-        [self.chunk_of.len() * 4, self.pool.capacity() * std::mem::size_of::<[[u32; 2]; 64]>()]
-    }
     pub fn heap_bytes(&self) -> usize {
         self.chunk_of.len() * 4 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
     }

@@ -1510,13 +1510,6 @@ impl PhysMem {
         self.zones.iter().filter(|z| z.idx <= ZONE_NORMAL && z.populated()).count() as u64
     }
 
-    /// Host bytes of the large arrays (those `host_alloc` may carve from its reserve) that
-    /// a copy of this state allocates, each rounded up to 2 MiB.
-    pub fn copy_large_bytes(&self) -> usize {
-        let big = |b: usize| if b >= crate::host_alloc::HUGE_MIN { b.next_multiple_of(2 << 20) } else { 0 };
-        big(self.frames.capacity() * 8) + self.links.copy_bytes().into_iter().map(big).sum::<usize>()
-    }
-
     pub fn heap_bytes(&self) -> usize {
         self.frames.len() * 8
             + self.pageblocks.len() * 2

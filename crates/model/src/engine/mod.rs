@@ -133,21 +133,7 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
     let mut prefix = Engine::new(k, &ws[0], &boot.machine, boot.seed);
     // a broken invariant in the prefix is reproduced by the first workload alone
     let check_of = |w| checker(w, o, &boot);
-    // the large arrays of the copies the first `threads` continuations make are faulted in
-    // on another thread while the prefix runs (host_alloc.rs, "First touches"); later
-    // copies reuse what finished continuations free. Only while the host has the memory
-    // to spare beside the prefix's own state.
-    let copies = ws.len().min(threads.max(1)) - usize::from(ws.len() <= threads.max(1));
-    let one = prefix.k.pm.copy_large_bytes();
-    let held = copies > 0 && one > 0 && (copies + 2) * one < host_mem_available();
-    let _release = Release(held);
-    let ran = std::thread::scope(|s| {
-        if held {
-            s.spawn(move || crate::host_alloc::reserve(copies * one));
-        }
-        prefix.run_loop(&check_of(&ws[0]), o.check, Some(&div))
-    });
-    if let Err(e) = ran {
+    if let Err(e) = prefix.run_loop(&check_of(&ws[0]), o.check, Some(&div)) {
         return ws.iter().map(|_| Err(e.clone())).collect();
     }
     let sampled = !prefix.k.rec.latency_samples.is_empty();
@@ -210,24 +196,6 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
         results[i] = Some(run(&ws[i], o));
     }
     results.into_iter().map(|r| r.expect("every workload ran")).collect()
-}
-
-/// Undoes a `host_alloc::reserve()` when dropped.
-struct Release(bool);
-impl Drop for Release {
-    fn drop(&mut self) {
-        if self.0 {
-            crate::host_alloc::release_reserve();
-        }
-    }
-}
-
-/// The host's MemAvailable in bytes (0 when it cannot be read).
-fn host_mem_available() -> usize {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kb =
-        meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:")?.trim().strip_suffix("kB")?.trim().parse().ok());
-    kb.unwrap_or(0usize) * 1024
 }
 
 /// The invariant checker of a run of `w` (a broken invariant carries the command that
