@@ -463,6 +463,14 @@ def _fit_reclaim(prof, S, V, rows, spread):
     tlb = prof["tlb_flush_ns"]
     best = _med(S["memchr_inv_4k_best"]) if S.get("memchr_inv_4k_best") else 0.0
     dev = "file" if m("file.munmap_entry") is not None else ("disk" if m("disk.munmap_entry") is not None else None)
+    # remove_mapping_ns solved with swap_put_cached_ns (below) where the loop device's THP
+    # munmap and 4 KiB pair were measured, else from `dev`'s 4 KiB munmaps
+    solved = (
+        m("disk.thp_munmap_best") is not None
+        and m("disk.munmap_cached") is not None
+        and m("disk.munmap_present") is not None
+        and (V.get("disk.thp_best.thp_swpout") or 0) >= 0.9
+    )
     if dev:
         _put(
             prof,
@@ -473,7 +481,7 @@ def _fit_reclaim(prof, S, V, rows, spread):
             S[f"{dev}.munmap_entry"],
             f"{dev}.munmap_entry less pte_walk",
         )
-        if m(f"{dev}.munmap_cached") is not None and m(f"{dev}.munmap_present") is not None:
+        if not solved and m(f"{dev}.munmap_cached") is not None and m(f"{dev}.munmap_present") is not None:
             # paired: the munmap of as many present pages, taken right after in the same
             # round, stands for pte_walk + page_free: a co-running job slows both alike
             # (remove_mapping_ns from the unpaired difference moved 312-1502 ns between
@@ -487,7 +495,7 @@ def _fit_reclaim(prof, S, V, rows, spread):
                 S[f"{dev}.munmap_cached"],
                 f"{dev}.munmap_cached less munmap_present (beside it) and swap_free (the model frees the folio apart)",
             )
-        elif m(f"{dev}.munmap_cached") is not None:
+        elif not solved and m(f"{dev}.munmap_cached") is not None:
             _put(
                 prof,
                 rows,
@@ -501,12 +509,7 @@ def _fit_reclaim(prof, S, V, rows, spread):
     # only, the slot freed with the folio's others at put_swap_folio): from the munmap of THPs
     # written whole to the loop device (512 such PTEs, one folio) and the 4 KiB pair (one PTE,
     # one folio), solved with remove_mapping_ns
-    if (
-        m("disk.thp_munmap_best") is not None
-        and m("disk.munmap_cached") is not None
-        and m("disk.munmap_present") is not None
-        and (V.get("disk.thp_best.thp_swpout") or 0) >= 0.9
-    ):
+    if solved:
         call = (prof["syscall_ns"] + prof["munmap_vma_ns"] + prof["zap_flush_ns"]) / (V.get("disk.thp_pages") or 64)
         one = m("disk.munmap_cached") - m("disk.munmap_present")  # s + r
         thp = (
@@ -527,7 +530,6 @@ def _fit_reclaim(prof, S, V, rows, spread):
             S["disk.thp_munmap_best"],
             "disk.thp_munmap_best (512 cached PTEs, one THP) and munmap_cached less munmap_present (one), solved",
         )
-        rows[:] = [r for r in rows if r[0] != "remove_mapping_ns"]
         _put(
             prof,
             rows,

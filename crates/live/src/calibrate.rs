@@ -160,6 +160,10 @@ impl Samples {
     pub(crate) fn add(&mut self, k: &str, v: f64) {
         self.0.entry(k.to_string()).or_default().push(v);
     }
+    /// add() of each value (the pieces of one measurement, e.g. munmap_pieces()).
+    pub(crate) fn add_all(&mut self, k: &str, vs: impl IntoIterator<Item = f64>) {
+        self.0.entry(k.to_string()).or_default().extend(vs);
+    }
 }
 
 pub(crate) fn vm(k: &str) -> i64 {
@@ -204,10 +208,6 @@ fn self_cpu_ns() -> u64 {
         tv(ru.ru_utime) + tv(ru.ru_stime)
     };
     t(libc::RUSAGE_SELF) + t(libc::RUSAGE_CHILDREN)
-}
-
-fn clk_tck() -> f64 {
-    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
 }
 
 fn ncpus() -> usize {
@@ -338,7 +338,7 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         // and the free (zap_present_ptes, free_pages_and_swap_cache)
         let v = munmap_pieces(m, 4 << 20);
         if r > 0 {
-            v.into_iter().for_each(|x| s.add("munmap_4k", x))
+            s.add_all("munmap_4k", v)
         }
         let m = Map_::new(fsz, Some(false))?;
         let v = timed(n, || {
@@ -589,7 +589,7 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     drop(journal_guard);
 
     if let (Some(a), Some(b)) = (cpu0, cpu_ticks()) {
-        let own = (self_cpu_ns() - own0) as f64 / 1e9 * clk_tck();
+        let own = (self_cpu_ns() - own0) as f64 / 1e9 * crate::util::clk_tck() as f64;
         let (other, steal) = others_share(a, b, own, ncpus());
         values.insert("host_other_cpus".into(), json!((other * 100.0).round() / 100.0));
         values.insert("host_steal".into(), json!((steal * 1000.0).round() / 1000.0));

@@ -296,18 +296,10 @@ pub fn calibrate_swap_dev(
             s.add(&k("pageout_clean_4k"), clean);
             s.add(&k("swapin_seq"), seq);
             s.add(&k("swapin_seq_pswpin"), pin as f64 / n as f64);
-            for x in single {
-                s.add(&k("swapin_single"), x);
-            }
-            for x in cached {
-                s.add(&k("munmap_cached"), x);
-            }
-            for x in entries {
-                s.add(&k("munmap_entry"), x);
-            }
-            for x in present {
-                s.add(&k("munmap_present"), x);
-            }
+            s.add_all(&k("swapin_single"), single);
+            s.add_all(&k("munmap_cached"), cached);
+            s.add_all(&k("munmap_entry"), entries);
+            s.add_all(&k("munmap_present"), present);
         }
         if thp {
             for case in ["best", "random"] {

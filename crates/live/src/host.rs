@@ -314,7 +314,7 @@ pub fn kthreads() -> Vec<(String, String)> {
 /// from /proc/PID/stat (utime and stime in clock ticks).
 pub fn kthread_cpu_ns_of(threads: &[(String, String)]) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let tick = crate::util::clk_tck();
     for (comm, pid) in threads {
         let Ok(stat) = read_file(&format!("/proc/{pid}/stat")) else { continue };
         // fields after the parenthesised comm: state is field 3, utime 14, stime 15

@@ -55,6 +55,11 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Clock ticks per second (USER_HZ: the unit of /proc/stat and /proc/PID/stat times).
+pub fn clk_tck() -> u64 {
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as u64
+}
+
 /// This process's system (kernel) CPU time so far, ns.
 pub fn self_stime_ns() -> u64 {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
