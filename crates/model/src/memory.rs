@@ -43,6 +43,8 @@ thread_local! {
 thread_local! {
     /// Faults taken by write_page_fast()'s fast path (tests: the path was used).
     pub static WRITE_FAST_FAULTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Debug switch for zap_base_run() (tests compare runs with it off).
+    pub static USE_ZAP_RUN: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
 /// What write_page_fast() carries from one page of a write step to the next.
@@ -845,6 +847,53 @@ impl Kernel {
         }
     }
 
+    /// A present PTE's folio that zap_present_ptes() frees on its own: an order-0 anonymous
+    /// folio outside the swap cache.
+    #[inline(always)]
+    fn zaps_alone(f: u64) -> bool {
+        tag(f) == TAG_ANON && compound(f) == COMPOUND_BASE && !swapcache(f)
+    }
+
+    /// zap_range()'s walk over the PTEs [i, i1] of table `sid` from a present PTE whose
+    /// folio zaps_alone(), for as long as the PTEs are such: each is zap_present_ptes()
+    /// of one page (the rmap dropped, free_folio(): off the LRU, page_free_ns, back to the
+    /// allocator) and cleared, in the order of the per-page walk; the walk's and the
+    /// free's costs and the RSS and NR_ANON_MAPPED counts of the run are summed. The
+    /// caller charged the first PTE's walk. Returns the PTEs done (>= 1).
+    fn zap_base_run(&mut self, mm: MmId, sid: u32, i: usize, i1: usize) -> usize {
+        let mut n = 0usize;
+        let single_node = self.pgdat.len() == 1;
+        while i + n <= i1 {
+            let pte = match &self.slots.get(sid).pmd {
+                Pmd::Table(t) => t[i + n],
+                _ => break,
+            };
+            if pte_kind(pte) != K_PRESENT {
+                break;
+            }
+            let pfn = pte_payload(pte) as u64;
+            let f = self.pm.frames[pfn as usize];
+            if !Self::zaps_alone(f) {
+                break;
+            }
+            if !single_node {
+                self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -1);
+            }
+            self.pm.frames[pfn as usize] = with_rmap(f, None);
+            self.lru_del(pfn, 1);
+            self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+            self.set_pte(sid, i + n, PTE_NONE);
+            n += 1;
+        }
+        debug_assert!(n >= 1, "the caller saw a present PTE of such a folio");
+        if single_node {
+            self.pgdat[0].stat.0[NodeStat::NrAnonMapped as usize] -= n as i64;
+        }
+        self.mms[mm].rss_anon -= n as u64;
+        self.charge(self.costs.pte_walk_ns * (n as u64 - 1) + self.costs.page_free_ns * n as u64);
+        n
+    }
+
     /// zap_page_range_single / unmap_page_range over [start, end) of one mm.
     /// With `free_tables`, page tables of PMD ranges no VMA covers any more are freed
     /// (free_pgtables after munmap).
@@ -885,6 +934,13 @@ impl Kernel {
                     };
                     self.charge(self.costs.pte_walk_ns);
                     match pte_kind(pte) {
+                        K_PRESENT if Self::zaps_alone(self.pm.frames[pte_payload(pte) as usize]) && zap_run_on() => {
+                            // a run of PTEs mapping order-0 folios outside the swap cache:
+                            // each zapped and freed as below, page after page
+                            flush = true;
+                            i += self.zap_base_run(mm, sid, i, i1);
+                            continue;
+                        }
                         K_PRESENT => {
                             // folio_pte_batch(): the following PTEs mapping the next
                             // pages of the same large folio go in one batch
@@ -1139,6 +1195,79 @@ impl Kernel {
         self.write_page(mm, addr, byte, bytes, data)
     }
 
+    /// write_page_fast() for the pages [addr, addr + max pages) up to the end of addr's
+    /// 2 MiB, one after the other: the same work in the same order, with the PMD looked
+    /// up once. A PMD-mapped THP takes every store; in a PTE table, present pages take
+    /// their stores and a none PTE of a fast-path VMA (see write_page_fast) its fault,
+    /// while the allocation is the pop from the per-CPU list (alloc_movable0_pcp). The
+    /// run stops before the first page that needs anything else, which write_page_fast()
+    /// then takes alone. Returns the last page's result and the pages done (>= 1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_run_fast(
+        &mut self,
+        mm: MmId,
+        addr: u64,
+        max: u64,
+        byte: u32,
+        bytes: u32,
+        data: &thplab_workload::workload::WriteData,
+        hint: &mut WriteHint,
+    ) -> (Fault, u64) {
+        let i0 = pte_index(addr);
+        let n = max.min((PTRS_PER_PTE - i0) as u64);
+        let sid = self.mms[mm].pmds.lookup(addr >> PMD_SHIFT);
+        let one = |k: &mut Kernel, hint: &mut WriteHint| (k.write_page_fast(mm, addr, byte, bytes, data, hint), 1);
+        let (Some(sid), false, true) = (sid, hint.off, n > 1) else { return one(self, hint) };
+        match self.slots.get(sid).pmd {
+            Pmd::Huge(head) => {
+                // follow() -> a page of the PMD-mapped THP, for every page (as write_page_fast)
+                hint.vma = None;
+                for j in 0..n {
+                    self.store_to_page(head as u64 + (i0 as u64 + j), byte, bytes, data);
+                }
+                return (Fault::Ok, n);
+            }
+            Pmd::Table(_) => {}
+            _ => return one(self, hint),
+        }
+        let mut j = 0u64;
+        let mut zone = None;
+        while j < n {
+            let i = i0 + j as usize;
+            let a = addr + j * PAGE_SIZE;
+            let Pmd::Table(t) = &self.slots.get(sid).pmd else { break };
+            let pte = t[i];
+            if pte_kind(pte) == K_PRESENT {
+                self.store_to_page(pte_payload(pte) as u64, byte, bytes, data);
+                j += 1;
+                continue;
+            }
+            if pte_kind(pte) != pgtable_none() || !self.mms[mm].alive {
+                break;
+            }
+            if hint.vma.as_ref().is_none_or(|v| a < v.start || a >= v.end) {
+                hint.vma = self.mms[mm].find_vma(a).cloned();
+                hint.no_mthp = hint.vma.as_ref().is_some_and(|v| self.anon_mthp_orders(mm, v) == 0);
+            }
+            let fast = hint.vma.as_ref().filter(|v| v.flags & VM_WRITE != 0 && v.anon_vma.is_some() && hint.no_mthp);
+            let Some(vm_flags) = fast.map(|v| v.flags) else { break };
+            // do_anonymous_page()'s order-0 allocation, when it is a per-CPU list pop
+            // (which neither reclaims nor kills): fault_new_base_page() with that page
+            let Some(pfn) = self.alloc_movable0_pcp(self.mms[mm].node, &mut zone) else { break };
+            self.rec.vm.count(Ev::PGFAULT);
+            #[cfg(test)]
+            WRITE_FAST_FAULTS.with(|c| c.set(c.get() + 1));
+            self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
+            self.map_new_page(mm, sid, i, pfn, vm_flags, true);
+            self.store_to_page(pfn, byte, bytes, data);
+            j += 1;
+        }
+        if j == 0 {
+            return one(self, hint);
+        }
+        (Fault::Ok, j)
+    }
+
     /// A load from the page at `addr`, faulting it in (zero page) if needed.
     pub fn read_page(&mut self, mm: MmId, addr: u64) -> Fault {
         match self.follow(mm, addr) {
@@ -1167,6 +1296,15 @@ impl Kernel {
             self.folio_free_swap(head);
         }
     }
+}
+
+/// zap_base_run() in use (tests turn it off: USE_ZAP_RUN).
+#[inline(always)]
+fn zap_run_on() -> bool {
+    #[cfg(test)]
+    return USE_ZAP_RUN.with(|c| c.get());
+    #[cfg(not(test))]
+    true
 }
 
 #[inline]

@@ -136,6 +136,14 @@ pub struct PerCpuPages {
     pub lists: [PcpList; NR_PCP_LISTS],
 }
 
+/// Where alloc_movable0_pcp() pops: the zone, its per-CPU pages of this CPU, the list.
+#[derive(Clone, Copy, Debug)]
+pub struct PcpPop {
+    zi: usize,
+    i: usize,
+    li: usize,
+}
+
 /// One per-CPU list (pcp->lists[pindex]): the blocks' first pfns, head first. The
 /// kernel threads these through page->pcp_list; the model keeps them in a ring buffer
 /// (the same order and the same head/tail operations; a per-CPU list is only ever used
@@ -224,7 +232,7 @@ pub struct PhysMem {
     /// the CPU the current step runs on (the engine sets it with the kernel's clock)
     pub cpu: u32,
     /// when the per-CPU lists' next decay_pcp_high() is due (ms)
-    next_pcp_decay_ms: u32,
+    pub(crate) next_pcp_decay_ms: u32,
     /// the current task's capture_control while it direct-compacts (compaction.rs)
     pub capture: Option<CaptureControl>,
 }
@@ -846,7 +854,7 @@ impl PhysMem {
 
     // ---- per-CPU page lists (struct per_cpu_pages) ----
 
-    fn pcp_index(&self, cpu: u32, zi: usize) -> usize {
+    pub(crate) fn pcp_index(&self, cpu: u32, zi: usize) -> usize {
         cpu as usize * self.zones.len() + zi
     }
 
@@ -1563,6 +1571,74 @@ impl Kernel {
             self.page_reporting_touch(pfn.0, order);
         }
         page
+    }
+
+    /// alloc_pages(GFP_HIGHUSER_MOVABLE, 0, nid) when it is its commonest case: the first
+    /// zone of the zonelist that passes its watermark (the high one, the low one once the
+    /// zone is flagged below high) is one whose walk changed nothing, and this CPU's
+    /// movable order-0 per-CPU list for it has a page to pop, with no per-CPU decay due.
+    /// The same steps and state changes as alloc_pages() -> get_page_from_freelist() ->
+    /// rmqueue_pcplist() then; None, with nothing changed, in every other case (the
+    /// caller then takes alloc_pages()). The write op's batched faults (memory.rs,
+    /// write_run_fast) take their pages here: `zone` carries the walk's result from one
+    /// page of a run to the next (valid while nothing but such pops happens: they change
+    /// neither the zones' free pages nor their flags, nor the time).
+    pub fn alloc_movable0_pcp(&mut self, nid: usize, zone: &mut Option<PcpPop>) -> Option<u64> {
+        let z = match *zone {
+            Some(z) => z,
+            None => {
+                let z = self.movable0_pcp_zone(nid)?;
+                *zone = Some(z);
+                z
+            }
+        };
+        let PcpPop { zi, i, li } = z;
+        if self.pm.pcp[i].lists[li].is_empty() {
+            return None;
+        }
+        // alloc_pages(): the cost; get_page_from_freelist(): the trace clock
+        self.charge(self.costs.page_alloc_ns);
+        self.rec.trace.clock = self.clock.now + self.clock.cost;
+        // rmqueue_pcplist()
+        let pcp = &mut self.pm.pcp[i];
+        pcp.free_count >>= 1;
+        let p = pcp.lists[li].pop_head().expect("not empty");
+        pcp.count -= 1;
+        self.pm.frames[p as usize] = 0;
+        let pfn = self.pm.prep_captured(p as u64, 0, zi, &mut self.rec.vm).0;
+        self.after_alloc(zi);
+        self.page_reporting_touch(pfn, 0);
+        Some(pfn)
+    }
+
+    /// alloc_movable0_pcp()'s walk of the zonelist: a zone flagged below its high
+    /// watermark and under its low one is passed over; the first other zone is the one,
+    /// if it passes (a zone the walk would flag, or a remote node under ALLOC_NOFRAGMENT,
+    /// changes state or restarts the walk: None). No per-CPU decay may be due.
+    fn movable0_pcp_zone(&self, nid: usize) -> Option<PcpPop> {
+        let gfp = GFP_HIGHUSER_MOVABLE;
+        let pm = &self.pm;
+        let zonelist = &pm.zonelists.get(nid)?[0];
+        let preferred = *zonelist.first()?;
+        if pm.now_ms >= pm.next_pcp_decay_ms {
+            return None;
+        }
+        let flags = ALLOC_WMARK_LOW | pm.alloc_flags_nofragment(preferred, gfp, self.cfg.defrag_mode);
+        for &zi in zonelist.iter() {
+            let z = &pm.zones[zi];
+            if flags & ALLOC_NOFRAGMENT != 0 && pm.nodes.len() > 1 && z.node != pm.zones[preferred].node {
+                return None;
+            }
+            let mark = if z.below_high { z.wmark((flags & ALLOC_WMARK_MASK) as usize) } else { z.wmark(WMARK_HIGH) };
+            if pm.zone_watermark_ok(zi, 0, mark, ZONE_NORMAL, flags) {
+                let (i, li) = (pm.pcp_index(pm.cpu, zi), order_to_pindex(gfp_migratetype(gfp), 0));
+                return Some(PcpPop { zi, i, li });
+            }
+            if !z.below_high {
+                return None;
+            }
+        }
+        None
     }
 
     /// Free pages including those on the per-CPU lists (NR_FREE_PAGES leaves them out).

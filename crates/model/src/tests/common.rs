@@ -36,3 +36,39 @@ pub fn kernel(machine: &str, kn: &[(&str, &str)]) -> Kernel {
     k.mms.push(Mm::new(MmId(0), "p", 0, 0, Tlb::new(&m.tlb)));
     k
 }
+
+/// go() that also returns the kernel as the run left it.
+pub fn go_keep(w: &str, machine: &str) -> (RunResult, Kernel) {
+    let w = parse_workload(w).unwrap();
+    let o = RunOptions { machine: Some(MachineSpec::parse_any(machine).unwrap()), check: true, ..Default::default() };
+    crate::run_keep(&w, &o).unwrap()
+}
+
+/// The allocator's and the LRU's state in order, for runs that must leave the same: every
+/// frame, each CPU's per-CPU lists and counters, every free list and LRU list in list order.
+pub fn page_state(k: &Kernel) -> String {
+    use crate::mm_types::{List, NIL};
+    let walk = |l: &List| {
+        let mut v = vec![];
+        let mut p = l.head;
+        while p != NIL {
+            v.push(p);
+            p = List::next(&k.pm.links, p);
+        }
+        v
+    };
+    let mut s = format!("{:?}\n{:?}\n", k.pm.frames, k.pm.pcp);
+    for z in &k.pm.zones {
+        for fa in &z.free_area {
+            for l in &fa.lists {
+                s += &format!("{:?}\n", walk(l));
+            }
+        }
+    }
+    for n in &k.pgdat {
+        for l in &n.lruvec {
+            s += &format!("{:?}\n", walk(l));
+        }
+    }
+    s
+}

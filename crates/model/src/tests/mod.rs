@@ -165,7 +165,8 @@ fn series_has_per_process_columns() {
     assert_eq!((last[aa], last[ba]), (0.0, 0.0), "both exited");
 }
 
-/// The write op's fast path (memory.rs, write_page_fast) changes nothing but host time:
+/// The write op's fast path (memory.rs, write_page_fast and its runs, write_run_fast)
+/// changes nothing but host time:
 /// a fragmenting write and munmap (seed 004's), writes to present, zero-page, swapped and
 /// mTHP-backed pages, reclaim inside the fast path's allocations, then the hugetlb pool
 /// give identical results (counters, simulated time, latencies, series) with it on and off.
@@ -204,4 +205,49 @@ fn write_fast_path_changes_nothing_but_speed() {
     assert!(on.vmstat_delta.get("htlb_buddy_alloc_success").copied().unwrap_or(0) > 0, "the pool grew");
     assert_eq!(on.processes[1].killed, None, "no OOM kill");
     assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap());
+    // two nodes: the zonelists reach the remote node, the runs' allocations stop there
+    let two = r#"{"nodes":[{"mem":"512M","cpus":1},{"mem":"512M","cpus":1}],"swap":[{"type":"zram","size":"1G"}]}"#;
+    for m in [m, two] {
+        let (on, kon) = common::go_keep(w, m);
+        USE_WRITE_FAST_PATH.with(|c| c.set(false));
+        let (off, koff) = common::go_keep(w, m);
+        USE_WRITE_FAST_PATH.with(|c| c.set(true));
+        assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
+        assert!(common::page_state(&kon) == common::page_state(&koff), "{m}: the same frames and lists");
+    }
+}
+
+/// zap_range()'s runs of order-0 folios (memory.rs, zap_base_run) change nothing but host
+/// time: munmaps, MADV_DONTNEED and exits over base pages, some in the swap cache (swapped
+/// in from zram), some of a PTE-mapped THP, on a two-node machine and a one-node one.
+#[test]
+fn zap_runs_change_nothing_but_speed() {
+    use crate::memory::USE_ZAP_RUN;
+    let w = r#"{"knobs":{"transparent_hugepage/enabled":"madvise","vm.compaction_proactiveness":"0"},
+        "record":{"fault_latency":true,"series_interval":"10ms"},
+        "processes":[{"name":"idle","ops":[{"op":"sleep","duration":"0"}]},{"name":"p","ops":[
+        {"op":"mmap","name":"all","size":"600M"},
+        {"op":"write","region":"all"},
+        {"op":"munmap","region":"all","every":"2M","offset":"512K","length":"1536K"},
+        {"op":"mmap","name":"t","size":"64M"},
+        {"op":"madvise","region":"t","advice":"hugepage"},
+        {"op":"write","region":"t"},
+        {"op":"madvise","region":"t","advice":"dontneed","every":"2M","length":"64K"},
+        {"op":"mmap","name":"s","size":"128M"},
+        {"op":"write","region":"s","data":"text"},
+        {"op":"madvise","region":"s","advice":"pageout"},
+        {"op":"read","region":"s","every":"16K","length":"4K"},
+        {"op":"munmap","region":"s","every":"64K","length":"32K"},
+        {"op":"madvise","region":"all","advice":"dontneed","every":"2M","length":"256K"}]}]}"#;
+    let two = r#"{"nodes":[{"mem":"512M","cpus":1},{"mem":"512M","cpus":1}],"swap":[{"type":"zram","size":"1G"}]}"#;
+    for m in ["1G,cpus=2,swap=zram:1G", two] {
+        let (on, kon) = common::go_keep(w, m);
+        USE_ZAP_RUN.with(|c| c.set(false));
+        let (off, koff) = common::go_keep(w, m);
+        USE_ZAP_RUN.with(|c| c.set(true));
+        assert!(on.vmstat_delta.get("pswpin").copied().unwrap_or(0) > 0, "{m}: pages came back through the swap cache");
+        assert_eq!(on.processes[1].killed, None, "no OOM kill");
+        assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
+        assert!(common::page_state(&kon) == common::page_state(&koff), "{m}: the same frames and lists");
+    }
 }

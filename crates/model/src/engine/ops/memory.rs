@@ -64,10 +64,10 @@ pub(super) fn mmap(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
 pub(super) fn write(k: &mut Kernel, task: &mut Task, op: &Op) -> StepOutcome {
     let Op::Write { range, byte, bytes, data } = op else { unreachable!() };
     let mut hint = crate::memory::WriteHint::new();
-    page_op(k, task, op, range, |k, pid, a| {
+    page_op_runs(k, task, op, range, |k, pid, a, max| {
         let b = byte.unwrap_or(0);
         let n = bytes.unwrap_or(PAGE_SIZE as u32 - b);
-        k.write_page_fast(pid, a, b, n, data, &mut hint)
+        k.write_run_fast(pid, a, max, b, n, data, &mut hint)
     })
 }
 
@@ -151,6 +151,19 @@ pub(super) fn page_op(
     range: &thplab_workload::workload::RangeSpec,
     mut f: impl FnMut(&mut Kernel, MmId, u64) -> Fault,
 ) -> StepOutcome {
+    page_op_runs(k, task, op, range, |k, pid, a, _| (f(k, pid, a), 1))
+}
+
+/// page_op() with `f` taking runs of pages: f(kernel, mm, addr, max) does between 1 and
+/// `max` consecutive pages from `addr` on (in one piece of the range, within the step's
+/// budget) and returns the last one's result and how many it did.
+pub(super) fn page_op_runs(
+    k: &mut Kernel,
+    task: &mut Task,
+    op: &Op,
+    range: &thplab_workload::workload::RangeSpec,
+    mut f: impl FnMut(&mut Kernel, MmId, u64, u64) -> (Fault, u64),
+) -> StepOutcome {
     let pid = task.mm;
     let Some(&(addr, size)) = task.regions.get(&range.region) else {
         return StepOutcome::OpDone { user_ns: 0, sleep: 0 };
@@ -174,12 +187,19 @@ pub(super) fn page_op(
         }
         let first = cursor.saturating_sub(skipped);
         skipped += first;
-        for p in first..np {
+        let mut p = first;
+        while p < np {
             if budget == 0 {
                 break;
             }
             let a = addr + off + p * PAGE_SIZE;
-            match f(k, pid, a) {
+            let (r, did) = f(k, pid, a, budget.min(np - p));
+            // the pages before the last one of a run all succeeded
+            budget -= did - 1;
+            done_pages += did - 1;
+            p += did;
+            let a = a + (did - 1) * PAGE_SIZE;
+            match r {
                 Fault::Ok => {}
                 Fault::Segv => {
                     outcome = Some(("SIGSEGV", a));
