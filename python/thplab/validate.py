@@ -228,6 +228,17 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   seed 000's zram_best and zram_worst p:pageout_thp 1.39x, 1.57x and zram_best p:munmap
   1.55x (zram fields, untouched here), madv_collapse_latency p:after 0.69x,
   mthp_64k_swapin_zram p:munmap 0.59x (0.5 ms live), compaction-fill-p60 p:eat 1.40x.
+* 2026-11-27, the start state of a reporting guest modelled (thplab.free_page_reporting_start=
+  idle, docs/page_reporting.md: the reporting passes run to idle, then the live runner's
+  back-fill of the footprint on the first process's CPU, its THPs on that CPU's per-CPU
+  list and the overflow at the heads of the buddy lists). Replayed on out/vk-h4 with
+  out/host-h4.toml: 139 -> 132 of 155 (compaction-fill-p0 p:eat 1.40x -> 1.06x,
+  zero-page-read p:write 0.74x -> 1.06x, compaction-fill-p60 p:fault 0.62x -> 0.73x,
+  compaction-fill-p0's fault-phase counters all within; but compaction-frag/-manual
+  p:fault 0.6-1.0x -> 5.5-9.0x, madv_collapse_latency p:collapse 1.01x -> 5.18x): the
+  model's machine has none of the ~2 GiB of small free blocks a long-running guest has,
+  which take the 4 KiB faults live, so its 4 KiB faults eat the backed blocks. validate
+  keeps `backed` (the knob's live_value) until the model starts with those blocks.
 """
 
 from __future__ import annotations

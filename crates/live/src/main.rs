@@ -18,7 +18,6 @@ mod census;
 mod census_maps;
 mod census_scan;
 mod child;
-mod footprint;
 mod host;
 mod run;
 mod safety;

@@ -228,7 +228,7 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
         .filter_map(|(_, v)| v.parse::<u64>().ok())
         .max()
         .unwrap_or(0);
-    let total = crate::footprint::peak_bytes(&w) + pool * (2 << 20);
+    let total = thplab_workload::footprint::run_footprint(&w, pool);
     let avail = meminfo().get("MemAvailable").copied().unwrap_or(0) * 1024;
     let limit = (avail as f64 * a.max_mem_share) as u64;
     if total > limit {

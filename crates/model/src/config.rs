@@ -84,6 +84,9 @@ pub struct Config {
     pub khugepaged_skip_lazyfree: bool,
     pub proactive_leeway: bool,
     pub free_page_reporting: bool,
+    /// thplab.free_page_reporting_start=idle: the run starts as on an idle reporting guest
+    /// after the live runner's back-fill (page_reporting.rs)
+    pub reporting_idle_start: bool,
 }
 
 impl Config {
@@ -144,6 +147,7 @@ impl Config {
             khugepaged_skip_lazyfree: n("thplab.khugepaged_skip_lazyfree") == 1,
             proactive_leeway: g("thplab.proactive_wmark") == "leeway",
             free_page_reporting: n("thplab.free_page_reporting") == 1,
+            reporting_idle_start: g("thplab.free_page_reporting_start") == "idle",
         }
     }
 

@@ -107,6 +107,12 @@ impl MmList {
     pub fn len(&self) -> usize {
         self.0.len()
     }
+    /// Drop the last mm, which has exited (a helper process before the run, whose id the
+    /// workload's first process then takes).
+    pub fn pop_exited(&mut self) {
+        assert!(self.0.last().is_some_and(|m| !m.alive), "only an exited mm is dropped");
+        self.0.pop();
+    }
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -101,6 +101,10 @@ pub struct PageReporting {
     /// report calls (batches) and blocks reported so far
     pub reports: u64,
     pub blocks_reported: u64,
+    /// when the worker's first pass of the run is due (page_reporting_initial): 2 s after
+    /// page_reporting_register() at boot, or after the frees of the back-fill before the
+    /// run (`Kernel::back_free_memory`)
+    pub initial_delay_ns: u64,
 }
 
 impl PageReporting {
@@ -118,6 +122,7 @@ impl PageReporting {
             pb_unbacked: vec![0; npb],
             reports: 0,
             blocks_reported: 0,
+            initial_delay_ns: PAGE_REPORTING_DELAY_NS,
         }
     }
 
@@ -225,14 +230,84 @@ impl Kernel {
         }
     }
 
-    /// The reporting worker's state at boot: the initial flush is due PAGE_REPORTING_DELAY
-    /// after page_reporting_register().
+    /// The reporting worker's state when the run starts: a pass due `initial_delay_ns`
+    /// later when reporting is requested (the initial flush PAGE_REPORTING_DELAY after
+    /// page_reporting_register(), or the back-fill's frees), else idle.
     pub fn page_reporting_initial(&self) -> KthreadNext {
-        if self.pm.pr.enabled {
-            KthreadNext::Sleep(PAGE_REPORTING_DELAY_NS)
+        if self.pm.pr.enabled && self.pm.pr.state == PrState::Requested {
+            KthreadNext::Sleep(self.pm.pr.initial_delay_ns)
         } else {
             KthreadNext::Wait
         }
+    }
+
+    /// An idle guest's free memory: the worker's passes run until it goes idle (each pass
+    /// reports a budget of every list, 2 s apart, ~30 s for a whole machine), so every free
+    /// block of at least the reporting order that page_reporting_cycle() could isolate is
+    /// PageReported, at the tail of its list, and discarded by the host. The host's acks
+    /// are not waited for: this is the state before the run, not part of it.
+    pub fn page_reporting_settle(&mut self) {
+        if !self.pm.pr.enabled {
+            return;
+        }
+        // a pass reports (budget + 1) x 32 blocks of every list; a bound for a model bug
+        for _ in 0..10_000_000u64 {
+            if self.page_reporting_step() == KthreadNext::Wait {
+                break;
+            }
+        }
+        self.pm.pr.schedule_requested = false;
+    }
+
+    /// The live runner's host::back_free_memory() before a run on a reporting guest: a
+    /// process (the runner itself, on CPU `cpu`) maps `bytes` rounded up to 2 MiB, 2 MiB
+    /// aligned, with MADV_HUGEPAGE, writes every 4 KiB page (THP faults where the knobs
+    /// allow them, 4 KiB faults elsewhere; every page it gets is backed again in the
+    /// host) and unmaps it. The frees go where the kernel puts them: THPs and small pages
+    /// to `cpu`'s per-CPU lists (free_frozen_page_commit, pcp_allowed_order), the lists'
+    /// overflow to the buddy lists (free_pcppages_bulk), where a freed block of at least
+    /// the reporting order requests reporting (the first pass of the run is due
+    /// PAGE_REPORTING_DELAY after the munmap). The work is before the run: its time, trace,
+    /// latency samples, wake-ups and the mTHP and lock stats are dropped (the vmstat
+    /// counters are compared from the boot snapshot taken after it). khugepaged_enter_vma()
+    /// of the runner's madvise is left out: the runner's mm has no memory of the workload's
+    /// (the model has no runner heap for khugepaged to scan).
+    pub fn back_free_memory(&mut self, bytes: u64, cpu: u32, tlb: &thplab_workload::machine::TlbSpec) {
+        use crate::memory::{Fault, Mapping};
+        use crate::mmap::{Mm, VM_HUGEPAGE, VM_READ, VM_WRITE};
+        if !self.pm.pr.enabled || bytes == 0 {
+            return;
+        }
+        let len = bytes.div_ceil(HPAGE_PMD_SIZE) * HPAGE_PMD_SIZE;
+        let id = MmId(self.mms.len() as u32);
+        let node = self.pm.nodes.iter().position(|n| n.cpus.contains(&cpu)).unwrap_or(0);
+        self.mms.push(Mm::new(id, "thplab-live", cpu, node, crate::tlb::Tlb::new(tlb)));
+        let saved = (self.pm.cpu, self.clock.cpu);
+        self.pm.cpu = cpu;
+        self.clock.cpu = cpu;
+        if let Some(addr) = self.mms[id].get_unmapped_area(len, Some(HPAGE_PMD_SIZE)) {
+            self.mms[id].insert_vma(addr, addr + len, VM_READ | VM_WRITE | VM_HUGEPAGE);
+            let mut a = addr;
+            while a < addr + len {
+                if !matches!(self.follow(id, a), Mapping::Page(..)) && self.handle_mm_fault(id, a, true) != Fault::Ok {
+                    break;
+                }
+                a += PAGE_SIZE;
+            }
+        }
+        let before = self.clock.cost;
+        self.exit_mm(id);
+        let munmap_ns = self.clock.cost - before;
+        self.mms.pop_exited();
+        (self.pm.cpu, self.clock.cpu) = saved;
+        self.clock.cost = 0;
+        self.clock.wakeups.clear();
+        if std::mem::take(&mut self.pm.pr.schedule_requested) {
+            self.pm.pr.initial_delay_ns = PAGE_REPORTING_DELAY_NS.saturating_sub(munmap_ns);
+        }
+        let vm = std::mem::take(&mut self.rec.vm);
+        self.rec = crate::recorder::Recorder::default();
+        self.rec.vm = vm;
     }
 
     /// page_reporting_process(), one step: up to the next report call (then the worker

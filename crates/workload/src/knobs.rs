@@ -261,6 +261,9 @@ pub fn registry() -> Vec<KnobDef> {
         KnobDef { name: "thplab.free_page_reporting", kind: Policy, path: None,
             default: "0", values: KnobValues::Int { min: 0, max: 1 }, live_value: None,
             doc: "the guest reports free 2 MiB blocks to its host; touching one again costs cost.refault_reported_2m" },
+        KnobDef { name: "thplab.free_page_reporting_start", kind: Policy, path: None,
+            default: "backed", values: choice!("backed", "idle"), live_value: Some("backed"),
+            doc: "with free_page_reporting, the run starts with every free page backed (backed), or as an idle guest's, its free blocks reported, after the live runner's back-fill of the footprint (idle, docs/page_reporting.md)" },
     ]
 }
 

@@ -4,6 +4,7 @@
 
 pub mod costs;
 pub mod error;
+pub mod footprint;
 pub mod knobs;
 pub mod machine;
 pub mod result;

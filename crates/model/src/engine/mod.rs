@@ -83,6 +83,8 @@ struct Boot {
     buddy_before: String,
     boot_snap: std::collections::BTreeMap<String, i64>,
     zram_before: Vec<(String, Value)>,
+    /// free pages on the per-CPU lists when the run starts (the back-fill's, page_reporting.rs)
+    pcp_before: u64,
 }
 
 impl Boot {
@@ -94,6 +96,15 @@ impl Boot {
         costs.validate()?;
         let seed = o.seed.unwrap_or(w.seed);
         let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
+        // thplab.free_page_reporting_start=idle: a reporting guest idle before the run, its
+        // free memory reported; then the live runner backs the run's footprint
+        // (page_reporting.rs) and forks the workload's processes, the first of which met
+        // the runner's freed THPs on its CPU's per-CPU lists in most live runs
+        // (docs/page_reporting.md): the runner is on CPU 0, the first process's
+        if k.pm.pr.enabled && k.cfg.reporting_idle_start {
+            k.page_reporting_settle();
+            k.back_free_memory(backfill_bytes(w, &ks), 0, &machine.tlb);
+        }
         k.rec.record_latency = record_latency;
         k.rec.trace = match &o.trace {
             Some(t) => Trace::new(trace_mask(t, "--trace")?),
@@ -103,6 +114,7 @@ impl Boot {
             buddy_before: k.pm.buddyinfo(),
             boot_snap: k.vmstat_snapshot(),
             zram_before: k.zram_mm_stats(),
+            pcp_before: (0..k.pm.zones.len()).map(|z| k.pm.pcp_pages(z)).sum(),
             machine,
             knobs: ks,
             seed,
@@ -122,7 +134,12 @@ impl Boot {
 /// thread beside the prefix's state; they start in the order given, a thread taking the
 /// next as soon as it is done with one.
 pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec<Result<RunResult, Error>> {
-    let Some(div) = divergence(ws).filter(|_| ws.len() > 1) else {
+    // a workload's back-fill on a reporting guest (Boot::new) is part of its start state
+    let same_start = ws.iter().all(|w| {
+        run_knobs(w, o).map(|ks| backfill_bytes(w, &ks)).ok()
+            == run_knobs(&ws[0], o).map(|ks| backfill_bytes(&ws[0], &ks)).ok()
+    });
+    let Some(div) = divergence(ws).filter(|_| ws.len() > 1 && same_start) else {
         return ws.iter().map(|w| run(w, o)).collect();
     };
     let any_latency = ws.iter().any(|w| w.record.fault_latency);
@@ -234,6 +251,19 @@ fn divergence(ws: &[Workload]) -> Option<Vec<usize>> {
         }
     }
     Some(div)
+}
+
+/// The bytes the live runner backs before a run of `w` (its footprint and hugetlb pool,
+/// footprint.rs) where the guest reports free pages, and the model does too
+/// (thplab.free_page_reporting_start=idle), else 0.
+fn backfill_bytes(w: &Workload, ks: &knobs::KnobSet) -> u64 {
+    if ks.get("thplab.free_page_reporting").map(String::as_str) != Some("1")
+        || ks.get("thplab.free_page_reporting_start").map(String::as_str) != Some("idle")
+    {
+        return 0;
+    }
+    let pool = ks.get("vm.nr_hugepages").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    thplab_workload::footprint::run_footprint(w, pool)
 }
 
 /// The knobs a run starts with: the defaults, the workload's, then the options'.
@@ -390,7 +420,9 @@ impl<'w> Engine<'w> {
             boot_snap: boot.boot_snap.clone(),
             zram_before: boot.zram_before.clone(),
         };
-        let result = report::build_result(&mut k, end);
+        let mut result = report::build_result(&mut k, end);
+        // NR_FREE_PAGES leaves the per-CPU lists out: what they held at the start
+        result.extra.insert("nr_pcp_pages_before".into(), json!(boot.pcp_before));
         (result, k)
     }
 

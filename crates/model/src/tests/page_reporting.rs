@@ -131,3 +131,63 @@ fn allocation_clears_reported_and_refaults_only_discarded_pages() {
     assert!(c1 < refault / 4, "but not the whole block ({c1})");
     assert_eq!(k.pm.pr.touch(p4, 0), 0, "touched: backed");
 }
+
+/// thplab.free_page_reporting_start=idle: the passes run until the worker idles (every free
+/// block reported, at the tails), then the live runner's back-fill (a THP-madvised mapping
+/// of the footprint written page by page on CPU 0, then unmapped) backs exactly what it
+/// touched; its freed THPs sit on CPU 0's per-CPU list, so the first process's THP
+/// allocations there are backed while another CPU's take discarded blocks from the buddy
+/// lists; the frees ask for a pass, due PAGE_REPORTING_DELAY after the munmap; the
+/// back-fill leaves no mm, no time and no mTHP stats behind.
+#[test]
+fn idle_start_reports_free_memory_and_the_back_fill_lands_on_the_runners_cpu() {
+    let kn = [
+        ("thplab.free_page_reporting", "1"),
+        ("thplab.free_page_reporting_start", "idle"),
+        ("vm.min_free_kbytes", "67584"),
+    ];
+    let mut k = kernel("4G,cpus=2", &kn);
+    assert!(k.cfg.reporting_idle_start);
+    k.page_reporting_settle();
+    assert_eq!(k.pm.pr.state, PrState::Idle);
+    assert_eq!(k.page_reporting_initial(), KthreadNext::Wait, "idle: no pass due");
+    let zi = biggest_zone(&k);
+    let (total, rep) = blocks(&k, zi);
+    assert!(rep + 2 >= total && rep > 100, "every free block reported ({rep} of {total})");
+    let unbacked = k.pm.pr.nr_unbacked();
+    let mms = k.mms.len();
+    // two THPs: what the per-CPU list holds (pcp->high, from the low watermark)
+    let len = 2 * HPAGE_PMD_SIZE;
+    k.back_free_memory(len, 0, &Default::default());
+    assert_eq!(k.mms.len(), mms, "the runner's mm is gone");
+    assert_eq!(k.clock.cost, 0, "the back-fill is before the run");
+    assert!(k.rec.mthp[HPAGE_PMD_ORDER as usize].values().all(|&v| v == 0), "its mTHP stats dropped");
+    let backed = unbacked - k.pm.pr.nr_unbacked();
+    let pages = len / PAGE_SIZE;
+    assert!(backed >= pages && backed < pages + 64, "the footprint (and its page tables) backed: {backed}");
+    assert_eq!(k.pm.pr.state, PrState::Idle, "nothing reached the buddy lists: no request");
+    let pcp: u64 = (0..k.pm.zones.len()).map(|z| k.pm.pcp_pages(z)).sum();
+    assert!(pcp >= 2 * HPAGE_PMD_NR, "the THPs are on the runner's per-CPU list ({pcp})");
+    let refault = k.costs.refault_reported_2m_ns;
+    // another CPU: its list is empty, the buddy lists' blocks are discarded
+    k.pm.cpu = 1;
+    k.clock.cost = 0;
+    let p = k.alloc_pages(GFP_TRANSHUGE, HPAGE_PMD_ORDER, 0).unwrap();
+    assert!(k.clock.cost >= refault, "CPU 1 takes a reported block ({})", k.clock.cost);
+    k.pm.free_pages(p, HPAGE_PMD_ORDER, &mut k.rec.vm);
+    // the runner's CPU: its per-CPU list's THPs, backed
+    k.pm.cpu = 0;
+    k.clock.cost = 0;
+    for _ in 0..2 {
+        k.alloc_pages(GFP_TRANSHUGE, HPAGE_PMD_ORDER, 0).unwrap();
+    }
+    assert!(k.clock.cost < refault, "CPU 0's THPs are backed ({})", k.clock.cost);
+    // a footprint beyond the per-CPU list: the overflow goes to the buddy lists and asks
+    // for a pass, due PAGE_REPORTING_DELAY after the munmap
+    k.back_free_memory(64 * HPAGE_PMD_SIZE, 0, &Default::default());
+    assert_eq!(k.pm.pr.state, PrState::Requested, "the frees asked for reporting");
+    match k.page_reporting_initial() {
+        KthreadNext::Sleep(d) => assert!(d > 0 && d < PAGE_REPORTING_DELAY_NS, "{d}"),
+        other => panic!("a pass is due: {other:?}"),
+    }
+}

@@ -74,7 +74,9 @@ pub fn end_state(r: &RunResult) -> Result<(), String> {
     let pool =
         r.extra.get("hugetlb_pool").map_or(0, |p| p["end"].as_i64().unwrap_or(0) - p["boot"].as_i64().unwrap_or(0))
             * 512;
-    let held = -free_delta - (mi("SwapCached") / 4) as i64 - zram_pages - pcp_pages - pool;
+    // less what they held at the start (the back-fill of free_page_reporting_start=idle)
+    let pcp_before = r.extra.get("nr_pcp_pages_before").and_then(Value::as_i64).unwrap_or(0);
+    let held = -free_delta - (mi("SwapCached") / 4) as i64 - zram_pages - (pcp_pages - pcp_before) - pool;
     if held != 0 && held != 512 {
         return Err(format!(
             "after every process exited, {held} pages are neither free nor held by the swap cache, \

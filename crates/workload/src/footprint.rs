@@ -10,11 +10,16 @@
 //! Pages dropped from a partly unmapped THP are freed only when the THP is split (the
 //! deferred split shrinker: memory pressure or drop_caches), so they count as reclaimable,
 //! not held, here.
+//!
+//! The live runner refuses a run whose footprint (plus a hugetlb pool it asks for) exceeds
+//! a share of MemAvailable, and on a guest with free page reporting backs that many bytes
+//! just before the run (host::back_free_memory); the model does the same back-fill
+//! (page_reporting.rs, `Kernel::back_free_memory`), so both take `run_footprint`.
 
-use std::collections::HashMap;
 #[cfg(test)]
-use thplab_workload::workload::parse_workload;
-use thplab_workload::workload::{Advice, Op, Workload};
+use crate::workload::parse_workload;
+use crate::workload::{Advice, Op, Workload};
+use std::collections::HashMap;
 
 const PAGE: u64 = 4096;
 const BLOCK_PAGES: u64 = 512;
@@ -134,6 +139,32 @@ pub fn peak_bytes(w: &Workload) -> u64 {
         total += peak;
     }
     total
+}
+
+/// The bytes a run backs before it starts: its peak footprint plus the largest hugetlb pool
+/// (`vm.nr_hugepages`, 2 MiB pages) it starts with (`initial_pool`) or sets on the way.
+pub fn run_footprint(w: &Workload, initial_pool: u64) -> u64 {
+    fn sets(ops: &[Op], max: &mut u64) {
+        for op in ops {
+            match op {
+                Op::Repeat { ops, .. } => sets(ops, max),
+                Op::Set { knob, value } => {
+                    let canon = crate::knobs::check_assignment(knob, &value.to_string().replace('"', ""));
+                    if let Ok((c, v)) = canon {
+                        if c == "vm.nr_hugepages" {
+                            *max = (*max).max(v.parse().unwrap_or(0));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut pool = initial_pool;
+    for p in &w.processes {
+        sets(&p.ops, &mut pool);
+    }
+    peak_bytes(w) + pool * (2 << 20)
 }
 
 #[cfg(test)]
