@@ -18,7 +18,18 @@
 //! allocator, 134 s with glibc's `glibc.malloc.hugetlb=1` tunable, which advises every
 //! malloc arena (the PTE tables' small blocks too).
 
+//!
+//! While a scope (`keep_freed()`) is open, large blocks freed are kept instead of going
+//! back to the host, and a later allocation of the same size and alignment takes one:
+//! `run_shared` opens one, so that its copies of the prefix's state land in memory that a
+//! finished run (seed 004's (c) beside the prefix, a finished continuation) already had
+//! backed, instead of fresh memory (on this project's VM a first touch costs the host's
+//! fault and the guest's clearing of each 2 MiB: most of a 5 GiB copy's 7-9 s). The kept
+//! blocks go back when the last scope closes.
+
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Allocations from this size up are advised (a 16 GiB machine's frame array is 32 MiB).
 pub const HUGE_MIN: usize = 32 << 20;
@@ -43,19 +54,100 @@ fn advise(p: *mut u8, size: usize) {
     }
 }
 
-// SAFETY: every call is forwarded to System with the same layout; advise() only adds advice.
+/// Blocks from this size up are kept while a keep_freed() scope is open.
+pub const KEEP_MIN: usize = 64 << 20;
+const KEPT_SLOTS: usize = 32;
+
+/// Freed blocks kept for reuse: (address, size, align), 0 for an empty slot. A fixed array,
+/// so that keeping and taking never allocate.
+static KEPT: Mutex<[(usize, usize, usize); KEPT_SLOTS]> = Mutex::new([(0, 0, 0); KEPT_SLOTS]);
+/// Open keep_freed() scopes.
+static KEEPING: AtomicUsize = AtomicUsize::new(0);
+
+/// While the returned guard lives, large blocks freed are kept for allocations of the same
+/// layout (by any thread); when the last guard drops, the kept blocks are freed.
+pub fn keep_freed() -> KeepFreed {
+    KEEPING.fetch_add(1, Ordering::SeqCst);
+    KeepFreed(())
+}
+
+/// The scope of keep_freed().
+pub struct KeepFreed(());
+
+impl Drop for KeepFreed {
+    fn drop(&mut self) {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        if KEEPING.fetch_sub(1, Ordering::SeqCst) == 1 {
+            for slot in kept.iter_mut().filter(|s| s.0 != 0) {
+                let (p, size, align) = std::mem::take(slot);
+                // SAFETY: the block was allocated by System with this layout and kept
+                // instead of freed; it leaves the array before it is freed, once.
+                unsafe { System.dealloc(p as *mut u8, Layout::from_size_align_unchecked(size, align)) };
+            }
+        }
+    }
+}
+
+/// Blocks kept now (tests).
+pub fn kept_blocks() -> usize {
+    KEPT.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|s| s.0 != 0).count()
+}
+
+/// A kept block of exactly `layout`, taken out of the array.
+fn take_kept(layout: Layout) -> Option<*mut u8> {
+    if layout.size() < KEEP_MIN {
+        return None;
+    }
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let slot = kept.iter_mut().find(|s| s.0 != 0 && s.1 == layout.size() && s.2 == layout.align())?;
+    Some(std::mem::take(slot).0 as *mut u8)
+}
+
+/// Keep a freed block if a scope is open and there is room; false: the caller frees it.
+fn keep(p: *mut u8, layout: Layout) -> bool {
+    if layout.size() < KEEP_MIN || KEEPING.load(Ordering::SeqCst) == 0 {
+        return false;
+    }
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    // checked under the lock: the last scope's drop empties the array under it
+    if KEEPING.load(Ordering::SeqCst) == 0 {
+        return false;
+    }
+    match kept.iter_mut().find(|s| s.0 == 0) {
+        Some(slot) => {
+            *slot = (p as usize, layout.size(), layout.align());
+            true
+        }
+        None => false,
+    }
+}
+
+// SAFETY: every block comes from System with the layout it is used with: a kept block was
+// allocated by System with exactly the layout that takes it again, and is freed by System
+// with that layout. advise() only adds advice.
 unsafe impl GlobalAlloc for HugePageAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if let Some(p) = take_kept(layout) {
+            return p;
+        }
         let p = unsafe { System.alloc(layout) };
         advise(p, layout.size());
         p
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if let Some(p) = take_kept(layout) {
+            // SAFETY: the kept block holds layout.size() bytes
+            unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
+            return p;
+        }
         let p = unsafe { System.alloc_zeroed(layout) };
         advise(p, layout.size());
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if keep(ptr, layout) {
+            return;
+        }
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -100,6 +192,35 @@ mod tests {
             }
             HugePageAlloc.dealloc(p, big);
             HugePageAlloc.dealloc(q, small);
+        }
+    }
+
+    /// Inside a keep_freed() scope a large block freed is kept and taken again by an
+    /// allocation of the same layout (zeroed if asked); another layout gets its own; the
+    /// kept blocks are freed when the scope closes.
+    #[test]
+    fn freed_blocks_are_kept_inside_a_scope() {
+        let big = Layout::from_size_align(KEEP_MIN + 3 * HPAGE_SIZE, 8).unwrap();
+        let other = Layout::from_size_align(KEEP_MIN + 5 * HPAGE_SIZE, 8).unwrap();
+        unsafe {
+            let outside = HugePageAlloc.alloc(big);
+            HugePageAlloc.dealloc(outside, big);
+            let before = kept_blocks();
+            {
+                let _scope = keep_freed();
+                let p = HugePageAlloc.alloc(big);
+                p.write_bytes(7, big.size());
+                HugePageAlloc.dealloc(p, big);
+                assert!(kept_blocks() > before, "kept");
+                let q = HugePageAlloc.alloc(other);
+                assert_ne!(q, p, "another layout does not take it");
+                let z = HugePageAlloc.alloc_zeroed(big);
+                assert_eq!(z, p, "the same layout takes the kept block");
+                assert!(std::slice::from_raw_parts(z, big.size()).iter().all(|&b| b == 0), "zeroed");
+                HugePageAlloc.dealloc(z, big);
+                HugePageAlloc.dealloc(q, other);
+            }
+            assert_eq!(kept_blocks(), 0, "freed when the scope closes");
         }
     }
 }

@@ -143,16 +143,28 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
         return ws.iter().map(|w| run(w, o)).collect();
     };
     let any_latency = ws.iter().any(|w| w.record.fault_latency);
+    // the copies of the prefix's state reuse memory that finished runs freed (host_alloc.rs)
+    let _keep = crate::host_alloc::keep_freed();
+    // THPLAB_TIMING=1: the host time of each step on stderr (docs/compaction.md)
+    let t0 = std::time::Instant::now();
+    let timing = std::env::var_os("THPLAB_TIMING").is_some();
+    let tm = |what: std::fmt::Arguments| {
+        if timing {
+            eprintln!("[{:7.2} s] run_shared: {what}", t0.elapsed().as_secs_f64());
+        }
+    };
     let (boot, k) = match Boot::new(&ws[0], o, any_latency) {
         Ok(x) => x,
         Err(e) => return ws.iter().map(|_| Err(e.clone())).collect(),
     };
     let mut prefix = Engine::new(k, &ws[0], &boot.machine, boot.seed);
+    tm(format_args!("booted"));
     // a broken invariant in the prefix is reproduced by the first workload alone
     let check_of = |w| checker(w, o, &boot);
     if let Err(e) = prefix.run_loop(&check_of(&ws[0]), o.check, Some(&div)) {
         return ws.iter().map(|_| Err(e.clone())).collect();
     }
+    tm(format_args!("prefix done"));
     let sampled = !prefix.k.rec.latency_samples.is_empty();
     let mut results: Vec<Option<Result<RunResult, Error>>> = vec![None; ws.len()];
     let (shared, separate): (Vec<usize>, Vec<usize>) =
@@ -164,7 +176,9 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
         let check = check_of(w);
         e.w = w;
         e.k.rec.record_latency = w.record.fault_latency;
+        tm(format_args!("{} starts", w.name));
         let r = e.run_loop(&check, o.check, None).and_then(|_| e.finish(&check, o.check)).map(|_| e.conclude(boot).0);
+        tm(format_args!("{} done", w.name));
         (i, r)
     };
     // A queue of continuations for `threads` workers: each takes the next workload, copies
@@ -185,6 +199,7 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
         let mut p = cell.lock().expect("the prefix");
         if t + 1 < n {
             let e = p.state.as_ref().expect("the prefix").clone();
+            tm(format_args!("copy {} made", t + 1));
             p.copies_left -= 1;
             copied.notify_all();
             return e;
