@@ -796,15 +796,26 @@ impl Kernel {
             blocks += 1;
             let aligned = low_pfn.is_multiple_of(PB) || low_pfn == zs;
             let skip = aligned && !fast_find_block && !self.isolation_suitable(cc, block_start);
-            if !skip {
-                if !self.suitable_migration_source(cc, block_start) {
-                    self.update_cached_migrate(cc, block_end);
-                } else {
-                    if !self.isolate_migratepages_block(cc, low_pfn, block_end) {
-                        result = Isolate::Abort;
-                    }
-                    break;
+            if skip {
+                // this block and the skipped ones after it below the free scanner: each
+                // passed over (and counted) as this one, in one step
+                let more = self.pm.skipped_run(block_end, cc.free_pfn);
+                blocks += more;
+                let next = block_end + more * PB;
+                fast_find_block = false;
+                cc.migrate_pfn = next;
+                low_pfn = next;
+                block_start = next;
+                block_end = next + PB;
+                continue;
+            }
+            if !self.suitable_migration_source(cc, block_start) {
+                self.update_cached_migrate(cc, block_end);
+            } else {
+                if !self.isolate_migratepages_block(cc, low_pfn, block_end) {
+                    result = Isolate::Abort;
                 }
+                break;
             }
             fast_find_block = false;
             cc.migrate_pfn = block_end;

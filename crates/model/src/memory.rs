@@ -927,6 +927,14 @@ impl Kernel {
                 }
                 let (i0, i1) = (pte_index(s), pte_index(e - 1));
                 let mut i = i0;
+                if let Pmd::Table(t) = &self.slots.get(sid).pmd {
+                    // a range of none PTEs (exit's free_pgtables pass after the zaps, holes):
+                    // each walked, none changed
+                    if t[i0..=i1].iter().all(|&p| p == PTE_NONE) {
+                        self.charge(self.costs.pte_walk_ns * (i1 - i0 + 1) as u64);
+                        i = i1 + 1;
+                    }
+                }
                 while i <= i1 {
                     let pte = match &self.slots.get(sid).pmd {
                         Pmd::Table(t) => t[i],
@@ -1111,9 +1119,24 @@ impl Kernel {
     #[inline]
     fn store_to_page(&mut self, pfn: u64, byte: u32, bytes: u32, data: &thplab_workload::workload::WriteData) {
         let f = self.pm.frames[pfn as usize];
+        let head = if compound(f) == COMPOUND_BASE { pfn } else { self.folio_head(pfn) };
+        self.store_to_folio_page(pfn, head, byte, bytes, data);
+    }
+
+    /// store_to_page() of a page of the folio at `head`.
+    #[inline]
+    fn store_to_folio_page(
+        &mut self,
+        pfn: u64,
+        head: u64,
+        byte: u32,
+        bytes: u32,
+        data: &thplab_workload::workload::WriteData,
+    ) {
+        let f = self.pm.frames[pfn as usize];
         let c = content::apply_write(content(f), byte, bytes, data);
         self.pm.frames[pfn as usize] = with_content(f, c);
-        self.touch_folio(pfn, true);
+        self.touch_folio_at(pfn, head, true);
         // the store itself, then the rest of the page's bytes of the op's data
         use thplab_workload::workload::{DataKind, WriteData};
         let fill = match data {
@@ -1223,7 +1246,7 @@ impl Kernel {
                 // follow() -> a page of the PMD-mapped THP, for every page (as write_page_fast)
                 hint.vma = None;
                 for j in 0..n {
-                    self.store_to_page(head as u64 + (i0 as u64 + j), byte, bytes, data);
+                    self.store_to_folio_page(head as u64 + (i0 as u64 + j), head as u64, byte, bytes, data);
                 }
                 return (Fault::Ok, n);
             }
@@ -1286,6 +1309,13 @@ impl Kernel {
     pub fn touch_folio(&mut self, pfn: u64, write: bool) {
         let f = self.pm.frames[pfn as usize];
         let head = if compound(f) == COMPOUND_BASE { pfn } else { self.folio_head(pfn) };
+        self.touch_folio_at(pfn, head, write);
+    }
+
+    /// touch_folio() of a page of the folio at `head`.
+    #[inline]
+    fn touch_folio_at(&mut self, pfn: u64, head: u64, write: bool) {
+        let f = self.pm.frames[pfn as usize];
         let h = self.pm.frames[head as usize];
         self.pm.frames[head as usize] = set_dirty(set_young(h, true), write || dirty(h));
         if write && head != pfn {

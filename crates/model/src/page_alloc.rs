@@ -373,6 +373,29 @@ impl PhysMem {
     pub fn pb_skip(&self, pfn: u64) -> bool {
         self.pageblocks[(pfn >> PAGEBLOCK_ORDER) as usize] & PB_SKIP != 0
     }
+    /// How many pageblocks from the one at `pfn` (aligned) on have their skip bit set, in
+    /// a row, among those that end at or below `limit` (a word of eight at a time).
+    pub fn skipped_run(&self, pfn: u64, limit: u64) -> u64 {
+        const ALL: u64 = u64::from_ne_bytes([PB_SKIP; 8]);
+        let end = ((limit >> PAGEBLOCK_ORDER) as usize).min(self.pageblocks.len());
+        let start = ((pfn >> PAGEBLOCK_ORDER) as usize).min(end);
+        let mut n = 0u64;
+        for chunk in self.pageblocks[start..end].chunks(8) {
+            if let Ok(w) = <[u8; 8]>::try_from(chunk) {
+                if u64::from_ne_bytes(w) & ALL == ALL {
+                    n += 8;
+                    continue;
+                }
+            }
+            for &b in chunk {
+                if b & PB_SKIP == 0 {
+                    return n;
+                }
+                n += 1;
+            }
+        }
+        n
+    }
     pub fn set_pb_skip(&mut self, pfn: u64, skip: bool) {
         let pb = &mut self.pageblocks[(pfn >> PAGEBLOCK_ORDER) as usize];
         if skip {
@@ -1989,6 +2012,29 @@ mod tests {
         let mut pm = PhysMem::new(&m).unwrap();
         pm.setup_watermarks(1024, 10);
         (pm, VmStat::default())
+    }
+
+    /// skipped_run() counts the skipped pageblocks in a row from a block on, across
+    /// words of eight, up to the first one not skipped or the limit's block.
+    #[test]
+    fn skipped_run_counts_blocks_in_a_row_below_the_limit() {
+        let (mut pm, _) = small();
+        let pb = PAGEBLOCK_NR_PAGES;
+        let nb = pm.pageblocks.len() as u64;
+        assert!(nb >= 32, "64 MiB: 32 pageblocks");
+        for b in 3..21 {
+            pm.set_pb_skip(b * pb, true);
+        }
+        let all = nb * pb;
+        assert_eq!(pm.skipped_run(3 * pb, all), 18, "blocks 3-20");
+        assert_eq!(pm.skipped_run(5 * pb, all), 16);
+        assert_eq!(pm.skipped_run(2 * pb, all), 0, "block 2 is not skipped");
+        assert_eq!(pm.skipped_run(3 * pb, 12 * pb), 9, "blocks 3-11 end at or below the limit");
+        assert_eq!(pm.skipped_run(3 * pb, 12 * pb + pb / 2), 9, "block 12 ends above it");
+        assert_eq!(pm.skipped_run(21 * pb, all), 0);
+        pm.set_pb_skip(16 * pb, false);
+        assert_eq!(pm.skipped_run(3 * pb, all), 13, "up to block 15");
+        assert_eq!(pm.skipped_run(all, all + pb), 0, "past the end");
     }
 
     fn check_counts(pm: &PhysMem) {
