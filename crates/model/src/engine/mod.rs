@@ -8,6 +8,7 @@
 //! queue.rs: the event queue and the clock; task.rs: the processes; ops/: one handler per
 //! family of workload ops; sampler.rs: the time series; report.rs: the result.
 
+mod backfill;
 mod ops;
 mod queue;
 mod report;

@@ -1,0 +1,60 @@
+//! The live runner's work before a run, done in the model where it changes the start
+//! state (not a kernel mechanism: what crates/live/src/host.rs does on the guest).
+
+use crate::consts::*;
+use crate::kernel::Kernel;
+use crate::mm_types::MmId;
+use crate::page_reporting::PAGE_REPORTING_DELAY_NS;
+
+impl Kernel {
+    /// The live runner's host::back_free_memory() before a run on a reporting guest: a
+    /// process (the runner itself, on CPU `cpu`) maps `bytes` rounded up to 2 MiB, 2 MiB
+    /// aligned, with MADV_HUGEPAGE, writes every 4 KiB page (THP faults where the knobs
+    /// allow them, 4 KiB faults elsewhere; every page it gets is backed again in the
+    /// host) and unmaps it. The frees go where the kernel puts them: THPs and small pages
+    /// to `cpu`'s per-CPU lists (free_frozen_page_commit, pcp_allowed_order), the lists'
+    /// overflow to the buddy lists (free_pcppages_bulk), where a freed block of at least
+    /// the reporting order requests reporting (the first pass of the run is due
+    /// PAGE_REPORTING_DELAY after the munmap). The work is before the run: its time, trace,
+    /// latency samples, wake-ups and the mTHP and lock stats are dropped (the vmstat
+    /// counters are compared from the boot snapshot taken after it). khugepaged_enter_vma()
+    /// of the runner's madvise is left out: the runner's mm has no memory of the workload's
+    /// (the model has no runner heap for khugepaged to scan).
+    pub fn back_free_memory(&mut self, bytes: u64, cpu: u32, tlb: &thplab_workload::machine::TlbSpec) {
+        use crate::memory::{Fault, Mapping};
+        use crate::mmap::{Mm, VM_HUGEPAGE, VM_READ, VM_WRITE};
+        if !self.pm.pr.enabled || bytes == 0 {
+            return;
+        }
+        let len = bytes.div_ceil(HPAGE_PMD_SIZE) * HPAGE_PMD_SIZE;
+        let id = MmId(self.mms.len() as u32);
+        let node = self.pm.nodes.iter().position(|n| n.cpus.contains(&cpu)).unwrap_or(0);
+        self.mms.push(Mm::new(id, "thplab-live", cpu, node, crate::tlb::Tlb::new(tlb)));
+        let saved = (self.pm.cpu, self.clock.cpu);
+        self.pm.cpu = cpu;
+        self.clock.cpu = cpu;
+        if let Some(addr) = self.mms[id].get_unmapped_area(len, Some(HPAGE_PMD_SIZE)) {
+            self.mms[id].insert_vma(addr, addr + len, VM_READ | VM_WRITE | VM_HUGEPAGE);
+            let mut a = addr;
+            while a < addr + len {
+                if !matches!(self.follow(id, a), Mapping::Page(..)) && self.handle_mm_fault(id, a, true) != Fault::Ok {
+                    break;
+                }
+                a += PAGE_SIZE;
+            }
+        }
+        let before = self.clock.cost;
+        self.exit_mm(id);
+        let munmap_ns = self.clock.cost - before;
+        self.mms.pop_exited();
+        (self.pm.cpu, self.clock.cpu) = saved;
+        self.clock.cost = 0;
+        self.clock.wakeups.clear();
+        if std::mem::take(&mut self.pm.pr.schedule_requested) {
+            self.pm.pr.initial_delay_ns = PAGE_REPORTING_DELAY_NS.saturating_sub(munmap_ns);
+        }
+        let vm = std::mem::take(&mut self.rec.vm);
+        self.rec = crate::recorder::Recorder::default();
+        self.rec.vm = vm;
+    }
+}
