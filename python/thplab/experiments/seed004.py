@@ -313,7 +313,9 @@ def run_all(wls: dict[str, dict], machine: str, workers: int, progress=None) -> 
 
     from thplab.api import run_shared
 
-    shared = [n for n in wls if n != "c_proactive"]
+    # the longest continuation first ((b) vanilla: hundreds of thousands of direct
+    # compactions), so that the others fill the second worker beside it
+    shared = sorted((n for n in wls if n != "c_proactive"), key=lambda n: n != "b_vanilla")
     if progress:
         progress(", ".join(shared) + " (shared prefix)")
     results: dict[str, dict] = {}
