@@ -72,3 +72,15 @@ pub fn page_state(k: &Kernel) -> String {
     }
     s
 }
+
+/// Run `w` on `m` with a debug switch on, then off: the results and page_state() must be the
+/// same. Returns the run with it on.
+pub fn same_on_and_off(w: &str, m: &str, switch: &'static std::thread::LocalKey<std::cell::Cell<bool>>) -> RunResult {
+    let (on, kon) = go_keep(w, m);
+    switch.with(|c| c.set(false));
+    let (off, koff) = go_keep(w, m);
+    switch.with(|c| c.set(true));
+    assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}: the same results");
+    assert!(page_state(&kon) == page_state(&koff), "{m}: the same frames and lists");
+    on
+}

@@ -194,27 +194,19 @@ fn write_fast_path_changes_nothing_but_speed() {
         {"op":"set","knob":"vm.nr_hugepages","value":"600"}]}]}"#;
     let m = "1G,cpus=2,swap=zram:1G";
     WRITE_FAST_FAULTS.with(|c| c.set(0));
-    let on = common::go(w, m, &[]);
+    let on = common::same_on_and_off(w, m, &USE_WRITE_FAST_PATH);
     let fast = WRITE_FAST_FAULTS.with(|c| c.get());
+    assert!(fast > 100_000, "the fast path took the base-page faults: {fast}");
     USE_WRITE_FAST_PATH.with(|c| c.set(false));
-    let off = common::go(w, m, &[]);
+    common::go(w, m, &[]);
     USE_WRITE_FAST_PATH.with(|c| c.set(true));
     assert_eq!(WRITE_FAST_FAULTS.with(|c| c.get()), fast, "off: no fast fault");
-    assert!(fast > 100_000, "the fast path took the base-page faults: {fast}");
     assert!(on.vmstat_delta.get("pswpout").copied().unwrap_or(0) > 0, "reclaim ran during the writes");
     assert!(on.vmstat_delta.get("htlb_buddy_alloc_success").copied().unwrap_or(0) > 0, "the pool grew");
     assert_eq!(on.processes[1].killed, None, "no OOM kill");
-    assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap());
     // two nodes: the zonelists reach the remote node, the runs' allocations stop there
     let two = r#"{"nodes":[{"mem":"512M","cpus":1},{"mem":"512M","cpus":1}],"swap":[{"type":"zram","size":"1G"}]}"#;
-    for m in [m, two] {
-        let (on, kon) = common::go_keep(w, m);
-        USE_WRITE_FAST_PATH.with(|c| c.set(false));
-        let (off, koff) = common::go_keep(w, m);
-        USE_WRITE_FAST_PATH.with(|c| c.set(true));
-        assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
-        assert!(common::page_state(&kon) == common::page_state(&koff), "{m}: the same frames and lists");
-    }
+    common::same_on_and_off(w, two, &USE_WRITE_FAST_PATH);
 }
 
 /// zap_range()'s runs of order-0 folios (memory.rs, zap_base_run) change nothing but host
@@ -241,13 +233,8 @@ fn zap_runs_change_nothing_but_speed() {
         {"op":"madvise","region":"all","advice":"dontneed","every":"2M","length":"256K"}]}]}"#;
     let two = r#"{"nodes":[{"mem":"512M","cpus":1},{"mem":"512M","cpus":1}],"swap":[{"type":"zram","size":"1G"}]}"#;
     for m in ["1G,cpus=2,swap=zram:1G", two] {
-        let (on, kon) = common::go_keep(w, m);
-        USE_ZAP_RUN.with(|c| c.set(false));
-        let (off, koff) = common::go_keep(w, m);
-        USE_ZAP_RUN.with(|c| c.set(true));
+        let on = common::same_on_and_off(w, m, &USE_ZAP_RUN);
         assert!(on.vmstat_delta.get("pswpin").copied().unwrap_or(0) > 0, "{m}: pages came back through the swap cache");
         assert_eq!(on.processes[1].killed, None, "no OOM kill");
-        assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
-        assert!(common::page_state(&kon) == common::page_state(&koff), "{m}: the same frames and lists");
     }
 }
