@@ -295,3 +295,23 @@ def test_buddy_blocks_counts_free_2m_blocks_and_the_order9_ones():
     )
     assert v.buddy_blocks(text) == (1 + 2 * 3 + 136 + 2 * 2031, 137)
     assert v.buddy_blocks("") == (0, 0)
+
+
+def test_model_starts_with_the_small_free_blocks_the_live_run_found():
+    """An aged machine as found: the model's free lists start with the live run's free blocks
+    below pageblock_order (crates/model/src/aged.rs); without buddyinfo_before, as booted."""
+    bi = (
+        "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n"
+        "Node 0, zone    DMA32      2      3      0      2      3      2      1      4      4      8    745 \n"
+        "Node 0, zone   Normal    700    600    500    400    300    200    100     50     25     10     99 \n"
+    )
+    w = {"name": "t", "processes": [{"name": "p", "ops": [{"op": "sleep", "duration": "0"}]}]}
+    kernel = {"machine": {"nodes": [{"mem": "6G", "cpus": 2}], "aged": True}, "knobs": {}, "buddyinfo_before": bi}
+
+    def normal(r):
+        row = next(line for line in r["buddyinfo_before"].splitlines() if "Normal" in line)
+        return [int(x) for x in row.split()[4:13]]
+
+    assert normal(v.run_model(w, kernel, None)) == [700, 600, 500, 400, 300, 200, 100, 50, 25]
+    booted = normal(v.run_model(w, {**kernel, "buddyinfo_before": ""}, None))
+    assert sum(booted) < 10, booted

@@ -239,6 +239,16 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   model's machine has none of the ~2 GiB of small free blocks a long-running guest has,
   which take the 4 KiB faults live, so its 4 KiB faults eat the backed blocks. validate
   keeps `backed` (the knob's live_value) until the model starts with those blocks.
+* 2026-11-27, the model's machine starts with the live run's small free blocks (the machine's
+  ``buddyinfo``, from buddyinfo_before; crates/model/src/aged.rs). Replayed on out/vk-h4 with
+  out/host-h4.toml: `backed` 139 -> 139 of 155 (compaction-fill-p0's fault-phase
+  thp_fault_alloc / compact_stall / compact_success now within), `idle` 132 -> 139
+  (compaction-frag/-manual, khugepaged_collapse_time_*, swap_pageout_base_zram p:fault back
+  to 0.65-1.19x). `idle` ties `backed`, so validate keeps `backed`; `idle` still loses
+  madv_collapse_latency p:collapse (5.18x: the back-fill's 4 KiB faults under enabled=never)
+  and zero-page-read p:read (16.7x: the huge zero folio the warm-up run left), and wins
+  compaction-fill-p0 p:eat and zero-page-read p:write (docs/page_reporting.md, "The small
+  free blocks").
 """
 
 from __future__ import annotations
@@ -893,6 +903,9 @@ def run_model(workload: dict, kernel: dict, costs_text: str | None) -> dict:
 
     knobs = [(k, str(v)) for k, v in (kernel.get("knobs") or {}).items()]
     machine = kernel.get("machine")
+    if isinstance(machine, dict) and machine.get("aged") and kernel.get("buddyinfo_before"):
+        # the machine as found: its free blocks below pageblock_order (crates/model/src/aged.rs)
+        machine = {**machine, "buddyinfo": kernel["buddyinfo_before"]}
     mtext = json.dumps(machine) if isinstance(machine, dict) and machine.get("nodes") else None
     try:
         return json.loads(

@@ -3,6 +3,7 @@
 
 #![warn(clippy::too_many_lines)]
 
+pub mod aged;
 pub mod bitmap;
 pub mod blk_core;
 pub mod blk_wbt;

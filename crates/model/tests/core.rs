@@ -171,6 +171,7 @@ fn too_small_machine_is_an_error() {
         kernel_reserve: Some(thplab_workload::units::Size(62 << 20)),
         name: None,
         aged: false,
+        buddyinfo: None,
     };
     let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err().to_string();
     assert!(e.contains("too small for the kernel's own reserve"), "{e}");

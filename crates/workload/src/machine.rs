@@ -101,6 +101,14 @@ pub struct MachineSpec {
     /// the live runner describes the machine it finds as aged. Shorthand: `aged`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aged: bool,
+    /// The /proc/buddyinfo of the machine as found (the live run's `buddyinfo_before`).
+    /// An aged model machine starts with as many free blocks below pageblock_order in
+    /// each zone as it lists; their buddies are held by the kernel's and the other
+    /// tenants' memory (`Kernel::hold_small_free_blocks`, mmzone_aged.rs). The blocks of
+    /// pageblock_order and above are the model's own: it boots with its free memory in
+    /// those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buddyinfo: Option<String>,
 }
 
 pub const MIN_NODE_MEM: u64 = 64 << 20;
@@ -215,8 +223,15 @@ impl MachineSpec {
         let nodes = (0..n)
             .map(|i| NodeSpec { mem: Size(per_node), cpus: cpus_total / n + u32::from(i < cpus_total % n) })
             .collect();
-        let m =
-            MachineSpec { nodes, swap, tlb: TlbSpec::default(), kernel_reserve: None, name: Some(s.to_string()), aged };
+        let m = MachineSpec {
+            nodes,
+            swap,
+            tlb: TlbSpec::default(),
+            kernel_reserve: None,
+            name: Some(s.to_string()),
+            aged,
+            buddyinfo: None,
+        };
         m.validate()?;
         Ok(m)
     }

@@ -97,6 +97,10 @@ impl Boot {
         costs.validate()?;
         let seed = o.seed.unwrap_or(w.seed);
         let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
+        // an aged machine as found: its small free blocks (aged.rs)
+        if let (true, Some(b)) = (machine.aged, &machine.buddyinfo) {
+            k.hold_small_free_blocks(b, seed);
+        }
         // thplab.free_page_reporting_start=idle: a reporting guest idle before the run, its
         // free memory reported; then the live runner backs the run's footprint
         // (page_reporting.rs) and forks the workload's processes, the first of which met

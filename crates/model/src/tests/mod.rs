@@ -2,6 +2,7 @@
 //! crate-private state): compaction, khugepaged, reclaim and swap. Whole-workload tests
 //! are in crates/model/tests.
 
+mod aged;
 mod common;
 mod compaction;
 mod hugetlb;

@@ -1,0 +1,122 @@
+//! The free lists of a machine that has been running (not a kernel mechanism: the start
+//! state the live runner finds, given to the model as `MachineSpec::buddyinfo`).
+//!
+//! A just-booted kernel has its free memory in MAX_PAGE_ORDER blocks (memblock_free_all()
+//! hands memory to the buddy allocator in the largest aligned blocks). A guest that has run
+//! a while has, besides those, free blocks of every smaller order whose buddies the
+//! kernel's and the other tenants' memory holds: ~0.7-3 GiB in blocks below
+//! pageblock_order on the reference host (docs/page_reporting.md, "The small free blocks").
+//! They matter because `__rmqueue_smallest()` takes the smallest order that fits first: the
+//! 4 KiB faults of a run take those blocks before they split a 2 MiB one.
+//!
+//! `Kernel::hold_small_free_blocks` lays them out: it takes MAX_PAGE_ORDER blocks off the
+//! free lists (spread evenly over the zone), holds every page as the kernel's
+//! (NR_KERNEL_MISC: not on an LRU, not movable, as the slab and the other tenants' memory
+//! compaction cannot move), and frees back, in each block, one block of each order still
+//! wanted with its buddy held: a region of 2^(o+1) pages frees its first half as an order-o
+//! block and recurses into the second (whose held page keeps the first from merging), so a
+//! pageblock gives one free block of each order 8..0 for a single held page while every
+//! order is still wanted. What is left of the last block when every order has its count
+//! stays held.
+
+use crate::consts::*;
+use crate::kernel::Kernel;
+use crate::mm_types::{free_order, is_free_head, make_kernel, Pfn};
+use crate::vmstat::NodeStat;
+
+/// The free block counts of orders below pageblock_order of `node`'s `zone` in a
+/// /proc/buddyinfo text (`Node 0, zone   Normal  15218  14278 ...`).
+pub fn small_free_blocks(buddyinfo: &str, node: usize, zone: &str) -> Option<[u64; PAGEBLOCK_ORDER as usize]> {
+    for l in buddyinfo.lines() {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() < 4 + PAGEBLOCK_ORDER as usize || t[0] != "Node" || t[2] != "zone" {
+            continue;
+        }
+        if t[1].trim_end_matches(',').parse::<usize>().ok() != Some(node) || t[3] != zone {
+            continue;
+        }
+        let mut c = [0u64; PAGEBLOCK_ORDER as usize];
+        for (o, x) in c.iter_mut().enumerate() {
+            *x = t[4 + o].parse().ok()?;
+        }
+        return Some(c);
+    }
+    None
+}
+
+/// The free blocks (pfn, order) the layout gives a region of 2^(level+1) pages at `pfn`,
+/// taking from `want`.
+fn lay_out(pfn: u64, level: i32, want: &mut [u64], out: &mut Vec<(u64, u32)>) {
+    if level < 0 || want.iter().all(|&n| n == 0) {
+        return; // held
+    }
+    let half = 1u64 << level;
+    if (level as usize) < want.len() && want[level as usize] > 0 {
+        want[level as usize] -= 1;
+        out.push((pfn, level as u32));
+        lay_out(pfn + half, level - 1, want, out);
+    } else {
+        lay_out(pfn, level - 1, want, out);
+        lay_out(pfn + half, level - 1, want, out);
+    }
+}
+
+impl Kernel {
+    /// Start each zone with the free blocks below pageblock_order that `buddyinfo` lists
+    /// for it, counting those the boot layout already has (module doc); a zone with too
+    /// few free 4 MiB blocks gets what they give. Returns the pages held. The zone's lists
+    /// are shuffled afterwards with `seed`, as an aged machine's are (Kernel::new).
+    pub fn hold_small_free_blocks(&mut self, buddyinfo: &str, seed: u64) -> u64 {
+        let mut held_total = 0;
+        for zi in 0..self.pm.zones.len() {
+            let (node, name) = (self.pm.zones[zi].node, self.pm.zones[zi].name);
+            let Some(mut want) = small_free_blocks(buddyinfo, node, name) else { continue };
+            // what the boot layout already has there (the edges of DMA and DMA32)
+            for (o, n) in want.iter_mut().enumerate() {
+                *n = n.saturating_sub(self.pm.zones[zi].nr_free_order(o));
+            }
+            if want.iter().all(|&n| n == 0) {
+                continue;
+            }
+            // how many MAX_PAGE_ORDER blocks the layout takes
+            let mut w = want;
+            let mut need = 0usize;
+            while w.iter().any(|&n| n > 0) {
+                lay_out(0, MAX_PAGE_ORDER as i32 - 1, &mut w, &mut vec![]);
+                need += 1;
+            }
+            let (start, end) = (self.pm.zones[zi].start_pfn, self.pm.zones[zi].end_pfn());
+            let nr = 1u64 << MAX_PAGE_ORDER;
+            let blocks: Vec<u64> = (start.div_ceil(nr) * nr..end)
+                .step_by(nr as usize)
+                .filter(|&p| {
+                    let f = self.pm.frames[p as usize];
+                    is_free_head(f) && free_order(f) == MAX_PAGE_ORDER
+                })
+                .collect();
+            let n = need.min(blocks.len());
+            let mut vm = self.rec.vm.clone();
+            let mut w = want;
+            for i in 0..n {
+                let pfn = blocks[i * blocks.len() / n];
+                if self.pm.isolate_free_page(zi, pfn) != Some(MAX_PAGE_ORDER) {
+                    continue;
+                }
+                for p in pfn..pfn + nr {
+                    self.pm.frames[p as usize] = make_kernel(0, true);
+                }
+                let mut free = vec![];
+                lay_out(pfn, MAX_PAGE_ORDER as i32 - 1, &mut w, &mut free);
+                let freed: u64 = free.iter().map(|&(_, o)| 1u64 << o).sum();
+                self.mod_node_page_state(pfn, NodeStat::NrKernelMisc, (nr - freed) as i64);
+                held_total += nr - freed;
+                for (p, o) in free {
+                    self.pm.free_pages(Pfn(p), o, &mut vm);
+                }
+            }
+            self.pm.drain_all_pages(Some(zi));
+            self.pm.shuffle_free_lists(zi, seed);
+        }
+        held_total
+    }
+}

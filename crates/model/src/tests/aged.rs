@@ -1,0 +1,49 @@
+//! An aged machine as found (aged.rs): the free blocks below pageblock_order that the live
+//! run's /proc/buddyinfo lists, their buddies held.
+
+use super::common::kernel;
+use crate::aged::small_free_blocks;
+use crate::consts::*;
+use crate::gfp::*;
+
+/// A 4G machine's Normal zone (1 GiB) and DMA32 zone given the small blocks of a buddyinfo:
+/// afterwards the model's own buddyinfo lists exactly those counts below pageblock_order,
+/// the held pages are the kernel's (the checker's page accounting balances), and an order-4
+/// allocation takes one of the order-4 blocks instead of splitting a 4 MiB one
+/// (__rmqueue_smallest() takes the smallest order that fits).
+#[test]
+fn small_free_blocks_are_laid_out_and_taken_first() {
+    let bi = "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n\
+              Node 0, zone    DMA32      2      3      0      2      3      2      1      4      4      8    745 \n\
+              Node 0, zone   Normal   3000   2500   1200    900    500    300    100     40     20      9     99 \n";
+    let mut k = kernel("4G,aged", &[]);
+    let kernel_before = k.nr_kernel_pages();
+    let held = k.hold_small_free_blocks(bi, 1);
+    crate::check::check(&k).unwrap();
+    assert_eq!(k.nr_kernel_pages() - kernel_before, held);
+    for zi in 0..k.pm.zones.len() {
+        let (node, name) = (k.pm.zones[zi].node, k.pm.zones[zi].name);
+        let Some(want) = small_free_blocks(bi, node, name) else { continue };
+        for (o, &n) in want.iter().enumerate() {
+            assert_eq!(k.pm.zones[zi].nr_free_order(o), n, "{name} order {o}");
+        }
+    }
+    // the held pages: far fewer than the free memory they keep in small blocks
+    let small: u64 = [3000u64, 2500, 1200, 900, 500, 300, 100, 40, 20].iter().enumerate().map(|(o, n)| n << o).sum();
+    assert!(held * 10 < small, "held {held} pages for {small} free");
+    let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
+    let (o4, o10) = (k.pm.zones[zi].nr_free_order(4), k.pm.zones[zi].nr_free_order(MAX_PAGE_ORDER as usize));
+    k.alloc_pages(GFP_HIGHUSER_MOVABLE, 4, 0).unwrap();
+    assert_eq!(k.pm.zones[zi].nr_free_order(4), o4 - 1);
+    assert_eq!(k.pm.zones[zi].nr_free_order(MAX_PAGE_ORDER as usize), o10);
+}
+
+/// small_free_blocks() reads a zone's row by node and name; a zone it does not list gets
+/// nothing.
+#[test]
+fn small_free_blocks_reads_the_zone_row() {
+    let bi = "Node 0, zone   Normal   1 2 3 4 5 6 7 8 9 10 11\nNode 1, zone   Normal   9 9 9 9 9 9 9 9 9 9 9\n";
+    assert_eq!(small_free_blocks(bi, 0, "Normal"), Some([1, 2, 3, 4, 5, 6, 7, 8, 9]));
+    assert_eq!(small_free_blocks(bi, 1, "Normal"), Some([9; 9]));
+    assert_eq!(small_free_blocks(bi, 0, "DMA32"), None);
+}
