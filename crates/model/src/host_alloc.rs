@@ -93,54 +93,6 @@ pub fn kept_blocks() -> usize {
     KEPT.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|s| s.0 != 0).count()
 }
 
-/// Kept blocks of exactly `layout`.
-pub fn kept_of(layout: Layout) -> usize {
-    KEPT.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .filter(|s| s.0 != 0 && s.1 == layout.size() && s.2 == layout.align())
-        .count()
-}
-
-/// Inside a keep_freed() scope: make a block of `layout`, write a byte in each 4 KiB of
-/// it (the host backs it now: the work a later copy into fresh memory would wait for)
-/// until done or `stop`, and keep it for an allocation of that layout. False (nothing
-/// kept) outside a scope, for a small layout, or without room.
-pub fn prefill(layout: Layout, stop: &std::sync::atomic::AtomicBool) -> bool {
-    if layout.size() < KEEP_MIN || KEEPING.load(Ordering::SeqCst) == 0 {
-        return false;
-    }
-    // SAFETY: a fresh System block of `layout`; written only inside it, then either kept
-    // (with this layout) or freed with it
-    unsafe {
-        let p = System.alloc(layout);
-        if p.is_null() {
-            return false;
-        }
-        advise(p, layout.size());
-        let mut off = 0;
-        while off < layout.size() && !stop.load(Ordering::Relaxed) {
-            p.add(off).write_volatile(0);
-            off += 4096;
-        }
-        if !keep(p, layout) {
-            System.dealloc(p, layout);
-            return false;
-        }
-    }
-    true
-}
-
-/// Run the calling thread only when a CPU would otherwise idle (SCHED_IDLE): for work
-/// that must not slow the threads that matter. A failure leaves it as it was.
-pub fn run_when_idle() {
-    // SAFETY: sets the calling thread's policy; the parameter is a plain struct
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-    }
-}
-
 /// A kept block of exactly `layout`, taken out of the array.
 fn take_kept(layout: Layout) -> Option<*mut u8> {
     if layout.size() < KEEP_MIN {

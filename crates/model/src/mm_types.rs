@@ -477,13 +477,6 @@ impl Links {
     pub fn heap_bytes(&self) -> usize {
         self.chunk_of.len() * 4 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
-    /// The layouts of the allocations clone() makes.
-    pub fn clone_layouts(&self) -> [std::alloc::Layout; 2] {
-        [
-            std::alloc::Layout::array::<u32>(self.chunk_of.len()).expect("fits"),
-            std::alloc::Layout::array::<[[u32; 2]; 64]>(self.pool.capacity()).expect("fits"),
-        ]
-    }
 }
 
 /// A doubly-linked list of folios (head pfns) threaded through `Links`.

@@ -1541,13 +1541,6 @@ impl PhysMem {
         self.zones.iter().filter(|z| z.idx <= ZONE_NORMAL && z.populated()).count() as u64
     }
 
-    /// The layouts of the largest allocations clone() makes: the frame array and the link
-    /// pool with its index (run_shared has the host back them before its copies).
-    pub fn clone_layouts(&self) -> Vec<std::alloc::Layout> {
-        let mut v = vec![std::alloc::Layout::array::<u64>(self.frames.len()).expect("fits")];
-        v.extend(self.links.clone_layouts());
-        v
-    }
     pub fn heap_bytes(&self) -> usize {
         self.frames.len() * 8
             + self.pageblocks.len() * 2

@@ -166,33 +166,10 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
     tm(format_args!("booted"));
     // a broken invariant in the prefix is reproduced by the first workload alone
     let check_of = |w| checker(w, o, &boot);
-    // While the prefix runs, a thread that runs only on an otherwise idle CPU has the host
-    // back the largest blocks of the copies made as soon as it ends (one per worker but
-    // the prefix's own), unless blocks freed meanwhile are kept for them (host_alloc.rs).
-    let mut layouts = prefix.k.pm.clone_layouts();
-    layouts.retain(|l| l.size() >= crate::host_alloc::KEEP_MIN);
-    let wanted = threads.clamp(1, ws.len()).min(ws.len() - 1);
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let ran = std::thread::scope(|s| {
-        s.spawn(|| {
-            crate::host_alloc::run_when_idle();
-            let sets = || layouts.iter().map(|&l| crate::host_alloc::kept_of(l)).min().unwrap_or(wanted);
-            while sets() < wanted && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                for &l in &layouts {
-                    if !crate::host_alloc::prefill(l, &stop) {
-                        return;
-                    }
-                }
-            }
-        });
-        let r = prefix.run_loop(&check_of(&ws[0]), o.check, Some(&div));
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        r
-    });
-    if let Err(e) = ran {
+    if let Err(e) = prefix.run_loop(&check_of(&ws[0]), o.check, Some(&div)) {
         return ws.iter().map(|_| Err(e.clone())).collect();
     }
-    tm(format_args!("prefix done ({} blocks kept)", crate::host_alloc::kept_blocks()));
+    tm(format_args!("prefix done"));
     let sampled = !prefix.k.rec.latency_samples.is_empty();
     let mut results: Vec<Option<Result<RunResult, Error>>> = vec![None; ws.len()];
     let (shared, separate): (Vec<usize>, Vec<usize>) =
