@@ -856,13 +856,11 @@ impl Kernel {
 
     /// zap_range()'s walk over the PTEs [i, i1] of table `sid` from a present PTE whose
     /// folio zaps_alone(), for as long as the PTEs are such: each is zap_present_ptes()
-    /// of one page (the rmap dropped, free_folio(): off the LRU, page_free_ns, back to the
-    /// allocator) and cleared, in the order of the per-page walk; the walk's and the
-    /// free's costs and the RSS and NR_ANON_MAPPED counts of the run are summed. The
-    /// caller charged the first PTE's walk. Returns the PTEs done (>= 1).
+    /// of one page (the rmap dropped, then free_folio()) and cleared, in the order of the
+    /// per-page walk; the run's RSS count and walk cost are summed. The caller charged the
+    /// first PTE's walk. Returns the PTEs done (>= 1).
     fn zap_base_run(&mut self, mm: MmId, sid: u32, i: usize, i1: usize) -> usize {
         let mut n = 0usize;
-        let single_node = self.pgdat.len() == 1;
         while i + n <= i1 {
             let pte = match &self.slots.get(sid).pmd {
                 Pmd::Table(t) => t[i + n],
@@ -876,21 +874,15 @@ impl Kernel {
             if !Self::zaps_alone(f) {
                 break;
             }
-            if !single_node {
-                self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -1);
-            }
+            self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -1);
             self.pm.frames[pfn as usize] = with_rmap(f, None);
-            self.lru_del(pfn, 1);
-            self.pm.free_pages(Pfn(pfn), 0, &mut self.rec.vm);
+            self.free_folio(Pfn(pfn));
             self.set_pte(sid, i + n, PTE_NONE);
             n += 1;
         }
         debug_assert!(n >= 1, "the caller saw a present PTE of such a folio");
-        if single_node {
-            self.pgdat[0].stat.0[NodeStat::NrAnonMapped as usize] -= n as i64;
-        }
         self.mms[mm].rss_anon -= n as u64;
-        self.charge(self.costs.pte_walk_ns * (n as u64 - 1) + self.costs.page_free_ns * n as u64);
+        self.charge(self.costs.pte_walk_ns * (n as u64 - 1));
         n
     }
 
@@ -1191,12 +1183,7 @@ impl Kernel {
             if !self.mms[mm].alive {
                 return self.write_page(mm, addr, byte, bytes, data);
             }
-            if hint.vma.as_ref().is_none_or(|v| addr < v.start || addr >= v.end) {
-                hint.vma = self.mms[mm].find_vma(addr).cloned();
-                hint.no_mthp = hint.vma.as_ref().is_some_and(|v| self.anon_mthp_orders(mm, v) == 0);
-            }
-            let fast = hint.vma.as_ref().filter(|v| v.flags & VM_WRITE != 0 && v.anon_vma.is_some() && hint.no_mthp);
-            if let Some(vm_flags) = fast.map(|v| v.flags) {
+            if let Some(vm_flags) = self.fast_fault_vma_flags(mm, addr, hint) {
                 // handle_mm_fault() -> do_pte_fault() -> do_anonymous_page(): the same
                 // steps as the plain path (alloc_anon_folio() takes no order here)
                 self.rec.vm.count(Ev::PGFAULT);
@@ -1216,6 +1203,18 @@ impl Kernel {
         }
         hint.vma = None;
         self.write_page(mm, addr, byte, bytes, data)
+    }
+
+    /// The flags of the VMA at `addr` when a write fault there takes the fast path: the
+    /// VMA is writable, has its anon_vma and takes no mTHP order. The VMA comes from the
+    /// hint while `addr` is inside it, else from find_vma() (then kept in the hint).
+    #[inline]
+    fn fast_fault_vma_flags(&self, mm: MmId, addr: u64, hint: &mut WriteHint) -> Option<u32> {
+        if hint.vma.as_ref().is_none_or(|v| addr < v.start || addr >= v.end) {
+            hint.vma = self.mms[mm].find_vma(addr).cloned();
+            hint.no_mthp = hint.vma.as_ref().is_some_and(|v| self.anon_mthp_orders(mm, v) == 0);
+        }
+        hint.vma.as_ref().filter(|v| v.flags & VM_WRITE != 0 && v.anon_vma.is_some() && hint.no_mthp).map(|v| v.flags)
     }
 
     /// write_page_fast() for the pages [addr, addr + max pages) up to the end of addr's
@@ -1268,12 +1267,7 @@ impl Kernel {
             if pte_kind(pte) != pgtable_none() || !self.mms[mm].alive {
                 break;
             }
-            if hint.vma.as_ref().is_none_or(|v| a < v.start || a >= v.end) {
-                hint.vma = self.mms[mm].find_vma(a).cloned();
-                hint.no_mthp = hint.vma.as_ref().is_some_and(|v| self.anon_mthp_orders(mm, v) == 0);
-            }
-            let fast = hint.vma.as_ref().filter(|v| v.flags & VM_WRITE != 0 && v.anon_vma.is_some() && hint.no_mthp);
-            let Some(vm_flags) = fast.map(|v| v.flags) else { break };
+            let Some(vm_flags) = self.fast_fault_vma_flags(mm, a, hint) else { break };
             // do_anonymous_page()'s order-0 allocation, when it is a per-CPU list pop
             // (which neither reclaims nor kills): fault_new_base_page() with that page
             let Some(pfn) = self.alloc_movable0_pcp(self.mms[mm].node, &mut zone) else { break };

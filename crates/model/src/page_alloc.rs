@@ -911,6 +911,10 @@ impl PhysMem {
     pub fn pcp_pages(&self, zi: usize) -> u64 {
         (0..self.nr_cpus).map(|c| self.pcp[self.pcp_index(c, zi)].count).sum()
     }
+    /// Pages on every per-CPU list of every zone.
+    pub fn pcp_pages_total(&self) -> u64 {
+        (0..self.zones.len()).map(|zi| self.pcp_pages(zi)).sum()
+    }
     /// The per-CPU lists of `cpu` for zone `zi` (for the invariant checker and reports).
     pub fn pcp_of(&self, cpu: u32, zi: usize) -> &PerCpuPages {
         &self.pcp[self.pcp_index(cpu, zi)]
@@ -983,10 +987,17 @@ impl PhysMem {
                 return None;
             }
         }
-        let p = self.pcp[i].lists[li].pop_head().expect("refilled");
+        Some(self.pcp_pop_head(i, li, order))
+    }
+
+    /// __rmqueue_pcplist()'s take: the block at the head of a non-empty per-CPU list; its
+    /// frames become the caller's.
+    #[inline]
+    fn pcp_pop_head(&mut self, i: usize, li: usize, order: u32) -> u64 {
+        let p = self.pcp[i].lists[li].pop_head().expect("a block on the list");
         self.pcp[i].count -= 1 << order;
         self.frames[p as usize] = 0;
-        Some(p as u64)
+        p as u64
     }
 
     /// Up to `want` order-0 pages of `mt` for the tail of pcp list (`i`, `li`), taken as
@@ -1623,12 +1634,9 @@ impl Kernel {
         self.charge(self.costs.page_alloc_ns);
         self.rec.trace.clock = self.clock.now + self.clock.cost;
         // rmqueue_pcplist()
-        let pcp = &mut self.pm.pcp[i];
-        pcp.free_count >>= 1;
-        let p = pcp.lists[li].pop_head().expect("not empty");
-        pcp.count -= 1;
-        self.pm.frames[p as usize] = 0;
-        let pfn = self.pm.prep_captured(p as u64, 0, zi, &mut self.rec.vm).0;
+        self.pm.pcp[i].free_count >>= 1;
+        let p = self.pm.pcp_pop_head(i, li, 0);
+        let pfn = self.pm.prep_captured(p, 0, zi, &mut self.rec.vm).0;
         self.after_alloc(zi);
         self.page_reporting_touch(pfn, 0);
         Some(pfn)
@@ -1666,7 +1674,7 @@ impl Kernel {
 
     /// Free pages including those on the per-CPU lists (NR_FREE_PAGES leaves them out).
     pub fn nr_free_pcp_pages(&self) -> u64 {
-        self.pm.total_free() + (0..self.pm.zones.len()).map(|zi| self.pm.pcp_pages(zi)).sum::<u64>()
+        self.pm.total_free() + self.pm.pcp_pages_total()
     }
 
     /// Kernel memory for the `kalloc` op (pipe buffers): GFP_KERNEL pages the kernel keeps,

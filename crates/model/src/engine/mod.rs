@@ -119,7 +119,7 @@ impl Boot {
             buddy_before: k.pm.buddyinfo(),
             boot_snap: k.vmstat_snapshot(),
             zram_before: k.zram_mm_stats(),
-            pcp_before: (0..k.pm.zones.len()).map(|z| k.pm.pcp_pages(z)).sum(),
+            pcp_before: k.pm.pcp_pages_total(),
             machine,
             knobs: ks,
             seed,
@@ -140,10 +140,9 @@ impl Boot {
 /// next as soon as it is done with one.
 pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec<Result<RunResult, Error>> {
     // a workload's back-fill on a reporting guest (Boot::new) is part of its start state
-    let same_start = ws.iter().all(|w| {
-        run_knobs(w, o).map(|ks| backfill_bytes(w, &ks)).ok()
-            == run_knobs(&ws[0], o).map(|ks| backfill_bytes(&ws[0], &ks)).ok()
-    });
+    let start = |w| run_knobs(w, o).map(|ks| backfill_bytes(w, &ks)).ok();
+    let start0 = ws.first().and_then(start);
+    let same_start = ws.iter().all(|w| start(w) == start0);
     let Some(div) = divergence(ws).filter(|_| ws.len() > 1 && same_start) else {
         return ws.iter().map(|w| run(w, o)).collect();
     };

@@ -166,7 +166,7 @@ fn idle_start_reports_free_memory_and_the_back_fill_lands_on_the_runners_cpu() {
     let pages = len / PAGE_SIZE;
     assert!(backed >= pages && backed < pages + 64, "the footprint (and its page tables) backed: {backed}");
     assert_eq!(k.pm.pr.state, PrState::Idle, "nothing reached the buddy lists: no request");
-    let pcp: u64 = (0..k.pm.zones.len()).map(|z| k.pm.pcp_pages(z)).sum();
+    let pcp = k.pm.pcp_pages_total();
     assert!(pcp >= 2 * HPAGE_PMD_NR, "the THPs are on the runner's per-CPU list ({pcp})");
     let refault = k.costs.refault_reported_2m_ns;
     // another CPU: its list is empty, the buddy lists' blocks are discarded
