@@ -236,21 +236,7 @@ pub fn zram_mm_stat(dev: &str) -> Option<Value> {
     Some(Value::Object(m))
 }
 
-/// /proc/buddyinfo rows: (node, zone, free blocks per order).
-pub fn parse_buddyinfo(text: &str) -> Vec<(u32, String, Vec<u64>)> {
-    let mut v = vec![];
-    for l in text.lines() {
-        let toks: Vec<&str> = l.split_whitespace().collect();
-        if toks.len() < 5 || toks[0] != "Node" {
-            continue;
-        }
-        let node = toks[1].trim_end_matches(',').parse().unwrap_or(0);
-        let zone = toks[3].to_string();
-        let counts = toks[4..].iter().filter_map(|x| x.parse().ok()).collect();
-        v.push((node, zone, counts));
-    }
-    v
-}
+pub use thplab_workload::machine::parse_buddyinfo;
 
 /// The kernel's fragmentation metrics (mm/vmstat.c, mm/compaction.c) computed from buddyinfo.
 pub fn fragmentation(buddyinfo: &str) -> Vec<ZoneFrag> {

@@ -27,21 +27,10 @@ use crate::vmstat::NodeStat;
 /// The free block counts of orders below pageblock_order of `node`'s `zone` in a
 /// /proc/buddyinfo text (`Node 0, zone   Normal  15218  14278 ...`).
 pub fn small_free_blocks(buddyinfo: &str, node: usize, zone: &str) -> Option<[u64; PAGEBLOCK_ORDER as usize]> {
-    for l in buddyinfo.lines() {
-        let t: Vec<&str> = l.split_whitespace().collect();
-        if t.len() < 4 + PAGEBLOCK_ORDER as usize || t[0] != "Node" || t[2] != "zone" {
-            continue;
-        }
-        if t[1].trim_end_matches(',').parse::<usize>().ok() != Some(node) || t[3] != zone {
-            continue;
-        }
-        let mut c = [0u64; PAGEBLOCK_ORDER as usize];
-        for (o, x) in c.iter_mut().enumerate() {
-            *x = t[4 + o].parse().ok()?;
-        }
-        return Some(c);
-    }
-    None
+    let (_, _, counts) = thplab_workload::machine::parse_buddyinfo(buddyinfo)
+        .into_iter()
+        .find(|(n, z, _)| *n as usize == node && z == zone)?;
+    counts.get(..PAGEBLOCK_ORDER as usize)?.try_into().ok()
 }
 
 /// The free blocks (pfn, order) the layout gives a region of 2^(level+1) pages at `pfn`,
@@ -95,7 +84,8 @@ impl Kernel {
                 })
                 .collect();
             let n = need.min(blocks.len());
-            let mut vm = self.rec.vm.clone();
+            // the boot layout's frees are not the run's: counted apart, then dropped
+            let mut vm = crate::vmstat::VmStat::default();
             let mut w = want;
             for i in 0..n {
                 let pfn = blocks[i * blocks.len() / n];

@@ -17,7 +17,6 @@
 //! through one shared prefix: 152 s of wall time with 4 KiB pages, 144 s with this
 //! allocator, 134 s with glibc's `glibc.malloc.hugetlb=1` tunable, which advises every
 //! malloc arena (the PTE tables' small blocks too).
-
 //!
 //! While a scope (`keep_freed()`) is open, large blocks freed are kept instead of going
 //! back to the host, and a later allocation of the same size and alignment takes one:

@@ -14,7 +14,7 @@
 //! The live runner refuses a run whose footprint (plus a hugetlb pool it asks for) exceeds
 //! a share of MemAvailable, and on a guest with free page reporting backs that many bytes
 //! just before the run (host::back_free_memory); the model does the same back-fill
-//! (page_reporting.rs, `Kernel::back_free_memory`), so both take `run_footprint`.
+//! (engine/backfill.rs, `Kernel::back_free_memory`), so both take `run_footprint`.
 
 #[cfg(test)]
 use crate::workload::parse_workload;

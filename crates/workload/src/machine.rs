@@ -104,11 +104,27 @@ pub struct MachineSpec {
     /// The /proc/buddyinfo of the machine as found (the live run's `buddyinfo_before`).
     /// An aged model machine starts with as many free blocks below pageblock_order in
     /// each zone as it lists; their buddies are held by the kernel's and the other
-    /// tenants' memory (`Kernel::hold_small_free_blocks`, mmzone_aged.rs). The blocks of
+    /// tenants' memory (`Kernel::hold_small_free_blocks`, aged.rs). The blocks of
     /// pageblock_order and above are the model's own: it boots with its free memory in
     /// those.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buddyinfo: Option<String>,
+}
+
+/// /proc/buddyinfo rows: (node, zone, free blocks per order).
+pub fn parse_buddyinfo(text: &str) -> Vec<(u32, String, Vec<u64>)> {
+    let mut v = vec![];
+    for l in text.lines() {
+        let toks: Vec<&str> = l.split_whitespace().collect();
+        if toks.len() < 5 || toks[0] != "Node" {
+            continue;
+        }
+        let node = toks[1].trim_end_matches(',').parse().unwrap_or(0);
+        let zone = toks[3].to_string();
+        let counts = toks[4..].iter().filter_map(|x| x.parse().ok()).collect();
+        v.push((node, zone, counts));
+    }
+    v
 }
 
 pub const MIN_NODE_MEM: u64 = 64 << 20;
