@@ -24,7 +24,10 @@ Tolerances (stated in the output):
   The live time is the median over ``--reps`` runs (after ``--warmup`` discarded runs) of the
   phase's elapsed time less its process's run-queue wait (schedstat run_delay: what other
   tasks on a shared machine cost it); a khugepaged milestone subtracts khugepaged's own
-  run-queue wait. A phase whose live runs disagree among themselves by more than the
+  run-queue wait. The live runner keeps its own time out of a phase: its child breaks COW on
+  its memory and maps its code before the first phase, holds its schedstat file open (a
+  phase's bracket costs ~6 us, an empty phase measured 50-60 us before) and sends a phase's
+  start with the message that ends it. A phase whose live runs disagree among themselves by more than the
   tolerance is reported as unstable and not gated (the live kernel cannot reproduce it).
 * informational counters (pgfault, compaction, ...) and THP fault latency percentiles are
   printed but never fail the run. Compaction counters are not

@@ -807,6 +807,17 @@ fn ack(ps: &ProcState) {
     unsafe { libc::write(ps.ack, b.as_ptr() as *const _, 1) };
 }
 
+/// The child's clock, system time and run-queue wait when the phase it now ends began (after
+/// the supervisor's snapshot at the boundary): the phase's own time starts there.
+fn set_phase_start(ps: &mut ProcState, v: &Value) {
+    let Some([ns, stime, rq]) = serde_json::from_value::<[u64; 3]>(v["start"].clone()).ok() else { return };
+    if let Some(ph) = ps.phase.as_mut() {
+        ph.start = ns;
+        ph.stime = stime;
+        ph.rq = rq;
+    }
+}
+
 fn handle_msg(
     ps: &mut ProcState,
     v: &Value,
@@ -817,6 +828,7 @@ fn handle_msg(
     let u = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
     match v["t"].as_str().unwrap_or("") {
         "phase" => {
+            set_phase_start(ps, v);
             let i = u("i") as usize;
             close_phase(ps, i, (u("ns"), u("stime"), u("rq")), t0, phases);
             ps.phase = Some(OpenPhase {
@@ -828,14 +840,6 @@ fn handle_msg(
                 vm: vmstat(),
             });
             ack(ps);
-        }
-        "phase_start" => {
-            // the child's clock after the boundary snapshot: the phase's own time starts here
-            if let Some(ph) = ps.phase.as_mut() {
-                ph.start = u("ns");
-                ph.stime = u("stime");
-                ph.rq = u("rq");
-            }
         }
         "err" => ps.result.errors.push(OpError {
             op_index: u("i") as usize,
@@ -863,6 +867,7 @@ fn handle_msg(
             fault_lat.extend(flt);
         }
         "done" => {
+            set_phase_start(ps, v);
             let n = usize::MAX;
             close_phase(ps, n, (u("ns"), u("stime"), u("rq")), t0, phases);
             ps.result.end_ns = u("ns").saturating_sub(t0);
