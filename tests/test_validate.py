@@ -246,6 +246,13 @@ def test_fill_scenarios_gate_the_fault_phase():
     rows = {r["counter"]: r for r in c["rows"]}
     assert rows["thp_fault_alloc"]["kind"] == "info"
     assert rows["compact_stall@p:fault"]["kind"] == "±10%"
+    # nor do the host's other tenants' splits and collapses under the fill's memory pressure
+    k3 = fill_result(2136, 2005, 2016, 1_200_000)
+    k3["vmstat_delta"].update({"thp_split_pmd": 9, "thp_collapse_alloc": 6})
+    c3 = v.compare(k3, m, fill=True, calibrated=True)
+    assert c3["counters_ok"]
+    assert {r["counter"]: r["kind"] for r in c3["rows"]}["thp_split_pmd"] == "info"
+    assert not v.compare(k3, m)["counters_ok"]
     # the other tenants' traces are shown, never gated
     k2 = fill_result(2136, 2005, 2016, 1_200_000)
     k2["phases"][0]["vmstat_delta"]["pgalloc_dma32"] = 71680
