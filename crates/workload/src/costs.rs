@@ -414,12 +414,18 @@ pub struct CostProfile {
     // ---- compaction (mm/compaction.c) ----
     /// One step of the migrate scanner (isolate_migratepages_block: one struct page
     /// looked at; a free buddy or a compound folio is stepped over in one step).
-    /// Calibrated from a live vm.compact_memory run (calibrate.rs).
+    /// Estimate; not calibrated: calibrate's vm.compact_memory runs fit compact_scan_pfn_ns
+    /// per scanned pfn (compact_migrate_scanned counts a skipped buddy's or folio's pfns,
+    /// not the steps), which is not this unit. compaction-fill-p60's p:prepare (a
+    /// vm.compact_memory over a mostly free 24 GiB guest, ~9 M pfns in ~2.9 M model steps)
+    /// is nearly all this charge: 0.56x on out/vk-h4, which a measured per-step cost would
+    /// settle (validate.py, known gaps, 2026-11-27 h15).
     pub compact_scan_migrate_ns: u64,
-    /// One step of the free scanner (isolate_freepages_block, with its stride).
+    /// One step of the free scanner (isolate_freepages_block, with its stride). Estimate;
+    /// not calibrated (see compact_scan_migrate_ns).
     pub compact_scan_free_ns: u64,
     /// A pageblock considered by a scanner's block loop (pageblock_pfn_to_page, the skip
-    /// bit, the migratetype).
+    /// bit, the migratetype). Estimate; not calibrated.
     pub compact_block_ns: u64,
     /// A free-list entry examined by fast_find_migrateblock / fast_isolate_freepages
     /// (a cache-cold struct page under the zone lock). Estimate; not calibrated. The
