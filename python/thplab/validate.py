@@ -289,7 +289,13 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
     cross-check the model does not charge): 23.3 of its 23.7 ms. Live it takes 40-46 ms;
     the model's ~2.9 M scanner steps would take ~14 ns each. A calibrate step that times a
     vm.compact_memory with next to nothing to migrate (and the model's step count for the
-    same memory) would measure it; not done here. compaction-manual p:compact, whose time
+    same memory) would measure it; not done here. Tried (2026-11-27): vm.compact_memory over
+    1 GiB or 256 MiB of mlocked 4 KiB pages with compact_unevictable_allowed=0, to take the
+    per-step cost from the difference: the scanned pfns did not follow the region's size
+    (1.2-5.0 M pfns a run, the larger region sometimes fewer), because the scanners meet
+    wherever the host's layout puts them and the region's pages may lie above that point;
+    a step is only observable per pageblock (mm_compaction_isolate_migratepages
+    timestamps), which the live runner does not trace. compaction-manual p:compact, whose time
     is migrations (323 of 343 ms), would move by ~+3 %.
   - the THP fault phases at 0.62-0.74x (compaction-fill-p60, compaction-manual,
     split_partial_munmap, swap_pageout_noswap, zero-page-read p:write) are as above
