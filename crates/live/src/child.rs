@@ -774,37 +774,42 @@ mod tests {
     /// fault-around maps 16 pages per fault).
     static RODATA: [u8; 256 * PAGE as usize] = [7; 256 * PAGE as usize];
 
+    /// The page faults (minor and major) a forked child takes in `work`, after
+    /// unshare_own_memory() if `unshare` (at most 100).
+    fn faults_in_child(unshare: bool, work: impl Fn()) -> i32 {
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            if unshare {
+                unshare_own_memory();
+            }
+            let f0 = minflt();
+            work();
+            let faults = minflt() - f0;
+            unsafe { libc::_exit(faults.min(100) as i32) };
+        }
+        let mut status = 0;
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status));
+        libc::WEXITSTATUS(status)
+    }
+
     /// fork() maps none of a file mapping's pages in the child, so its first read of each
     /// page of the runner's code or read-only data faulted inside a phase; after
     /// unshare_own_memory() they are mapped.
     #[test]
     fn unshared_memory_maps_the_runners_read_only_pages() {
-        for unshare in [false, true] {
-            let pid = unsafe { libc::fork() };
-            assert!(pid >= 0);
-            if pid == 0 {
-                if unshare {
-                    unshare_own_memory();
-                }
-                let f0 = minflt();
-                let mut sum = 0u64;
-                for i in (0..RODATA.len()).step_by(PAGE as usize) {
-                    sum += unsafe { std::ptr::read_volatile(RODATA.as_ptr().add(i)) } as u64;
-                }
-                std::hint::black_box(sum);
-                let faults = minflt() - f0;
-                unsafe { libc::_exit(faults.min(100) as i32) };
+        let read = || {
+            let mut sum = 0u64;
+            for i in (0..RODATA.len()).step_by(PAGE as usize) {
+                sum += unsafe { std::ptr::read_volatile(RODATA.as_ptr().add(i)) } as u64;
             }
-            let mut status = 0;
-            unsafe { libc::waitpid(pid, &mut status, 0) };
-            assert!(libc::WIFEXITED(status));
-            let faults = libc::WEXITSTATUS(status);
-            if unshare {
-                assert!(faults <= 2, "{faults} faults on read-only data after unshare_own_memory");
-            } else {
-                assert!(faults >= 8, "only {faults} faults on read-only data without it");
-            }
-        }
+            std::hint::black_box(sum);
+        };
+        let faults = faults_in_child(false, read);
+        assert!(faults >= 8, "only {faults} faults on read-only data without it");
+        let faults = faults_in_child(true, read);
+        assert!(faults <= 2, "{faults} faults on read-only data after unshare_own_memory");
     }
 
     /// The run-queue wait is read from the calling thread's own schedstat file: a forked
@@ -832,32 +837,14 @@ mod tests {
     #[test]
     fn unshared_memory_takes_no_cow_faults() {
         let buf: Vec<u8> = vec![1; 64 * PAGE as usize];
-        let touch = |b: &Vec<u8>, v: u8| {
-            for i in (0..b.len()).step_by(PAGE as usize) {
-                unsafe { std::ptr::write_volatile(b.as_ptr().add(i) as *mut u8, v) };
+        let touch = || {
+            for i in (0..buf.len()).step_by(PAGE as usize) {
+                unsafe { std::ptr::write_volatile(buf.as_ptr().add(i) as *mut u8, 2) };
             }
         };
-        for unshare in [false, true] {
-            let pid = unsafe { libc::fork() };
-            assert!(pid >= 0);
-            if pid == 0 {
-                if unshare {
-                    unshare_own_memory();
-                }
-                let f0 = minflt();
-                touch(&buf, 2);
-                let faults = minflt() - f0;
-                unsafe { libc::_exit(faults.min(100) as i32) };
-            }
-            let mut status = 0;
-            unsafe { libc::waitpid(pid, &mut status, 0) };
-            assert!(libc::WIFEXITED(status));
-            let faults = libc::WEXITSTATUS(status);
-            if unshare {
-                assert!(faults <= 2, "{faults} faults after unshare_own_memory");
-            } else {
-                assert!(faults >= 60, "only {faults} COW faults without it");
-            }
-        }
+        let faults = faults_in_child(false, touch);
+        assert!(faults >= 60, "only {faults} COW faults without it");
+        let faults = faults_in_child(true, touch);
+        assert!(faults <= 2, "{faults} faults after unshare_own_memory");
     }
 }
