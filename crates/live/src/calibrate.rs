@@ -130,9 +130,10 @@ pub(crate) fn timed(units: usize, f: impl FnOnce()) -> f64 {
 
 /// Wall time of each of `n` units done by `f(i)`, in ns: for work whose units are coarse
 /// (a THP fault, a collapse: 100s of us) and of which a few may pay a host refault of
-/// milliseconds (free page reporting; see `back`), so that the profile takes their median.
+/// milliseconds (free page reporting; see `back`), so that the fit can leave those out
+/// (python/thplab/calibrate.py `_backed_mean`).
 /// Each unit is timed alone (two clock reads, ~50 ns); run_delay is not read per unit (a
-/// file read), a unit another task delayed is an outlier the median leaves out as well.
+/// file read), a unit another task delayed much is left out as well.
 pub(crate) fn timed_each(n: usize, mut f: impl FnMut(usize)) -> Vec<f64> {
     (0..n)
         .map(|i| {
@@ -476,7 +477,7 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         // each THP fault timed alone (timed_each): backed as they are, a block the allocator
         // takes from elsewhere than the backed ones (a freed THP whose buddy is free goes to
         // the list's tail: buddy_merge_likely) may still refault in the host, +3.5 ms, which
-        // moved a repetition's mean by 100 us; the profile takes the median fault
+        // moved a repetition's mean by 100 us; the fit leaves such faults out (_backed_mean)
         let v = timed_each(nh, |i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
         thp_seen += vm("thp_fault_alloc") - before;
         // munmap of those THPs, per THP (munmap_2m): zap_huge_pmd, the deposited table's
@@ -834,8 +835,8 @@ mod tests {
 
     #[test]
     fn timed_each_times_every_unit_alone() {
-        // one slow unit among fast ones: it alone carries the sleep, so the median of the
-        // units is a fast one (as a refaulted THP among backed ones)
+        // one slow unit among fast ones: it alone carries the sleep, so a fit can leave it out
+        // (as a refaulted THP among backed ones)
         let v = timed_each(5, |i| {
             if i == 3 {
                 std::thread::sleep(std::time::Duration::from_millis(20));

@@ -600,8 +600,8 @@ pub fn calibrate_collapse(
         let c0 = vm("thp_collapse_alloc");
         // one MADV_COLLAPSE per 2 MiB range, each timed (timed_each): a collapse whose new THP
         // is a block the host had discarded (free page reporting) takes ~3.5 ms more, and one
-        // such among the 64 moved a whole call's time per range by 50 us; the median of the
-        // ranges leaves them out, as the model charges that refault apart
+        // such among the 64 moved a whole call's time per range by 50 us; the fit leaves them
+        // out (calibrate.py _backed_mean), as the model charges that refault apart
         let v = timed_each(nh, |i| {
             madvise(&m, i * HPAGE, HPAGE, MADV_COLLAPSE);
         });
