@@ -57,8 +57,23 @@ pub fn reported_kib() -> Option<u64> {
 /// them, so that the workload finds backed memory at the head of the free lists, as the
 /// model does. Returns the bytes backed (0 on a guest without free page reporting).
 pub fn back_free_memory(bytes: u64) -> u64 {
+    if !free_page_reporting() {
+        return 0;
+    }
+    back_memory(bytes, true)
+}
+
+/// Fault in `bytes` (rounded up to 2 MiB) of fresh anonymous memory, one write per 4 KiB, and
+/// unmap it: the allocations take the blocks an allocation of the same kind would take next
+/// (THPs or mTHPs where the knobs allow with `huge`, else 4 KiB pages from the small orders
+/// first: __rmqueue_smallest), the writes make the host back any of them it had discarded
+/// (free page reporting), and the frees put them back at the head of the per-CPU and buddy
+/// lists, where the next allocations of that kind find them (within PAGE_REPORTING_DELAY,
+/// 2 s, before the worker reports them again). Returns the bytes faulted in (0 if the mmap
+/// failed).
+pub fn back_memory(bytes: u64, huge: bool) -> u64 {
     const HPAGE: usize = 2 << 20;
-    if bytes == 0 || !free_page_reporting() {
+    if bytes == 0 {
         return 0;
     }
     let len = (bytes as usize).div_ceil(HPAGE) * HPAGE;
@@ -76,7 +91,7 @@ pub fn back_free_memory(bytes: u64) -> u64 {
             return 0;
         }
         let base = (raw as usize).next_multiple_of(HPAGE);
-        libc::madvise(base as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        libc::madvise(base as *mut libc::c_void, len, if huge { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE });
         for off in (0..len).step_by(4096) {
             std::ptr::write_volatile((base + off) as *mut u8, 1);
         }
