@@ -327,6 +327,22 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   not a calibrated cost that includes a variable share of refaults: replayed with the
   saved runs' thplab.free_page_reporting_start set to `idle`, the after-idle profiles
   give 136 (before, b3) and 135 (after, e3) of 152, geomean 0.98x both.
+* 2026-11-27 (stop 30), a live run and a calibration taken together after the live runner
+  stopped timing itself (child.rs: a phase's bracket ~50 us -> ~6 us; every p:main now
+  0.03-0.09 ms live, was 0.08-0.21) and calibrate measured on backed memory:
+  `calibrate --out out/host-h7.toml`, then `validate --costs out/host-h7.toml
+  --save-kernel-results out/vk-h7` (21.7 min): 32 of 45 scenarios, every counter within,
+  135 of 152 gated phase times (geomean 0.91x; with the runs' start set to `idle`, 133,
+  0.98x). The run before the calibrate change (out/vk-h5 with out/host-h5.toml): 37 of
+  45, 139 of 152, 0.90x. Out: the fills' p:prepare 0.48x (the migrate scanner's step,
+  an estimate) and p:eat 1.30-1.39x (the eat phase's THP count follows the clean blocks
+  other tenants left: informational counters, its time follows them), compaction-fill-p60
+  p:fault 0.67x (live 80 of its 512 THP faults refault in the host, 3-8 ms each, the model
+  27: which blocks reporting has taken when kcompactd's blocks are handed out),
+  compaction-frag-p0 p:fault 0.66x, compaction-manual p:compact 0.64x (migrate_4k_ns from
+  the compaction fit), madv_collapse_latency p:after 0.64x, the zram munmap/swap-in phases
+  1.26-1.39x and seed 000's disk and zram pageout/munmap phases 0.66-1.36x (calibrate's
+  zram and swap-in figures still step between repetitions).
 """
 
 from __future__ import annotations
