@@ -105,6 +105,20 @@ FIXTURE = {
 }
 
 
+def collapse_rest(prof, ranges_per_call):
+    """What the model charges a 2 MiB MADV_COLLAPSE beside collapse_isolate_ns (the
+    fixture's copy_4k_ns is 250): the call's share, the THP, the walks, the flush, the copies
+    and the frees."""
+    return (
+        prof["syscall_ns"] / ranges_per_call
+        + prof["page_alloc_ns"]
+        + prof["pmd_walk_ns"]
+        + 1024 * prof["pte_walk_ns"]
+        + prof["tlb_flush_ns"]
+        + 512 * (250 + prof["page_free_ns"])
+    )
+
+
 def test_remove_mapping_is_fitted_against_the_munmap_of_present_pages_beside_it():
     """With munmap_present (the same round, right after munmap_cached), remove_mapping_ns is
     the difference of the two less swap_free_ns: a slower host (both 1.5x) moves it by 1.5x,
@@ -176,15 +190,7 @@ def test_thp_faults_and_collapses_leave_out_the_units_a_host_refault_slowed():
     assert prof["fault_2m_ns"] == 300_000 - 85_000
     assert prof["collapse_ns"] == 700_000 - 512 * 250
     # a whole syscall per range, not a 64th of one
-    rest = (
-        prof["syscall_ns"]
-        + prof["page_alloc_ns"]
-        + prof["pmd_walk_ns"]
-        + 1024 * prof["pte_walk_ns"]
-        + prof["tlb_flush_ns"]
-        + 512 * (250 + prof["page_free_ns"])
-    )
-    assert prof["collapse_isolate_ns"] == round((700_000 - rest) / 512)
+    assert prof["collapse_isolate_ns"] == round((700_000 - collapse_rest(prof, 1)) / 512)
     # the refault is measured on purpose, over the median backed fault
     assert prof["refault_reported_2m_ns"] == 6_000_000 - 300_000
 
@@ -267,15 +273,7 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert prof["collapse_ns"] == 750000 - 512 * 250
     # the same less what the model charges beside collapse_isolate_ns, per page (64 ranges
     # to one call in the fixture: no collapse_2m.ranges value)
-    rest = (
-        prof["syscall_ns"] / 64
-        + prof["page_alloc_ns"]
-        + prof["pmd_walk_ns"]
-        + 1024 * prof["pte_walk_ns"]
-        + prof["tlb_flush_ns"]
-        + 512 * (250 + prof["page_free_ns"])
-    )
-    assert prof["collapse_isolate_ns"] == round((750000 - rest) / 512)
+    assert prof["collapse_isolate_ns"] == round((750000 - collapse_rest(prof, 64)) / 512)
     # the swap-file THP pageout (each THP split) less the model's other charges, per zero subpage
     rest = (
         2 * prof["reclaim_scan_page_ns"]
