@@ -191,7 +191,7 @@ def test_thp_faults_and_collapses_leave_out_the_units_a_host_refault_slowed():
     assert prof["collapse_ns"] == 700_000 - 512 * 250
     # a whole syscall per range, not a 64th of one
     assert prof["collapse_isolate_ns"] == round((700_000 - collapse_rest(prof, 1)) / 512)
-    # the refault is measured on purpose, over the median backed fault
+    # the refault is measured on purpose, over the mean backed fault
     assert prof["refault_reported_2m_ns"] == 6_000_000 - 300_000
 
 

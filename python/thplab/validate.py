@@ -27,8 +27,9 @@ Tolerances (stated in the output):
   run-queue wait. The live runner keeps its own time out of a phase: its child breaks COW on
   its memory and maps its code before the first phase, holds its schedstat file open (a
   phase's bracket costs ~6 us, an empty phase measured 50-60 us before) and sends a phase's
-  start with the message that ends it. A phase whose live runs disagree among themselves by more than the
-  tolerance is reported as unstable and not gated (the live kernel cannot reproduce it).
+  start with the message that ends it. A phase whose live runs disagree among themselves
+  by more than the tolerance is reported as unstable and not gated (the live kernel cannot
+  reproduce it).
 * informational counters (pgfault, compaction, ...) and THP fault latency percentiles are
   printed but never fail the run. Compaction counters are not
   deterministic on the live VM (kcompactd timing, lazily populated guest memory, other
@@ -39,7 +40,8 @@ Tolerances (stated in the output):
   (proactiveness 60). Their fault phase gates THPs within 2 %, compact_stall and
   compact_success within 10 % and the THP fault p50 within 50 % after calibrate; the whole
   run's counters and smaps are informational (the eat phase takes the clean blocks the
-  host's other tenants left, and the pressure splits and collapses their THPs). They are never resized (``--size`` skips them).
+  host's other tenants left, and the pressure splits and collapses their THPs). They are
+  never resized (``--size`` skips them).
 
 Known time gaps on the reference host (a 2-vCPU guest shared with builds). 2026-11-23, 18 swap,
 split and fault scenarios, calibrated just before: 53 of 72 gated phase times within +-25 %,

@@ -133,7 +133,7 @@ pub(crate) fn timed(units: usize, f: impl FnOnce()) -> f64 {
 /// milliseconds (free page reporting; see `back`), so that the fit can leave those out
 /// (python/thplab/calibrate.py `_backed_mean`).
 /// Each unit is timed alone (two clock reads, ~50 ns); run_delay is not read per unit (a
-/// file read), a unit another task delayed much is left out as well.
+/// pread of schedstat, ~1.5 us), a unit another task delayed much is left out as well.
 pub(crate) fn timed_each(n: usize, mut f: impl FnMut(usize)) -> Vec<f64> {
     (0..n)
         .map(|i| {

@@ -367,10 +367,9 @@ impl<'a> Child<'a> {
                 json!({"t": "lat", "thp_fault": st.thp_lat, "fault": st.fault_lat, "marks": st.lat_marks}),
             );
         }
-        let start = st.phase_start;
         send(
             self.to_parent,
-            json!({"t": "done", "ns": end_ns, "stime": end_stime, "rq": rq, "start": start, "access_ns": st.access_ns}),
+            json!({"t": "done", "ns": end_ns, "stime": end_stime, "rq": rq, "start": st.phase_start, "access_ns": st.access_ns}),
         );
         wait_ack(self.from_parent);
         unsafe { libc::_exit(0) }
@@ -774,24 +773,30 @@ mod tests {
     /// fault-around maps 16 pages per fault).
     static RODATA: [u8; 256 * PAGE as usize] = [7; 256 * PAGE as usize];
 
-    /// The page faults (minor and major) a forked child takes in `work`, after
-    /// unshare_own_memory() if `unshare` (at most 100).
-    fn faults_in_child(unshare: bool, work: impl Fn()) -> i32 {
+    /// Run `f` in a forked child and return its result as the child's exit status (0..=255).
+    fn in_child(f: impl FnOnce() -> i32) -> i32 {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {
-            if unshare {
-                unshare_own_memory();
-            }
-            let f0 = minflt();
-            work();
-            let faults = minflt() - f0;
-            unsafe { libc::_exit(faults.min(100) as i32) };
+            unsafe { libc::_exit(f()) };
         }
         let mut status = 0;
         unsafe { libc::waitpid(pid, &mut status, 0) };
         assert!(libc::WIFEXITED(status));
         libc::WEXITSTATUS(status)
+    }
+
+    /// The page faults (minor and major) a forked child takes in `work`, after
+    /// unshare_own_memory() if `unshare` (at most 100).
+    fn faults_in_child(unshare: bool, work: impl Fn()) -> i32 {
+        in_child(|| {
+            if unshare {
+                unshare_own_memory();
+            }
+            let f0 = minflt();
+            work();
+            (minflt() - f0).min(100) as i32
+        })
     }
 
     /// fork() maps none of a file mapping's pages in the child, so its first read of each
@@ -816,19 +821,14 @@ mod tests {
     /// child reopens it (the parent's open file names the parent's thread).
     #[test]
     fn run_delay_is_the_forked_childs_own() {
-        let parent = crate::util::self_run_delay_ns();
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
+        // the parent's thread opens its file first
+        crate::util::self_run_delay_ns();
+        let own = in_child(|| {
             let tid = unsafe { libc::syscall(libc::SYS_gettid) };
             crate::util::self_run_delay_ns();
-            let ok = crate::util::run_delay_file_tid() == Some(tid);
-            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-        }
-        let mut status = 0;
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child read its parent's schedstat");
-        std::hint::black_box(parent);
+            i32::from(crate::util::run_delay_file_tid() == Some(tid))
+        });
+        assert_eq!(own, 1, "the child read its parent's schedstat");
     }
 
     /// After fork(), the child's writes to memory it shares with its parent take COW faults;

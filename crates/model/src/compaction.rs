@@ -31,7 +31,7 @@
 //! of the allocation's migratetype and gives up on an order-aligned block at the first
 //! page it cannot isolate (skip_on_failure).
 //!
-//! **Costs** (`CostProfile`; `thplab calibrate` measures migrate_4k_ns, the scanner,
+//! **Costs** (`CostProfile`; `thplab calibrate` measures migrate_4k_ns; the scanner,
 //! block, free-list and isolation costs are estimates, docs/compaction.md): each loop step of the
 //! migrate scanner `compact_scan_migrate_ns` and of the free scanner
 //! `compact_scan_free_ns`, each pageblock a block walker considers `compact_block_ns`,
