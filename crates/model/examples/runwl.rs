@@ -2,7 +2,7 @@
 //! Usage: runwl WORKLOAD.json [MACHINE|-] [knob=value ...]   (`-`: the workload's machine)
 //! Environment: CHECK=1 runs the invariant checker; JSON_OUT=FILE writes the result (with
 //! SHARED, the array of results);
-//! TRACE=EV[,EV] selects tracepoints (as `thplab run --trace`); COSTS=FILE a cost profile (TOML).
+//! NO_RUN_FREE=1 frees per page (compare); TRACE=EV[,EV] selects tracepoints (as `thplab run --trace`); COSTS=FILE a cost profile (TOML).
 use std::time::Instant;
 use thplab_model::{run, RunOptions};
 use thplab_workload::{parse_workload, MachineSpec};
@@ -36,6 +36,10 @@ fn main() {
         o.knobs.push((k.into(), v.into()));
     }
     o.check = std::env::var("CHECK").is_ok();
+    // NO_RUN_FREE=1: free_pcppages_bulk() frees page by page (a single run only)
+    if std::env::var_os("NO_RUN_FREE").is_some() {
+        thplab_model::page_alloc::USE_RUN_FREE.with(|c| c.set(false));
+    }
     if let Ok(f) = std::env::var("COSTS") {
         let t = std::fs::read_to_string(&f).expect("cost profile");
         o.costs = Some(thplab_workload::costs::CostProfile::from_toml(&t).expect("cost profile"));

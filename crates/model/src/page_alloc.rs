@@ -70,6 +70,11 @@ thread_local! {
     pub static USE_BULK_CARVE: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
     /// Blocks carve_order0() handed out (tests: the fast path was taken).
     pub static BULK_CARVES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Debug switch for free_run_order0() (tests compare runs with it off): read when a
+    /// PhysMem is created.
+    pub static USE_RUN_FREE: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// Pages free_run_order0() freed in runs of two or more (tests: the fast path was taken).
+    pub static RUN_FREED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// MAX_RECLAIM_RETRIES (mm/internal.h): reclaim loops without progress before giving up.
@@ -207,6 +212,9 @@ pub struct PhysMem {
     pub use_pb_sum: bool,
     /// refill order-0 pcp lists a buddy block at a time (USE_BULK_CARVE when created)
     use_carve: bool,
+    /// free runs of consecutive order-0 pages from the per-CPU lists in one pass
+    /// (USE_RUN_FREE when created)
+    use_run_free: bool,
     pub zones: Vec<Zone>,
     pub nodes: Vec<Node>,
     /// zone index for each pageblock (u8::MAX = none)
@@ -249,6 +257,7 @@ impl PhysMem {
             pb_sum: vec![PbSummary::default(); npb],
             use_pb_sum: USE_PB_SUMMARIES.with(|c| c.get()),
             use_carve: USE_BULK_CARVE.with(|c| c.get()),
+            use_run_free: USE_RUN_FREE.with(|c| c.get()),
             zones: vec![],
             nodes: vec![],
             pb_zone: vec![u8::MAX; npb],
@@ -1140,18 +1149,101 @@ impl PhysMem {
                 }
             }
             let order = pindex_to_order(li);
+            // consecutive order-0 pages of one pageblock, popped but not yet freed
+            let (mut run, mut run_len, mut run_mt) = (0u64, 0u64, 0u8);
+            let runs = order == 0 && self.use_run_free;
             loop {
-                let p = self.pcp[i].lists[li].pop_tail().expect("not empty");
+                let p = self.pcp[i].lists[li].pop_tail().expect("not empty") as u64;
                 self.pcp[i].count -= 1 << order;
                 count = count.saturating_sub(1 << order);
                 self.frames[p as usize] = 0;
-                let mt = self.pb_mt(p as u64);
-                self.__free_one_page(zi, p as u64, order, mt, false);
+                let mt = self.pb_mt(p);
+                if !runs {
+                    self.__free_one_page(zi, p, order, mt, false);
+                } else if run_len > 0 && p == run + run_len && mt == run_mt && !p.is_multiple_of(PAGEBLOCK_NR_PAGES) {
+                    run_len += 1;
+                } else {
+                    self.free_run_order0(zi, run, run_len, run_mt);
+                    (run, run_len, run_mt) = (p, 1, mt);
+                }
                 if count == 0 || self.pcp[i].lists[li].is_empty() {
                     break;
                 }
             }
+            self.free_run_order0(zi, run, run_len, run_mt);
         }
+    }
+
+    /// __free_one_page() of each page of [pfn, pfn + n), in that order: consecutive
+    /// order-0 pages of one pageblock, the frames already cleared (free_pcppages_bulk()
+    /// popping a list filled by an ascending munmap or exit). The merges and counts are
+    /// the per-page calls', but a block that a later page of the run merges again never
+    /// enters a free list: the blocks still open form a stack (ascending, like a binary
+    /// counter's carries) and go to their lists at the end, in the order they were made,
+    /// each placed (head or tail) as buddy_merge_likely() saw the lists when the
+    /// per-page call made it (only the blocks below it in the stack and the older
+    /// blocks; the run's later pages were not free yet). Blocks already free before the
+    /// run leave their lists as the per-page calls take them, and a compactor waiting
+    /// for a block (compaction_capture()) is asked at every order, as the calls ask it.
+    fn free_run_order0(&mut self, zi: usize, pfn: u64, n: u64, mt: u8) {
+        if n <= 1 {
+            if n == 1 {
+                self.__free_one_page(zi, pfn, 0, mt, false);
+            }
+            return;
+        }
+        debug_assert!((pfn + n - 1) >> PAGEBLOCK_ORDER == pfn >> PAGEBLOCK_ORDER);
+        let mut capturing = self.capture.is_some();
+        RUN_FREED.with(|c| c.set(c.get() + n));
+        self.zones[zi].free_pages += n;
+        // (pfn, order) of the open blocks, lowest first: they tile one range of at most
+        // 2^MAX_PAGE_ORDER + a pageblock pages, at most two blocks of each order
+        let mut open = [(0u64, 0u32); 2 * MAX_PAGE_ORDER as usize + 4];
+        let mut nopen = 0usize;
+        let mut top_order = 0;
+        'pages: for p in pfn..pfn + n {
+            let (mut b, mut order) = (p, 0u32);
+            while order < MAX_PAGE_ORDER {
+                if capturing && self.compaction_capture(zi, b, order, mt) {
+                    self.zones[zi].free_pages -= 1 << order;
+                    capturing = false;
+                    continue 'pages;
+                }
+                let buddy = b ^ (1 << order);
+                if nopen > 0 && open[nopen - 1] == (buddy, order) {
+                    nopen -= 1;
+                } else {
+                    if !self.zones[zi].spans(buddy) {
+                        break;
+                    }
+                    let bf = self.frames[buddy as usize];
+                    if !(is_free_head(bf) && free_order(bf) == order) {
+                        break;
+                    }
+                    let mut buddy_mt = mt;
+                    if order >= PAGEBLOCK_ORDER {
+                        buddy_mt = self.pb_mt(buddy);
+                        if mt != buddy_mt && (mt >= MIGRATE_PCPTYPES || buddy_mt >= MIGRATE_PCPTYPES) {
+                            break;
+                        }
+                    }
+                    self.del_from_free_list(zi, buddy, order);
+                    if buddy_mt != mt {
+                        self.set_pb_mt(buddy, mt);
+                    }
+                }
+                b &= buddy;
+                order += 1;
+            }
+            open[nopen] = (b, order);
+            nopen += 1;
+            top_order = top_order.max(order);
+        }
+        for &(b, order) in &open[..nopen] {
+            let tail = self.buddy_merge_likely(zi, b, order);
+            self.add_to_free_list(zi, b, order, mt, tail);
+        }
+        self.pr.notify_free(top_order);
     }
 
     /// drain_pages_zone(): everything on `cpu`'s lists for zone `zi` back to the buddy lists.

@@ -550,3 +550,70 @@ fn a_block_at_a_time_pcp_refill_changes_nothing_but_speed() {
         assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
     }
 }
+
+/// Every free list of every zone (its order), head to tail, with each block's frame.
+fn free_lists(k: &Kernel) -> Vec<(u32, Vec<(u32, u64)>)> {
+    let mut v = vec![];
+    for zi in 0..k.pm.zones.len() {
+        for o in 0..crate::consts::NR_PAGE_ORDERS as u32 {
+            for mt in 0..NR_FREE_LISTS as u8 {
+                let mut l = vec![];
+                let mut p = k.pm.free_list(zi, o, mt).head;
+                while p != NIL {
+                    l.push((p, k.pm.frames[p as usize]));
+                    p = List::next(&k.pm.links, p);
+                }
+                v.push((o, l));
+            }
+        }
+    }
+    v
+}
+
+/// free_pcppages_bulk()'s run of consecutive order-0 pages (page_alloc.rs
+/// free_run_order0) leaves what the per-page __free_one_page() calls leave: after seed
+/// 004's fragmentation (an ascending munmap of 3/4 of every 2 MiB, whose pages merge into
+/// order-7 and -8 blocks) and after an exit (which frees the rest, merging up to
+/// MAX_PAGE_ORDER and across pageblocks), every free list holds the same blocks in the
+/// same order, the frames, zone counts and per-CPU lists agree, and the checker passes.
+/// Whole runs that fragment, compact (a compactor capturing blocks) and exit give
+/// identical results with it on and off.
+#[test]
+fn freeing_runs_of_pages_changes_nothing_but_speed() {
+    use crate::page_alloc::{RUN_FREED, USE_RUN_FREE};
+    let state = |on: bool| {
+        USE_RUN_FREE.with(|c| c.set(on));
+        RUN_FREED.with(|c| c.set(0));
+        let mut k = kernel("1G,cpus=2", &[]);
+        USE_RUN_FREE.with(|c| c.set(true));
+        let (addr, _) = fragment(&mut k, 256 << 20, VM_READ | VM_WRITE);
+        let after_munmap = (free_lists(&k), k.pm.frames.clone(), k.nr_free_pages());
+        k.mms[P0].unmap_range(addr, addr + (256 << 20));
+        k.zap_range(P0, addr, addr + (256 << 20), true);
+        check::check(&k).unwrap();
+        let pcp: Vec<Vec<u32>> = k.pm.pcp.iter().flat_map(|p| p.lists.iter().map(|l| l.iter().collect())).collect();
+        (after_munmap, free_lists(&k), k.pm.frames.clone(), k.nr_free_pages(), pcp, RUN_FREED.with(|c| c.get()))
+    };
+    let (on, off) = (state(true), state(false));
+    assert!(on.5 > 40_000, "runs were freed: {}", on.5);
+    assert_eq!(off.5, 0, "off means off");
+    assert!(on.0 .0.iter().any(|(_, l)| l.len() > 100), "the munmap left many blocks");
+    assert!(on.0 == off.0, "after the munmap");
+    assert!(on.1.iter().any(|(o, l)| *o == crate::consts::MAX_PAGE_ORDER && !l.is_empty()));
+    assert!(on.1 == off.1 && on.2 == off.2 && on.3 == off.3 && on.4 == off.4, "after the exit");
+
+    let cases = [
+        (frag_then_thp_size(0, "0", "300M"), "1G,cpus=2"),
+        (frag_then_thp_size(20, "2s", "300M"), "2x512M,cpus=4,aged"),
+    ];
+    for (w, m) in cases {
+        RUN_FREED.with(|c| c.set(0));
+        let on = go(&w, m, &[]);
+        assert!(RUN_FREED.with(|c| c.get()) > 0, "{m}: runs were freed");
+        USE_RUN_FREE.with(|c| c.set(false));
+        let off = go(&w, m, &[]);
+        USE_RUN_FREE.with(|c| c.set(true));
+        assert!(on.vmstat_delta.get("compact_stall").copied().unwrap_or(0) > 0, "{m}: compaction ran");
+        assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
+    }
+}
