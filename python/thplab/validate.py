@@ -389,10 +389,20 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
     33-51 over 256 MiB);
   - left: the first pass over memory just written or collapsed is slower than the next
     (C loop, 256 MiB: +4-18 %, 1 GiB: +15-35 %; not the writeback of dirty lines: a 64 MiB
-    memset before a pass changes nothing), and the scenario's reads are such a first
-    pass where calibrate times a warm one; cause not found. The same loop's 256 MiB time
-    moves 25-67 ns over minutes on this host (256 KiB: 2.3-4.3 ns), which bounds how
-    close a calibration taken apart from the live runs can come.
+    memset before a pass changes nothing; not a cold cache: a pass over another 256 MiB
+    buffer first leaves it), and the scenario's reads are such a first pass where
+    calibrate times a warm one. The excess grows with the region as if each 32 KiB of it
+    had one line to fetch once (THPs, 100000 reads, first less third pass, median of 5:
+    64 MiB 1.5 ns a read, 256 MiB 6.1, both 73-74 ns per 32 KiB of the region; 1 GiB
+    10.8, whose later passes are slower too; a dependent load over 256 MiB of THPs takes
+    ~210 ns here): the leaf lines of the host's EPT if the host backs this guest with
+    4 KiB pages (a guest PMD's 128 entries would fit in the STLB and have nothing per
+    32 KiB to fetch). That is the splintered translation of the hypothesis, showing as
+    walks whose loads hit the cache once warm; modelling it needs the host's page size as
+    a machine property, the walks' leaf lines through tlb.rs DataCache, and calibrate's
+    cache_miss_ns fit to leave the warm walk out; not done. The same loop's 256 MiB time
+    moves 25-67 ns over minutes on this host (256 KiB: 2.3-4.3 ns), which bounds how close
+    a calibration taken apart from the live runs can come.
 """
 
 from __future__ import annotations
