@@ -544,63 +544,24 @@ impl<'a> Child<'a> {
                 st.sink = st.sink.wrapping_add(acc);
             }
             Op::Access { range, pattern, count, duration, write, stride, theta } => {
-                let seed = self.seed ^ st.seq ^ ((self.proc_index as u64) << 32);
                 let r = self.region(st, range)?;
                 let mut piece = (0, 0);
                 range.for_each_piece(r.size, |o, l| piece = (o, l));
                 let (off, len) = piece;
-                let base = r.addr + off;
-                let mut rng = Rng::new(seed);
-                let wfrac = write.unwrap_or(0.0);
-                let stride = stride.map_or(64, |s| s.0);
-                let lines = (len / 64).max(1);
-                let pages = (len / PAGE).max(1);
-                let zipf = if *pattern == AccessPattern::Zipf && theta.unwrap_or(0.99) > 0.0 {
-                    Some(Zipf::new(pages, theta.unwrap_or(0.99)))
-                } else {
-                    None
-                };
                 let t0 = now_ns();
-                let deadline = duration.map(|d| t0 + d.0);
-                let total = count.unwrap_or(u64::MAX);
-                let mut pos = 0u64;
-                let mut acc = 0u64;
-                let mut done = 0u64;
-                'outer: while done < total {
-                    let batch = (total - done).min(1024);
-                    for _ in 0..batch {
-                        let a = match pattern {
-                            AccessPattern::Seq => {
-                                let a = base + (pos & !7);
-                                pos += stride;
-                                if pos >= len {
-                                    pos %= len;
-                                }
-                                a
-                            }
-                            AccessPattern::Random => base + rng.below(lines) * 64,
-                            AccessPattern::Zipf => {
-                                let pg = match &zipf {
-                                    Some(z) => z.sample(&mut rng),
-                                    None => rng.below(pages),
-                                };
-                                base + pg * PAGE + rng.below(64) * 64
-                            }
-                        };
-                        let a = a.min(base + len - 8) as *mut u64;
-                        if wfrac > 0.0 && rng.unit() < wfrac {
-                            unsafe { std::ptr::write_volatile(a, done) };
-                        } else {
-                            acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(a) });
-                        }
-                    }
-                    done += batch;
-                    if let Some(d) = deadline {
-                        if now_ns() >= d {
-                            break 'outer;
-                        }
-                    }
-                }
+                let acc = access_stream(
+                    r.addr + off,
+                    len,
+                    &Stream {
+                        pattern: *pattern,
+                        count: *count,
+                        deadline: duration.map(|d| t0 + d.0),
+                        write: write.unwrap_or(0.0),
+                        stride: stride.map_or(64, |s| s.0),
+                        theta: *theta,
+                        seed: self.seed ^ st.seq ^ ((self.proc_index as u64) << 32),
+                    },
+                );
                 st.access_ns += now_ns() - t0;
                 st.sink = st.sink.wrapping_add(acc);
             }
@@ -759,9 +720,123 @@ fn forget(r: &mut Region, range: &RangeSpec) {
     });
 }
 
+/// An access op's stream (Op::Access): what it reads and writes, as the workload gives it.
+pub struct Stream {
+    pub pattern: AccessPattern,
+    /// loads and stores in all (None: until the deadline)
+    pub count: Option<u64>,
+    /// a now_ns() value to stop at (the op's duration), checked every 1024 accesses
+    pub deadline: Option<u64>,
+    /// the share of stores, 0..=1
+    pub write: f64,
+    pub stride: u64,
+    pub theta: Option<f64>,
+    pub seed: u64,
+}
+
+/// The access op's loop over [base, base + len): one 8-byte load or store per address of the
+/// stream; returns the sum of the loads. calibrate times this very function (access_rand_*,
+/// the model's access_cycles, cache_miss_ns and cache_bytes): on a random stream over
+/// memory past the cache the loop's time per access is the memory latency over the misses
+/// the core keeps in flight, which depends on the loop's own instructions (a simpler copy of
+/// it in calibrate measured 33-36 ns a read over 256 MiB of THPs where this one took 41-43).
+/// Not inlined, so both callers run the same machine code.
+#[inline(never)]
+pub fn access_stream(base: u64, len: u64, s: &Stream) -> u64 {
+    let mut rng = Rng::new(s.seed);
+    let wfrac = s.write;
+    let stride = s.stride;
+    let lines = (len / 64).max(1);
+    let pages = (len / PAGE).max(1);
+    let zipf = if s.pattern == AccessPattern::Zipf && s.theta.unwrap_or(0.99) > 0.0 {
+        Some(Zipf::new(pages, s.theta.unwrap_or(0.99)))
+    } else {
+        None
+    };
+    let total = s.count.unwrap_or(u64::MAX);
+    let mut pos = 0u64;
+    let mut acc = 0u64;
+    let mut done = 0u64;
+    'outer: while done < total {
+        let batch = (total - done).min(1024);
+        for _ in 0..batch {
+            let a = match s.pattern {
+                AccessPattern::Seq => {
+                    let a = base + (pos & !7);
+                    pos += stride;
+                    if pos >= len {
+                        pos %= len;
+                    }
+                    a
+                }
+                AccessPattern::Random => base + rng.below(lines) * 64,
+                AccessPattern::Zipf => {
+                    let pg = match &zipf {
+                        Some(z) => z.sample(&mut rng),
+                        None => rng.below(pages),
+                    };
+                    base + pg * PAGE + rng.below(64) * 64
+                }
+            };
+            let a = a.min(base + len - 8) as *mut u64;
+            if wfrac > 0.0 && rng.unit() < wfrac {
+                unsafe { std::ptr::write_volatile(a, done) };
+            } else {
+                acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(a) });
+            }
+        }
+        done += batch;
+        if let Some(d) = s.deadline {
+            if now_ns() >= d {
+                break 'outer;
+            }
+        }
+    }
+    acc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The access op's loop (and calibrate's access_rand_*) does `count` accesses in the
+    /// range, the share `write` of them stores, and stops at its deadline.
+    #[test]
+    fn access_stream_counts_reads_and_stores_and_stops_at_its_deadline() {
+        let st = |pattern, count, write, deadline| Stream {
+            pattern,
+            count,
+            deadline,
+            write,
+            stride: 64,
+            theta: None,
+            seed: 7,
+        };
+        // 64 KiB of 1s: every load returns 1, so the sum counts the loads
+        let mut buf = vec![1u64; 8192];
+        let (base, len) = (buf.as_mut_ptr() as u64, 65536);
+        for p in [AccessPattern::Seq, AccessPattern::Random, AccessPattern::Zipf] {
+            assert_eq!(access_stream(base, len, &st(p, Some(5000), 0.0, None)), 5000, "{p:?}");
+        }
+        // a quarter stores, over 1 MiB (16384 lines, the first word of each): about 1250
+        // lines stored, each the index of its batch's first access (a multiple of 1024)
+        let mut big = vec![1u64; 131072];
+        access_stream(big.as_mut_ptr() as u64, 1 << 20, &st(AccessPattern::Random, Some(5000), 0.25, None));
+        let stored: Vec<u64> = big.iter().copied().filter(|&w| w != 1).collect();
+        assert!((1000..1500).contains(&stored.len()), "{} lines stored", stored.len());
+        assert!(stored.iter().all(|&w| w % 1024 == 0 && w < 5000));
+        // stores only: nothing loaded
+        assert_eq!(access_stream(base, len, &st(AccessPattern::Random, Some(5000), 1.0, None)), 0);
+        // no count, a deadline already past: one batch of 1024 and out
+        buf.fill(1);
+        let base = buf.as_mut_ptr() as u64;
+        assert_eq!(access_stream(base, len, &st(AccessPattern::Seq, None, 0.0, Some(0))), 1024);
+        // only the range is touched: a stream over the first half leaves the second half
+        let mut buf = vec![1u64; 8192];
+        let base = buf.as_mut_ptr() as u64;
+        access_stream(base, 32768, &st(AccessPattern::Random, Some(20000), 1.0, None));
+        assert!(buf[..4096].iter().any(|&w| w != 1) && buf[4096..].iter().all(|&w| w == 1));
+    }
 
     fn minflt() -> i64 {
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

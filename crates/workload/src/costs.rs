@@ -443,7 +443,8 @@ pub struct CostProfile {
     /// Cycles an access costs when its translation hits the L1 dTLB and its line the
     /// cache: the access loop's own work (the live runner's PRNG, the address, one load).
     /// calibrate: access_rand_256k (random reads over 256 KiB of THP-mapped memory, in
-    /// cache; ~3.4 ns on the reference host) times cpu_ghz.
+    /// cache, timed through the live runner's own loop, child.rs access_stream; ~3-4 ns on
+    /// the reference host) times cpu_ghz.
     pub access_cycles: f64,
     /// Extra cycles for an L1 dTLB miss that hits the STLB: estimate (Intel: ~7 cycles).
     pub stlb_hit_cycles: f64,
@@ -455,7 +456,9 @@ pub struct CostProfile {
     /// cache (tlb.rs DataCache): the memory access the core waits for, as the access loop
     /// overlaps independent misses. calibrate: access_rand_256m less access_rand_256k
     /// (random reads over 256 MiB and over 256 KiB of THP-mapped memory, both TLB hits, per
-    /// read): 32 ns on the reference host.
+    /// read, through the live runner's own loop: how many misses the core keeps in flight
+    /// depends on the loop's instructions, and a simpler copy of it measured ~30 % less):
+    /// 32-62 ns on the reference host, 44 pooled over nine calibrations.
     pub cache_miss_ns: u64,
     /// The last-level cache capacity the access streams get (0: no data-cache model). On a
     /// guest it is the share of the host's L3 the neighbours leave, not the L3 lscpu shows
