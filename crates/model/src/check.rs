@@ -34,6 +34,7 @@ pub fn check(k: &Kernel) -> Result<(), InvariantViolation> {
     check_accounting(k, free_total + held.pcp + held.isolated)
         .map_err(v("accounting: every page counted once, counters agree"))?;
     check_lru_lists(k).map_err(v("lru: list membership agrees with the frames"))?;
+    check_link_cells(k).map_err(v("links: each chunk's count of cells in use agrees with the lists"))?;
     check_swap(k).map_err(v("swap: slot counts, swap cache and devices agree"))?;
     check_large_folios(k).map_err(v("large folios: order, tails, mapcount and per-size counts agree"))?;
     #[cfg(test)]
@@ -471,6 +472,40 @@ fn check_lru_lists(k: &Kernel) -> Result<(), String> {
             if i != 0 && l.pages != per_list[n][i] {
                 return Err(format!("node {n} LRU list {i} holds {} pages, frames say {}", l.pages, per_list[n][i]));
             }
+        }
+    }
+    Ok(())
+}
+
+/// The links' per-chunk counts of cells in use (what a copy keeps) equal the entries of
+/// every list threaded through them: free lists, LRU lists, deferred split queues.
+fn check_link_cells(k: &Kernel) -> Result<(), String> {
+    let pm = &k.pm;
+    let mut want = vec![0u32; pm.links.nr_chunks()];
+    let mut count = |l: &List| {
+        let mut p = l.head;
+        while p != NIL {
+            want[(p >> 6) as usize] += 1;
+            p = List::next(&pm.links, p);
+        }
+    };
+    for z in &pm.zones {
+        for fa in &z.free_area {
+            fa.lists.iter().for_each(&mut count);
+        }
+    }
+    for n in &k.pgdat {
+        n.lruvec.iter().for_each(&mut count);
+        count(&n.deferred_split);
+    }
+    for (c, &w) in want.iter().enumerate() {
+        if pm.links.cells_in_use(c) as u32 != w {
+            return Err(format!(
+                "frames {}..{}: {} cells in use, the lists hold {w}",
+                c * 64,
+                c * 64 + 64,
+                pm.links.cells_in_use(c)
+            ));
         }
     }
     Ok(())

@@ -397,38 +397,56 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
 /// state's links are one large allocation: cloned with one copy, and backed by huge
 /// pages on the host (host_alloc.rs) instead of millions of small heap blocks. The pool's
 /// room for every chunk is reserved up front (address space only: the host backs what
-/// is written), so it never moves.
+/// is written), so it never moves. A copy (Clone) leaves out the chunks with no cell in
+/// use: after seed 004's fragmentation half of them (the unmapped 3/4 of every 2 MiB
+/// keeps one cell per free block), ~1 GiB of a 1 TiB machine's state that each copy would
+/// otherwise have the host back (docs/compaction.md).
 pub struct Links {
     /// Per 64 frames, its chunk's index in `pool`, or NO_CHUNK.
     chunk_of: Vec<u32>,
+    /// Per 64 frames, how many of its cells are on a list.
+    live: Vec<u8>,
     pool: Vec<[[u32; 2]; 64]>,
 }
 pub const NIL: u32 = u32::MAX;
 const NO_CHUNK: u32 = u32::MAX;
 
 impl Clone for Links {
-    /// A copy with the same reserved room (Vec::clone would keep only what is used).
+    /// A copy with the same reserved room (Vec::clone would keep only what is used),
+    /// without the chunks none of whose cells is on a list; the others keep their cells
+    /// and go into the pool in frame order.
     fn clone(&self) -> Links {
         let mut pool = Vec::with_capacity(self.pool.capacity());
-        pool.extend_from_slice(&self.pool);
-        Links { chunk_of: self.chunk_of.clone(), pool }
+        let mut chunk_of = vec![NO_CHUNK; self.chunk_of.len()];
+        for (s, &ci) in self.chunk_of.iter().enumerate() {
+            if ci != NO_CHUNK && self.live[s] > 0 {
+                chunk_of[s] = pool.len() as u32;
+                pool.push(self.pool[ci as usize]);
+            }
+        }
+        Links { chunk_of, live: self.live.clone(), pool }
     }
 }
 
 impl Links {
     pub fn new(nr_frames: u64) -> Links {
         let n = nr_frames.div_ceil(64) as usize;
-        Links { chunk_of: vec![NO_CHUNK; n], pool: Vec::with_capacity(n) }
+        Links { chunk_of: vec![NO_CHUNK; n], live: vec![0; n], pool: Vec::with_capacity(n) }
     }
-    /// The chunk holding `pfn`'s cell, allocated if it has none yet.
+    /// The cell of `pfn`, which goes onto a list (its chunk allocated if it has none yet).
+    /// An emptied chunk stays allocated for the next attach: the hot 4 KiB fault/free
+    /// paths move pages on and off lists constantly, and freeing and reallocating chunks
+    /// cost more host time than the memory they return.
     #[inline(always)]
-    fn chunk_or_new(&mut self, pfn: u32) -> &mut [[u32; 2]; 64] {
-        let ci = &mut self.chunk_of[(pfn >> 6) as usize];
+    fn attach_cell(&mut self, pfn: u32) -> &mut [u32; 2] {
+        let s = (pfn >> 6) as usize;
+        let ci = &mut self.chunk_of[s];
         if *ci == NO_CHUNK {
             *ci = self.pool.len() as u32;
             self.pool.push([[NIL, NIL]; 64]);
         }
-        &mut self.pool[*ci as usize]
+        self.live[s] += 1;
+        &mut self.pool[*ci as usize][(pfn & 63) as usize]
     }
     /// The cell of an attached `pfn` (every entry of a list is attached).
     #[inline(always)]
@@ -438,31 +456,27 @@ impl Links {
             ci => &mut self.pool[ci as usize][(pfn & 63) as usize],
         }
     }
-    /// attach() that returns the (reset) cell.
+    /// The cell of `pfn`, leaving its list (the caller resets it).
     #[inline(always)]
-    fn attach_cell(&mut self, pfn: u32) -> &mut [u32; 2] {
-        &mut self.chunk_or_new(pfn)[(pfn & 63) as usize]
+    fn detach_cell(&mut self, pfn: u32) -> &mut [u32; 2] {
+        let s = (pfn >> 6) as usize;
+        debug_assert!(self.live[s] > 0, "detach of {pfn}: its chunk has no cell in use");
+        self.live[s] -= 1;
+        self.cell_mut(pfn)
+    }
+    /// Groups of 64 frames (one chunk each when in use).
+    pub fn nr_chunks(&self) -> usize {
+        self.chunk_of.len()
+    }
+    /// Cells of frames [64 c, 64 c + 64) on a list.
+    pub fn cells_in_use(&self, c: usize) -> u8 {
+        self.live[c]
     }
     #[inline]
     pub fn get(&self, pfn: u32) -> [u32; 2] {
         match self.chunk_of[(pfn >> 6) as usize] {
             NO_CHUNK => [NIL, NIL],
             ci => self.pool[ci as usize][(pfn & 63) as usize],
-        }
-    }
-    /// Start using a link cell for `pfn`.
-    #[inline]
-    pub fn attach(&mut self, pfn: u32) {
-        self.chunk_or_new(pfn)[(pfn & 63) as usize] = [NIL, NIL];
-    }
-    /// Stop using the cell. An emptied chunk stays allocated for the next attach: the hot
-    /// 4 KiB fault/free paths move pages on and off lists constantly, and freeing and
-    /// reallocating chunks cost more host time than the memory they return.
-    #[inline]
-    pub fn detach(&mut self, pfn: u32) {
-        let ci = self.chunk_of[(pfn >> 6) as usize];
-        if ci != NO_CHUNK {
-            self.pool[ci as usize][(pfn & 63) as usize] = [NIL, NIL];
         }
     }
     #[inline]
@@ -475,7 +489,7 @@ impl Links {
         }
     }
     pub fn heap_bytes(&self) -> usize {
-        self.chunk_of.len() * 4 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
+        self.chunk_of.len() * 5 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
 }
 
@@ -561,7 +575,7 @@ impl List {
     /// Take `pfn` off the list (its cell is reset, as detach() does).
     #[inline(always)]
     pub fn remove(&mut self, links: &mut Links, pfn: u32, nr: u64) {
-        let [prev, next] = std::mem::replace(links.cell_mut(pfn), [NIL, NIL]);
+        let [prev, next] = std::mem::replace(links.detach_cell(pfn), [NIL, NIL]);
         if prev != NIL {
             links.cell_mut(prev)[1] = next;
         } else {
@@ -640,8 +654,18 @@ mod tests {
         l.remove(&mut links, 7, 512);
         l.remove(&mut links, 900, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
-        // emptied chunks stay allocated (pfns 5, 7: chunk 0; 900: chunk 14)
-        assert_eq!(links.heap_bytes(), 16 * 4 + 2 * 64 * 8);
+        // emptied chunks stay allocated (pfns 5, 7: chunk 0; 900: chunk 14), and a copy
+        // leaves them out
+        assert_eq!(links.heap_bytes(), 16 * 5 + 2 * 64 * 8);
+        assert_eq!(links.clone().heap_bytes(), 16 * 5);
+        l.push_tail(&mut links, 901, 1);
+        let mut copy = links.clone();
+        assert_eq!(copy.heap_bytes(), 16 * 5 + 64 * 8);
+        l.push_head(&mut copy, 3, 1);
+        assert_eq!((List::next(&copy, 3), List::prev(&copy, 901)), (901, 3));
+        l.remove(&mut copy, 3, 1);
+        l.remove(&mut copy, 901, 1);
+        assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
         // rotations: [1 2 3 4] -> through 2 -> [3 4 1 2] -> to 1 -> [1 2 3 4]
         let order = |l: &List, links: &Links| {
             let mut v = vec![];
