@@ -563,24 +563,8 @@ impl PhysMem {
                 return;
             }
             let buddy = pfn ^ (1 << order);
-            if !self.zones[zi].spans(buddy) {
+            if !self.take_free_buddy(zi, buddy, order, mt) {
                 break;
-            }
-            let bf = self.frames[buddy as usize];
-            if !(is_free_head(bf) && free_order(bf) == order) {
-                break;
-            }
-            let mut buddy_mt = mt;
-            if order >= PAGEBLOCK_ORDER {
-                buddy_mt = self.pb_mt(buddy);
-                if mt != buddy_mt && (mt >= MIGRATE_PCPTYPES || buddy_mt >= MIGRATE_PCPTYPES) {
-                    break;
-                }
-            }
-            self.del_from_free_list(zi, buddy, order);
-            if buddy_mt != mt {
-                // match the buddy's type, so that a later expand() lists the halves right
-                self.set_pb_mt(buddy, mt);
             }
             pfn &= buddy;
             order += 1;
@@ -591,6 +575,33 @@ impl PhysMem {
         if !skip_report {
             self.pr.notify_free(order);
         }
+    }
+
+    /// __free_one_page()'s merge step: if `buddy` is a free block of `order` that a block
+    /// of type `mt` may merge with (not across pageblocks of unmergeable types), take it
+    /// off its list (its pageblock takes type `mt`, so that a later expand() lists the
+    /// halves right).
+    #[inline(always)]
+    fn take_free_buddy(&mut self, zi: usize, buddy: u64, order: u32, mt: u8) -> bool {
+        if !self.zones[zi].spans(buddy) {
+            return false;
+        }
+        let bf = self.frames[buddy as usize];
+        if !(is_free_head(bf) && free_order(bf) == order) {
+            return false;
+        }
+        let mut buddy_mt = mt;
+        if order >= PAGEBLOCK_ORDER {
+            buddy_mt = self.pb_mt(buddy);
+            if mt != buddy_mt && (mt >= MIGRATE_PCPTYPES || buddy_mt >= MIGRATE_PCPTYPES) {
+                return false;
+            }
+        }
+        self.del_from_free_list(zi, buddy, order);
+        if buddy_mt != mt {
+            self.set_pb_mt(buddy, mt);
+        }
+        true
     }
 
     /// compaction_capture(): while a task direct-compacts zone `zi`, the first block of the
@@ -1212,25 +1223,8 @@ impl PhysMem {
                 let buddy = b ^ (1 << order);
                 if nopen > 0 && open[nopen - 1] == (buddy, order) {
                     nopen -= 1;
-                } else {
-                    if !self.zones[zi].spans(buddy) {
-                        break;
-                    }
-                    let bf = self.frames[buddy as usize];
-                    if !(is_free_head(bf) && free_order(bf) == order) {
-                        break;
-                    }
-                    let mut buddy_mt = mt;
-                    if order >= PAGEBLOCK_ORDER {
-                        buddy_mt = self.pb_mt(buddy);
-                        if mt != buddy_mt && (mt >= MIGRATE_PCPTYPES || buddy_mt >= MIGRATE_PCPTYPES) {
-                            break;
-                        }
-                    }
-                    self.del_from_free_list(zi, buddy, order);
-                    if buddy_mt != mt {
-                        self.set_pb_mt(buddy, mt);
-                    }
+                } else if !self.take_free_buddy(zi, buddy, order, mt) {
+                    break;
                 }
                 b &= buddy;
                 order += 1;

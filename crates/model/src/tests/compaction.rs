@@ -533,19 +533,29 @@ fn pageblock_summaries_change_nothing_but_speed() {
 #[test]
 fn a_block_at_a_time_pcp_refill_changes_nothing_but_speed() {
     use crate::page_alloc::{BULK_CARVES, USE_BULK_CARVE};
+    same_with_and_without(&USE_BULK_CARVE, &BULK_CARVES);
+}
+
+/// Runs that fragment, compact and free on one and two nodes give identical results with
+/// a fast path's debug `switch` on and off; its `used` counter says it was taken (only
+/// when on).
+fn same_with_and_without(
+    switch: &'static std::thread::LocalKey<std::cell::Cell<bool>>,
+    used: &'static std::thread::LocalKey<std::cell::Cell<u64>>,
+) {
     let cases = [
         (frag_then_thp_size(0, "0", "300M"), "1G,cpus=2"),
         (frag_then_thp_size(20, "2s", "300M"), "2x512M,cpus=4,aged"),
     ];
     for (w, m) in cases {
-        BULK_CARVES.with(|c| c.set(0));
+        used.with(|c| c.set(0));
         let on = go(&w, m, &[]);
-        assert!(BULK_CARVES.with(|c| c.get()) > 0, "{m}: the carve was used");
-        USE_BULK_CARVE.with(|c| c.set(false));
-        BULK_CARVES.with(|c| c.set(0));
+        assert!(used.with(|c| c.get()) > 0, "{m}: the fast path was taken");
+        switch.with(|c| c.set(false));
+        used.with(|c| c.set(0));
         let off = go(&w, m, &[]);
-        USE_BULK_CARVE.with(|c| c.set(true));
-        assert_eq!(BULK_CARVES.with(|c| c.get()), 0, "{m}: off means off");
+        switch.with(|c| c.set(true));
+        assert_eq!(used.with(|c| c.get()), 0, "{m}: off means off");
         assert!(on.vmstat_delta.get("compact_stall").copied().unwrap_or(0) > 0, "{m}: compaction ran");
         assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
     }
@@ -601,19 +611,5 @@ fn freeing_runs_of_pages_changes_nothing_but_speed() {
     assert!(on.0 == off.0, "after the munmap");
     assert!(on.1.iter().any(|(o, l)| *o == crate::consts::MAX_PAGE_ORDER && !l.is_empty()));
     assert!(on.1 == off.1 && on.2 == off.2 && on.3 == off.3 && on.4 == off.4, "after the exit");
-
-    let cases = [
-        (frag_then_thp_size(0, "0", "300M"), "1G,cpus=2"),
-        (frag_then_thp_size(20, "2s", "300M"), "2x512M,cpus=4,aged"),
-    ];
-    for (w, m) in cases {
-        RUN_FREED.with(|c| c.set(0));
-        let on = go(&w, m, &[]);
-        assert!(RUN_FREED.with(|c| c.get()) > 0, "{m}: runs were freed");
-        USE_RUN_FREE.with(|c| c.set(false));
-        let off = go(&w, m, &[]);
-        USE_RUN_FREE.with(|c| c.set(true));
-        assert!(on.vmstat_delta.get("compact_stall").copied().unwrap_or(0) > 0, "{m}: compaction ran");
-        assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
-    }
+    same_with_and_without(&USE_RUN_FREE, &RUN_FREED);
 }
