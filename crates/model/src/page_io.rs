@@ -302,7 +302,7 @@ impl Kernel {
             let mut ns = 0;
             for s in slot..slot + nr {
                 if self.swap.map(s) & SWAP_ZEROMAP == 0 {
-                    ns += self.swap.devs[di].zram.as_ref().unwrap().read_ns(self.swap.data(s));
+                    ns += self.swap.devs[di].zram.as_ref().unwrap().read_ns(self.swap.data(s), self.costs.clear_4k_ns);
                 }
             }
             self.charge(ns);
