@@ -57,6 +57,7 @@ FIXTURE = {
         },
         **{f"zram.lz4.{c}.free": [v] * 3 for c, v in {"same": 100, "sparse": 250, "text": 550, "random": 500}.items()},
         "zram.lz4.same.thp_out": [850] * 3,
+        "zram.lz4.zero.thp_out": [1100] * 3,
         "zram.lz4.same.thp_free": [75] * 3,
         "zram.lzo.same.free": [100] * 3,
         "zram.lz4.text.thp_out": [9350] * 3,
@@ -251,6 +252,8 @@ def test_profile_from_samples_and_toml_roundtrip():
     # from the entries of THPs written whole where measured (lz4), else of 4 KiB pages (lzo)
     assert z["slot_free_ns"] == 75 - (60 - pte) - pte
     assert prof["zram"]["lzo"]["slot_free_ns"] == 100 - (60 - pte) - pte
+    # all-zero THPs (zeromap) less same-filled ones, plus the latter's page_same_filled
+    assert prof["zero_filled_4k_ns"] == 1100 - 850 + 190
     # a same-filled swap-in less the fault, the fill and the slot's free notify
     assert prof["swapin_ns"] == 3000 - prof["fault_4k_ns"] - 160 - z["slot_free_ns"]
     # the free of the folio is page_free_ns, which the model charges apart (free_folio)
@@ -343,7 +346,8 @@ def test_only_zram_keeps_the_base_profile_but_its_zram_tables_and_swapin():
     z = prof["zram"]["lz4"]
     assert z["text_decompress_ns"] == 6000 - 5000 + 999 - (550 - 100)
     assert prof["swapin_ns"] == 5000 - base_prof["fault_4k_ns"] - 999 - z["slot_free_ns"]
-    assert rows and all(r[0].startswith("zram") or r[0] == "swapin_ns" for r in rows)
+    assert rows and all(r[0].startswith("zram") or r[0] in calibrate.ZRAM_ONLY_FIELDS for r in rows)
+    assert prof["zero_filled_4k_ns"] == 1100 - 850 + 190
     assert "--only zram" in prof["source"]
     tomllib.loads(n.parse_costs(calibrate.to_toml(prof)))
 

@@ -623,6 +623,19 @@ def _fit_reclaim(prof, S, V, rows, spread):
             S[f"zram.{alg}.same.thp_out"],
             f"zram {alg} same-filled THP pageout per page less same_ns and the folio's fixed costs / 512",
         )
+    if alg and S.get(f"zram.{alg}.zero.thp_out") and S.get(f"zram.{alg}.same.thp_out"):
+        # is_folio_zero_filled() per zero page: all-zero THPs' pageout (zeromap) less the
+        # same-filled THPs' of the same repetitions, plus their page_same_filled (same_ns):
+        # the model charges both the same unmap_page_ns and folio costs beside the check
+        _put(
+            prof,
+            rows,
+            spread,
+            "zero_filled_4k_ns",
+            _paired_diff(S[f"zram.{alg}.zero.thp_out"], S[f"zram.{alg}.same.thp_out"]) + prof["zram"][alg]["same_ns"],
+            S[f"zram.{alg}.zero.thp_out"],
+            f"zram {alg} all-zero THP pageout (zeromap) less same-filled, per page, plus same_ns",
+        )
     src = f"{dev}.pageout_4k" if dev and m(f"{dev}.pageout_4k") is not None else f"zram.{alg}.same.out"
     _put(
         prof,
@@ -928,7 +941,7 @@ def run_native(quick: bool, reps: int | None, timeout: float = 300.0, only: str 
 
 
 # the fields `--only zram` refits; every other field is the base profile's
-ZRAM_ONLY_FIELDS = ("swapin_ns",)
+ZRAM_ONLY_FIELDS = ("swapin_ns", "zero_filled_4k_ns")
 
 
 def profile_only_zram(cal: dict, base_toml: str) -> tuple[dict, list[tuple[str, float, float, str]]]:

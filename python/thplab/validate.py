@@ -459,11 +459,31 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
     or z3: 138 of 152, 34 of 45 scenarios, geomean 0.90-0.92x (mthp_64k_swapin_zram
     p:swapin 1.31x -> 0.80-0.82x, mthp_64k_pageout_zram p:munmap 1.39x -> 0.98-1.15x);
     out/host-h7-acc.toml 136 -> 137, with z3's zram 139 of 152, 35 of 45;
-  - left: swap_pageout_thp_zram_zero p:pageout 0.72-0.77x (the zeromap path, no zram work:
-    ~1.44 us a page live against ~1.0 for calibrate's same-filled THPs written whole; not
-    looked into), swap_pageout_base_zram p:munmap 1.26x on out/vk-h7, 0.85x on out/vk-z2
-    (4096 present pages: page_free_ns's own spread) and its p:pageout 1.26-1.28x on
-    out/vk-z2; seed 000's disk and file phases are not zram's.
+  - swap_pageout_thp_zram_zero p:pageout (0.72-0.80x): the zeromap path does no zram work,
+    and the model charged its check (is_folio_zero_filled) memchr_inv_4k_ns, as much as a
+    same-filled page's page_same_filled; live (C loop, zram lzo-rle, 4 rounds interleaved,
+    us a page) all-zero THPs cost more than same-filled ones written whole:
+        MiB   zero (fault-cleared)   zero (memset)   same-filled 0x5a
+        16    1.45-1.54              1.35-1.48       1.18-1.34
+        256   1.41-1.50              1.35-1.45       1.22-1.31
+    perf (cpu-clock, 6 x 256 MiB each, against the fault's clear_page_erms in the same
+    runs): swap_writeout (is_folio_zero_filled inlined) 0.55 of it, zram_submit_bio
+    (page_same_filled inlined) 0.45; the rest (try_to_unmap_one, the flush, rmap, the
+    swap count) alike. The check is its own field now, zero_filled_4k_ns (unset:
+    memchr_inv_4k_ns), which calibrate takes from all-zero THPs paged out right after the
+    same-filled ones (zram.<alg>.zero.thp_out less same.thp_out, plus same_ns): 597 ns in
+    one calibration (z5) against memchr_inv_4k_ns 510, p:pageout 0.72x -> 0.77x on out/vk-h7
+    (less of the live gap than the C loop shows: 8 THPs in calibrate);
+  - a third round (`calibrate --only zram --base out/host-h7.toml` as z5, then the six live,
+    out/vk-z5): p:swapin 1.28x (out/host-h7.toml) -> 0.82x, thp_zram_zero p:pageout 0.78x
+    -> 0.84x, p:munmap 1.01x, 19 -> 20 of 21. Replayed on out/vk-h7 with out/host-h7.toml
+    and z5's zram tables, swapin_ns and zero_filled_4k_ns: 139 of 152, 35 of 45, geomean
+    0.91x;
+  - left: swap_pageout_thp_zram_zero p:pageout still 0.77-0.84x; swap_pageout_base_zram
+    p:munmap 1.26x on out/vk-h7, 0.68-0.85x on the later rounds (4096 present pages:
+    page_free_ns's own spread) and its p:pageout 1.26-1.28x on out/vk-z2; the live runs'
+    speed against the calibration's a minute earlier (p:swapin 1.01x, 0.79x, 0.82x over
+    three rounds); seed 000's disk and file phases are not zram's.
 """
 
 from __future__ import annotations

@@ -183,6 +183,15 @@ pub struct CostProfile {
     /// with the offset reached. calibrate: the underused shrinker's cost per subpage read
     /// (underused_256 less underused_0, per 256 pages: the kernel's own loop on cold pages).
     pub memchr_inv_4k_ns: u64,
+    /// is_folio_zero_filled() over a whole zero page: swap_writeout()'s zeromap check, a
+    /// plain word loop over each page of the folio (last word first), which live costs more
+    /// than memchr_inv or zram's page_same_filled over the same cold pages (2026-11-27: a
+    /// zero THP's MADV_PAGEOUT on zram 1.43-1.54 us a page, a same-filled one's 1.18-1.34).
+    /// Unset: memchr_inv_4k_ns. calibrate: zram MADV_PAGEOUT of all-zero THPs (zeromap, no
+    /// I/O: zram.<alg>.zero.thp_out) less that of same-filled THPs written whole (same
+    /// repetition), plus same_ns (the same-filled pages' check, which the zero ones skip):
+    /// the rest of their per-page work (the unmap, the swap entry, the free) is alike.
+    pub zero_filled_4k_ns: Option<u64>,
     /// Writing one byte to an already-mapped page (store + cache miss), per page touched by a
     /// write op: calibrate: touch_page.
     pub touch_page_ns: u64,
@@ -582,6 +591,7 @@ impl Default for CostProfile {
             reclaim_unmapped_ns: 1_000,
             swap_free_ns: 50,
             swap_put_cached_ns: None,
+            zero_filled_4k_ns: None,
             swapin_ns: 2_300,
             collapse_ns: 400_000,
             collapse_isolate_ns: 300,

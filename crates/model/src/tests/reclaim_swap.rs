@@ -781,3 +781,29 @@ fn zram_charges_the_notify_of_zeromap_slots_and_a_fill_for_same_filled_reads() {
     assert!(read_slow_check < 1024 * 1_000_000, "{read_slow_check}");
     assert!(read_slow_fill >= 1024 * 1_000_000, "{read_slow_fill}");
 }
+
+/// swap_writeout()'s zeromap check (is_folio_zero_filled) costs zero_filled_4k_ns a zero
+/// page where set, memchr_inv_4k_ns where not: MADV_PAGEOUT of two all-zero THPs on zram.
+#[test]
+fn zeromap_check_charges_zero_filled_4k_ns_where_set() {
+    let w = r#"{"processes":[{"ops":[
+      {"op":"mmap","name":"z","size":"4M","align":"2M"},{"op":"madvise","region":"z","advice":"hugepage"},
+      {"op":"write","region":"z","every":"2M","length":"4K","bytes":1,"data":0},
+      {"op":"phase","name":"pageout"},{"op":"madvise","region":"z","advice":"pageout"}]}]}"#;
+    let run = |zero_filled_4k_ns: Option<u64>, memchr_inv_4k_ns: u64| {
+        let costs = CostProfile { zero_filled_4k_ns, memchr_inv_4k_ns, ..CostProfile::default() };
+        let o = crate::RunOptions {
+            machine: Some(MachineSpec::parse_any("1G,swap=zram:64M").unwrap()),
+            costs: Some(costs),
+            check: true,
+            ..Default::default()
+        };
+        let r = crate::run(&thplab_workload::parse_workload(w).unwrap(), &o).unwrap();
+        assert_eq!(r.vmstat_delta["swpout_zero"], 1024);
+        r.phases.iter().find(|p| p.name == "p0:pageout").map(|p| p.end_ns - p.start_ns).unwrap()
+    };
+    let base = run(Some(0), 0);
+    assert!(run(Some(1_000_000), 0) - base >= 1024 * 1_000_000);
+    assert!(run(None, 1_000_000) - base >= 1024 * 1_000_000, "unset: memchr_inv_4k_ns");
+    assert!(run(Some(0), 1_000_000) - base < 1_000_000, "set: memchr_inv_4k_ns not charged");
+}
