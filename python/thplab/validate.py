@@ -478,7 +478,8 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
     out/vk-z5): p:swapin 1.28x (out/host-h7.toml) -> 0.82x, thp_zram_zero p:pageout 0.78x
     -> 0.84x, p:munmap 1.01x, 19 -> 20 of 21. Replayed on out/vk-h7 with out/host-h7.toml
     and z5's zram tables, swapin_ns and zero_filled_4k_ns: 139 of 152, 35 of 45, geomean
-    0.91x;
+    0.91x (out/host-h7-acc.toml with the same: 140 of 152, 36 of 45; alone, with this
+    change's model: 136 and 137);
   - left: swap_pageout_thp_zram_zero p:pageout still 0.77-0.84x; swap_pageout_base_zram
     p:munmap 1.26x on out/vk-h7, 0.68-0.85x on the later rounds (4096 present pages:
     page_free_ns's own spread) and its p:pageout 1.26-1.28x on out/vk-z2; the live runs'
