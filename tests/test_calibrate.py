@@ -57,6 +57,7 @@ FIXTURE = {
         },
         **{f"zram.lz4.{c}.free": [v] * 3 for c, v in {"same": 100, "sparse": 250, "text": 550, "random": 500}.items()},
         "zram.lz4.same.thp_out": [850] * 3,
+        "zram.lz4.zero.thp_out": [1100] * 3,
         "zram.lz4.same.thp_free": [75] * 3,
         "zram.lzo.same.free": [100] * 3,
         "zram.lz4.text.thp_out": [9350] * 3,
@@ -234,7 +235,9 @@ def test_profile_from_samples_and_toml_roundtrip():
     # the same hole in a VMA with an anon_vma: seven anon_vma_chain links, less the PTE walk
     walk = prof["pmd_walk_ns"] + prof["pte_walk_ns"]
     assert prof["anon_vma_chain_ns"] == round((4900 - 3200 - walk) / 7)
-    assert z["random_decompress_ns"] == 4200 - 3000 + 160
+    # the swap-in less a same-filled one, whose fill (clear_4k) stands in for it, less the
+    # class's zs_free: the swap-in frees the slot in the fault, which the model charges apart
+    assert z["random_decompress_ns"] == 4200 - 3000 + 160 - (500 - 100)
     assert z["text_free_ns"] == 550 - 100
     f = prof["file"]
     assert f["write_mb_per_s"] == 1000 and f["read_mb_per_s"] == 2000
@@ -249,6 +252,10 @@ def test_profile_from_samples_and_toml_roundtrip():
     # from the entries of THPs written whole where measured (lz4), else of 4 KiB pages (lzo)
     assert z["slot_free_ns"] == 75 - (60 - pte) - pte
     assert prof["zram"]["lzo"]["slot_free_ns"] == 100 - (60 - pte) - pte
+    # all-zero THPs (zeromap) less same-filled ones, plus the latter's page_same_filled
+    assert prof["zero_filled_4k_ns"] == 1100 - 850 + 190
+    # a same-filled swap-in less the fault, the fill and the slot's free notify
+    assert prof["swapin_ns"] == 3000 - prof["fault_4k_ns"] - 160 - z["slot_free_ns"]
     # the free of the folio is page_free_ns, which the model charges apart (free_folio)
     assert prof["remove_mapping_ns"] == 800 - (60 - pte) - pte - prof["page_free_ns"]
     # reclaim_scan_page + unmap_page = the 4 KiB pageout less the TLB flush, PTE walk, zero check
@@ -299,6 +306,50 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert parsed["clear_4k_ns"] == 160 and parsed["zram"]["lz4"]["text_bytes"] == 2400
     assert parsed["name"] == "calibrated-testhost"
     assert any(r[0] == "(memchr_inv_4k best case)" for r in rows)
+
+
+def test_zram_classes_are_fitted_against_the_same_filled_figures_of_the_same_repetition():
+    # a host whose speed steps between repetitions: every class 1.5x slower in the third
+    slow = {"same": 3000, "sparse": 4000, "text": 6000, "random": 4200}
+    S = {f"zram.lz4.{c}.{d}": [v, v, v * 1.5] if d == "in" else [v] * 3 for c, v in slow.items() for d in ("out", "in")}
+    S.update({f"zram.lz4.{c}.free": [100 + i] * 3 for i, c in enumerate(("same", "sparse", "text", "random"))})
+    prof, _ = calibrate.profile_from_samples({**FIXTURE, "samples": {**FIXTURE["samples"], **S}})
+    z = prof["zram"]["lz4"]
+    # paired by repetition: text less same-filled is 3000 in the two fast ones, 4500 in the
+    # slow one; median 3000 (the medians apart would give the same here; below they do not)
+    assert z["text_decompress_ns"] == 3000 + 160 - 2
+    # the same-filled figures in the slow step for two of three repetitions, the class's
+    # in one: paired 3000, 3000 - 1500, 3000 + 3000 -> 3000; the medians' difference 1500
+    S["zram.lz4.same.in"] = [3000, 4500, 4500]
+    S["zram.lz4.text.in"] = [6000, 6000, 9000]
+    prof, _ = calibrate.profile_from_samples({**FIXTURE, "samples": {**FIXTURE["samples"], **S}})
+    assert prof["zram"]["lz4"]["text_decompress_ns"] == 3000 + 160 - 2
+    # repetitions that do not pair (one left out): the medians' difference
+    S["zram.lz4.text.in"] = [6000, 6000]
+    prof, _ = calibrate.profile_from_samples({**FIXTURE, "samples": {**FIXTURE["samples"], **S}})
+    assert prof["zram"]["lz4"]["text_decompress_ns"] == 6000 - 4500 + 160 - 2
+
+
+def test_only_zram_keeps_the_base_profile_but_its_zram_tables_and_swapin():
+    base_prof, _ = calibrate.profile_from_samples(FIXTURE)
+    base_prof["clear_4k_ns"] = 999
+    base_prof["unmap_page_ns"] = 777
+    base = calibrate.to_toml(base_prof)
+    zonly = {k: v for k, v in FIXTURE["samples"].items() if k.startswith("zram.")}
+    zonly["zram.lz4.same.in"] = [5000] * 3
+    prof, rows = calibrate.profile_only_zram({**FIXTURE, "samples": zonly, "values": {}}, base)
+    # the other fields are the base's, unmap_page_ns included (the reclaim fit would refit
+    # it from the zram samples alone)
+    assert prof["clear_4k_ns"] == 999 and prof["unmap_page_ns"] == 777
+    assert prof["fault_4k_ns"] == base_prof["fault_4k_ns"]
+    # the zram fits use the base's fields
+    z = prof["zram"]["lz4"]
+    assert z["text_decompress_ns"] == 6000 - 5000 + 999 - (550 - 100)
+    assert prof["swapin_ns"] == 5000 - base_prof["fault_4k_ns"] - 999 - z["slot_free_ns"]
+    assert rows and all(r[0].startswith("zram") or r[0] in calibrate.ZRAM_ONLY_FIELDS for r in rows)
+    assert prof["zero_filled_4k_ns"] == 1100 - 850 + 190
+    assert "--only zram" in prof["source"]
+    tomllib.loads(n.parse_costs(calibrate.to_toml(prof)))
 
 
 @pytest.mark.live

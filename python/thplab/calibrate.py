@@ -58,6 +58,13 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--quick", action="store_true", help="fewer, smaller repetitions (seconds, for tests)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per primitive (default 7, quick 3)")
+    parser.add_argument(
+        "--only",
+        choices=("zram",),
+        default=None,
+        help="measure one step alone (zram: the [zram] tables and swapin_ns); the other fields come from --base",
+    )
+    parser.add_argument("--base", default=None, help="with --only: the profile whose other fields are kept")
 
 
 def _med(v):
@@ -73,6 +80,19 @@ def _backed_mean(v):
     backed faults' tail: p90 1.1-1.2x the median)."""
     m = statistics.median(v)
     return statistics.mean([x for x in v if x <= 3 * m])
+
+
+def _paired_diff(a, b):
+    """The median of a[i] - b[i] when a and b are samples of the same repetitions (calibrate
+    measures zram's content classes back to back within each repetition), else the
+    difference of their medians. This host's speed steps by up to ~40 % for seconds to
+    minutes (the host's, not this guest's doing: a same-filled swap-in's whole distribution
+    shifts), which the difference of two medians taken apart carries whole: text less
+    same-filled swap-in, each class's repetitions in a block, 6.0 us (lzo-rle) and 7.4 us
+    (lzo); interleaved and paired 4.3 us (2026-11-27, validate.py's known gaps)."""
+    if a and len(a) == len(b):
+        return statistics.median([x - y for x, y in zip(a, b, strict=True)])
+    return _med(a) - _med(b)
 
 
 def _spread(v):
@@ -320,10 +340,11 @@ def _fit_zram(prof, S, V, rows, spread):
     for alg in algs:
         z = dict(zram.get(alg, zram.get("lzo-rle", {})))
 
-        def g(c: str, d: str, alg: str = alg) -> float:
-            return _med(S[f"zram.{alg}.{c}.{d}"])
+        def d(c: str, what: str, alg: str = alg) -> float:
+            """Class c's figure less the same-filled one, paired by repetition."""
+            return _paired_diff(S[f"zram.{alg}.{c}.{what}"], S[f"zram.{alg}.same.{what}"])
 
-        if not all(have(f"zram.{alg}.{c}.{d}") for c in CLASSES for d in ("out", "in")):
+        if not all(have(f"zram.{alg}.{c}.{x}") for c in CLASSES for x in ("out", "in")):
             continue
         same_chk = _med(S["same_filled_4k"]) if have("same_filled_4k") else z.get("same_ns", 320)
         z["same_ns"] = round(same_chk)
@@ -341,14 +362,24 @@ def _fit_zram(prof, S, V, rows, spread):
             # gave -0.4-1.7 us for sparse pages and 0.7-3.1 us for random ones, the THP path
             # 0.7-1.2 and 2.1-3.2 us)
             if have(f"zram.{alg}.{c}.thp_out") and have(f"zram.{alg}.same.thp_out"):
-                diff = g(c, "thp_out") - g("same", "thp_out")
+                diff = d(c, "thp_out")
             else:
-                diff = g(c, "out") - g("same", "out")
+                diff = d(c, "out")
             z[f"{c}_compress_ns"] = round(max(0.0, diff) + same_chk - chk)
-            z[f"{c}_decompress_ns"] = round(max(0.0, g(c, "in") - g("same", "in")) + prof["clear_4k_ns"])
+            # zs_free of the class's object, beyond a same-filled slot's free
+            free = None
             if have(f"zram.{alg}.{c}.free") and have(f"zram.{alg}.same.free"):
-                z[f"{c}_free_ns"] = round(max(0.0, g(c, "free") - g("same", "free")))
+                free = max(0.0, d(c, "free"))
+                z[f"{c}_free_ns"] = round(free)
                 spread[f"zram.{alg}.{c}_free_ns"] = round(_spread(S[f"zram.{alg}.{c}.free"]), 4)
+            # a swap-in from zram (SWP_SYNCHRONOUS_IO) frees the slot in the fault:
+            # do_swap_page() -> swap_free_nr()/swapcache_clear() -> swap_range_free() ->
+            # zram_slot_free_notify() -> zram_free_page() -> zs_free(), which the model charges
+            # as the slot's release (slot_free_ns + the class's free_ns, zram.rs free); the
+            # swap-in of a class less a same-filled one therefore holds the class's free
+            # besides its decompression, and the same-filled read's fill
+            # (read_same_filled_page: zram_fill_page, clear_4k_ns) stands in for it
+            z[f"{c}_decompress_ns"] = round(max(0.0, d(c, "in") + prof["clear_4k_ns"] - (free or 0.0)))
             b = V.get(f"zram.{alg}.{c}.bytes")
             if b is not None:
                 z[f"{c}_bytes"] = round(b)
@@ -592,6 +623,19 @@ def _fit_reclaim(prof, S, V, rows, spread):
             S[f"zram.{alg}.same.thp_out"],
             f"zram {alg} same-filled THP pageout per page less same_ns and the folio's fixed costs / 512",
         )
+    if alg and S.get(f"zram.{alg}.zero.thp_out") and S.get(f"zram.{alg}.same.thp_out"):
+        # is_folio_zero_filled() per zero page: all-zero THPs' pageout (zeromap) less the
+        # same-filled THPs' of the same repetitions, plus their page_same_filled (same_ns):
+        # the model charges both the same unmap_page_ns and folio costs beside the check
+        _put(
+            prof,
+            rows,
+            spread,
+            "zero_filled_4k_ns",
+            _paired_diff(S[f"zram.{alg}.zero.thp_out"], S[f"zram.{alg}.same.thp_out"]) + prof["zram"][alg]["same_ns"],
+            S[f"zram.{alg}.zero.thp_out"],
+            f"zram {alg} all-zero THP pageout (zeromap) less same-filled, per page, plus same_ns",
+        )
     src = f"{dev}.pageout_4k" if dev and m(f"{dev}.pageout_4k") is not None else f"zram.{alg}.same.out"
     _put(
         prof,
@@ -603,14 +647,20 @@ def _fit_reclaim(prof, S, V, rows, spread):
         f"{src} less unmap_page, tlb_flush, pte_walk",
     )
     if alg and m(f"zram.{alg}.same.in") is not None:
+        # the model charges a same-filled zram swap-in fault_4k_ns, swapin_ns, the fill
+        # (read_same_filled_page: clear_4k_ns) and the slot's release in the fault
+        # (zram_slot_free_notify: slot_free_ns)
         _put(
             prof,
             rows,
             spread,
             "swapin_ns",
-            m(f"zram.{alg}.same.in") - prof["fault_4k_ns"] - prof["clear_4k_ns"],
+            m(f"zram.{alg}.same.in")
+            - prof["fault_4k_ns"]
+            - prof["clear_4k_ns"]
+            - prof["zram"][alg].get("slot_free_ns", 0),
             S[f"zram.{alg}.same.in"],
-            f"zram {alg} same-filled swap-in less fault_4k, clear_4k",
+            f"zram {alg} same-filled swap-in less fault_4k, clear_4k, slot_free",
         )
 
 
@@ -877,7 +927,7 @@ def to_toml(prof: dict, comments: list[str] = ()) -> str:
     return "\n".join(out) + "\n"
 
 
-def run_native(quick: bool, reps: int | None, timeout: float = 300.0) -> dict:
+def run_native(quick: bool, reps: int | None, timeout: float = 300.0, only: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="thplab-cal-") as d:
         out = Path(d) / "cal.json"
         args = [find_binary(), "calibrate", "--out", str(out)]
@@ -885,7 +935,33 @@ def run_native(quick: bool, reps: int | None, timeout: float = 300.0) -> dict:
             args.append("--quick")
         if reps is not None:
             args += ["--reps", str(reps)]
+        if only:
+            args += ["--only", only]
         return invoke_json(args, timeout, out, "calibration")
+
+
+# the fields `--only zram` refits; every other field is the base profile's
+ZRAM_ONLY_FIELDS = ("swapin_ns", "zero_filled_4k_ns")
+
+
+def profile_only_zram(cal: dict, base_toml: str) -> tuple[dict, list[tuple[str, float, float, str]]]:
+    """The base profile with its zram tables and swapin_ns refitted from a zram-only
+    calibration (the fits take the base's other fields: fault_4k_ns, clear_4k_ns,
+    swap_free_ns, pte_walk_ns...)."""
+    new, rows = profile_from_samples(cal, base_toml)
+    prof = tomllib.loads(base_toml)
+    prof["zram"] = new["zram"]
+    for f in ZRAM_ONLY_FIELDS:
+        if f in new:
+            prof[f] = new[f]
+    spread = prof.setdefault("spread", {})
+    for k, v in new.get("spread", {}).items():
+        if k.startswith("zram.") or k in ZRAM_ONLY_FIELDS:
+            spread[k] = v
+    rows = [r for r in rows if r[0].startswith("zram") or r[0] in ZRAM_ONLY_FIELDS]
+    date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    prof["source"] = f"{prof.get('source', '?')}; zram tables and swapin_ns from thplab calibrate --only zram {date}"
+    return prof, rows
 
 
 def _print_rows(rows, cal, path):
@@ -910,8 +986,22 @@ def _print_rows(rows, cal, path):
 def cmd(args) -> int:
     if args.reps is not None and not (1 <= args.reps <= 1000):
         raise InputError("--reps must be 1..1000")
-    cal = run_native(args.quick, args.reps)
-    prof, rows = profile_from_samples(cal)
+    if args.only and not args.base:
+        raise InputError(f"--only {args.only} needs --base PROFILE (the fields it does not measure)")
+    if args.base and not args.only:
+        raise InputError("--base goes with --only")
+    base_text = None
+    if args.base:
+        try:
+            base_text = Path(args.base).read_text()
+            tomllib.loads(base_text)
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise InputError(f"--base {args.base}: {e}") from e
+    cal = run_native(args.quick, args.reps, only=args.only)
+    if args.only:
+        prof, rows = profile_only_zram(cal, base_text)
+    else:
+        prof, rows = profile_from_samples(cal)
     text = to_toml(prof, [f"thplab cost profile, {prof['source']}"] + [f"note: {x}" for x in cal.get("notes", [])])
     from thplab import _native as n
 

@@ -537,22 +537,7 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         );
     } else {
         if zram {
-            if std::path::Path::new("/sys/block/zram0").exists()
-                && read_trim("/sys/block/zram0/disksize").as_deref() == Some("0")
-            {
-                let avail: Vec<String> = read_trim("/sys/block/zram0/comp_algorithm")
-                    .map(|t| {
-                        t.split_whitespace().map(|x| x.trim_matches(|c| c == '[' || c == ']').to_string()).collect()
-                    })
-                    .unwrap_or_default();
-                for alg in ["lzo-rle", "lzo", "lz4"] {
-                    if avail.iter().any(|a| a == alg) {
-                        calibrate_zram(alg, quick, reps, &mut s, &mut values, &mut journal_guard)?;
-                    }
-                }
-            } else {
-                notes.push("/dev/zram0 missing or in use: zram costs were not measured".into());
-            }
+            zram_all(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
         }
         if swapfile {
             crate::calibrate_mm::calibrate_block(quick, reps, &mut s, &mut values, &mut journal_guard)?;
@@ -737,6 +722,64 @@ pub(crate) fn wait_writeback() {
     }
 }
 
+/// zram per compressor (calibrate_zram), for each of lzo-rle, lzo and lz4 the kernel has.
+fn zram_all(
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+    g: &mut JGuard,
+    notes: &mut Vec<String>,
+) -> Result<(), CalError> {
+    if std::path::Path::new("/sys/block/zram0").exists()
+        && read_trim("/sys/block/zram0/disksize").as_deref() == Some("0")
+    {
+        let avail: Vec<String> = read_trim("/sys/block/zram0/comp_algorithm")
+            .map(|t| t.split_whitespace().map(|x| x.trim_matches(|c| c == '[' || c == ']').to_string()).collect())
+            .unwrap_or_default();
+        for alg in ["lzo-rle", "lzo", "lz4"] {
+            if avail.iter().any(|a| a == alg) {
+                calibrate_zram(alg, quick, reps, s, values, g)?;
+            }
+        }
+    } else {
+        notes.push("/dev/zram0 missing or in use: zram costs were not measured".into());
+    }
+    Ok(())
+}
+
+/// `calibrate --only zram`: the zram step alone (root, no other swap device), for a profile
+/// whose other fields come from an earlier calibration (`thplab calibrate --only zram --base`).
+pub fn calibrate_zram_only(quick: bool, reps: Option<usize>) -> Result<Value, CalError> {
+    let t_start = now_ns();
+    let reps = reps.unwrap_or(if quick { 3 } else { 7 });
+    if !is_root() {
+        return Err(CalError::Input("calibrate --only zram needs root".into()));
+    }
+    if read_file("/proc/swaps").unwrap_or_default().lines().count() > 1 {
+        return Err(CalError::Input("another swap device is active: zram costs would be mixed up".into()));
+    }
+    let mut s = Samples(BTreeMap::new());
+    let mut values: Map<String, Value> = Map::new();
+    let mut notes: Vec<String> = vec!["only the zram step was measured".into()];
+    let mut g = JGuard { j: Journal::new(), owner: std::process::id() };
+    zram_all(quick, reps, &mut s, &mut values, &mut g, &mut notes)?;
+    drop(g);
+    let (release, _) = crate::host::uname();
+    let host = read_trim("/proc/sys/kernel/hostname").unwrap_or_default();
+    Ok(json!({
+        "samples": s.0,
+        "values": values,
+        "notes": notes,
+        "host": host,
+        "kernel": release,
+        "quick": quick,
+        "reps": reps,
+        "only": "zram",
+        "elapsed_s": (now_ns() - t_start) as f64 / 1e9,
+    }))
+}
+
 fn calibrate_zram(
     alg: &str,
     quick: bool,
@@ -760,9 +803,15 @@ fn calibrate_zram(
     run_swapon("/dev/zram0")?;
     let corpus = text_corpus();
     let mm = |k: &str| crate::host::zram_mm_stat(dev).and_then(|v| v[k].as_i64()).unwrap_or(0);
-    for class in ["same", "sparse", "text", "random"] {
-        let mut bytes = vec![];
-        for r in 0..=reps {
+    let classes = ["same", "sparse", "text", "random"];
+    let mut bytes: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    // Repetitions outside, classes inside: the fit takes each class's figures less the
+    // same-filled ones of the same repetition (calibrate.py _fit_zram), and this host's speed
+    // steps for seconds to minutes (measured 2026-11-27: a same-filled swap-in's median
+    // 4.6-6.7 us a page over repetitions seconds apart, the host's doing), so the classes of
+    // one repetition are measured back to back, in the same state.
+    for r in 0..=reps {
+        for class in classes {
             let m = Map_::new(n * PAGE, Some(false))?;
             fill_class(&m, class, &corpus);
             back(n * PAGE, false); // zsmalloc's pages for the compressed objects
@@ -779,7 +828,7 @@ fn calibrate_zram(
             }
             if r > 0 {
                 s.add(&format!("zram.{alg}.{class}.out"), v);
-                bytes.push(if class == "same" {
+                bytes.entry(class).or_default().push(if class == "same" {
                     (mm("same_pages") - sp0) as f64 / out as f64
                 } else {
                     (mm("compr_data_size") - c0) as f64 / out as f64
@@ -798,8 +847,10 @@ fn calibrate_zram(
             crate::calibrate_mm::zram_thp_and_free(alg, class, quick, r > 0, s, &corpus)?;
             check_sig()?;
         }
-        bytes.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        values.insert(format!("zram.{alg}.{class}.bytes"), json!(bytes[bytes.len() / 2]));
+    }
+    for (class, mut b) in bytes {
+        b.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        values.insert(format!("zram.{alg}.{class}.bytes"), json!(b[b.len() / 2]));
     }
     g.undo()
 }

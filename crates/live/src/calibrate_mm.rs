@@ -373,6 +373,25 @@ pub fn zram_thp_and_free(
             s.add(&format!("zram.{alg}.{class}.thp_out"), v);
             s.add(&format!("zram.{alg}.{class}.thp_free"), u);
         }
+        if class == "same" {
+            // all-zero THPs (a zero byte written: the fault clears them), right after the
+            // same-filled ones: swap_writeout's is_folio_zero_filled takes them for the
+            // zeromap, no zram write (zero_filled_4k_ns)
+            let t = Map_::new(nh * HPAGE, Some(true))?;
+            for i in 0..nh {
+                unsafe { std::ptr::write_volatile(t.page(i * 512), 0) };
+            }
+            back(nh * HPAGE, false);
+            let z0 = vm("swpout_zero");
+            let v = timed(nh * 512, || {
+                madvise(&t, 0, t.len, libc::MADV_PAGEOUT);
+            });
+            let zero = vm("swpout_zero") - z0;
+            drop(t);
+            if keep && zero >= (nh * 512) as i64 * 9 / 10 {
+                s.add(&format!("zram.{alg}.zero.thp_out"), v);
+            }
+        }
     }
     let n = if quick { 1024 } else { 4096 };
     let m = Map_::new(n * PAGE, Some(false))?;

@@ -6,7 +6,7 @@
 //!                 [--max-mem-share F] [--dry-run] --out R.json
 //! thplab-live restore        # undo what an interrupted run left (from the restore journal)
 //! thplab-live state          # knob values, swaps and zram state as JSON (for checks)
-//! thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] --out SAMPLES.json
+//! thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram] --out SAMPLES.json
 //! thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out CENSUS.json]
 //! ```
 //! Exit status: 0 ok; 1 failed during the run (machine restored); 2 bad input or refused
@@ -28,7 +28,7 @@ use serde_json::json;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: thplab-live run --workload FILE [--machine M] [--knob NAME=VALUE ...] [--timeout SECS] [--max-mem-share F] [--dry-run] [--out FILE]\n       thplab-live restore\n       thplab-live state\n       thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--out FILE]\n       thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out FILE]"
+        "usage: thplab-live run --workload FILE [--machine M] [--knob NAME=VALUE ...] [--timeout SECS] [--max-mem-share F] [--dry-run] [--out FILE]\n       thplab-live restore\n       thplab-live state\n       thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram] [--out FILE]\n       thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out FILE]"
     );
     std::process::exit(2)
 }
@@ -62,6 +62,7 @@ fn main() {
     let mut out: Option<String> = None;
     let mut dry = false;
     let mut quick = false;
+    let mut only_zram = false;
     let mut reps = None;
     let mut zram = true;
     let mut swapfile = true;
@@ -111,6 +112,13 @@ fn main() {
             }
             "--no-zram" => zram = false,
             "--no-swapfile" => swapfile = false,
+            "--only" => {
+                let v = val("--only");
+                if v != "zram" {
+                    fail(&format!("--only expects `zram`, got `{v}`"), 2)
+                }
+                only_zram = true;
+            }
             "--pid" => {
                 let v = val("--pid");
                 for p in v.split(',') {
@@ -201,7 +209,12 @@ fn main() {
                 }
             }
             safety::install_signal_handlers();
-            match calibrate::calibrate(quick, reps, zram, swapfile) {
+            let r = if only_zram {
+                calibrate::calibrate_zram_only(quick, reps)
+            } else {
+                calibrate::calibrate(quick, reps, zram, swapfile)
+            };
+            match r {
                 Ok(v) => write_out(out.as_deref(), &v),
                 Err(calibrate::CalError::Input(m)) => fail(&m, 2),
                 Err(calibrate::CalError::Failed(m, c)) => fail(&m, c),

@@ -189,15 +189,17 @@ impl Kernel {
     /// then kept, as when zs_malloc fails).
     pub fn swap_writepage(&mut self, head: u64, nr: u32, slot: u32) -> Result<(), ZsMallocFailed> {
         let di = self.swap.dev_of(slot);
-        // is_folio_zero_filled(): the last word of each page, then the page (memchr_inv);
+        // is_folio_zero_filled(): the last word of each page, then the page's words in a
+        // plain loop (zero_filled_4k_ns, else memchr_inv_4k_ns, by the bytes read);
         // kernels before v6.12 had no zeromap (thplab.swap_zeromap=n)
         let mut zero = self.cfg.swap_zeromap;
+        let check_ns = self.costs.zero_filled_4k_ns.unwrap_or(self.costs.memchr_inv_4k_ns);
         for i in 0..nr as u64 {
             if !zero {
                 break;
             }
             let c = content(self.pm.frames[(head + i) as usize]);
-            self.charge(self.costs.memchr_inv_4k_ns * content::memchr_inv_bytes(c) / PAGE_SIZE);
+            self.charge(check_ns * content::memchr_inv_bytes(c) / PAGE_SIZE);
             if !content::is_zero(c) {
                 zero = false;
                 break;
@@ -302,7 +304,7 @@ impl Kernel {
             let mut ns = 0;
             for s in slot..slot + nr {
                 if self.swap.map(s) & SWAP_ZEROMAP == 0 {
-                    ns += self.swap.devs[di].zram.as_ref().unwrap().read_ns(self.swap.data(s));
+                    ns += self.swap.devs[di].zram.as_ref().unwrap().read_ns(self.swap.data(s), self.costs.clear_4k_ns);
                 }
             }
             self.charge(ns);

@@ -583,9 +583,10 @@ impl Kernel {
             self.lock_acquire(LockId::SwapDev(di), 1);
         }
         let d = &mut self.swap.devs[di];
-        // zram frees what it holds for the slot (nothing for a zeromap slot or a failed write)
+        // zram frees what it holds for the slot (nothing for a zeromap slot or a failed write,
+        // but the notify's visit of the entry all the same)
         if let Some(z) = &mut d.zram {
-            let ns = z.free_slot(off, content);
+            let ns = z.notify_free(off, content);
             self.charge(ns);
         }
         if self.swap.devs[di].zram.is_some() {

@@ -90,6 +90,18 @@ impl Zram {
         }
     }
 
+    /// zram_slot_free_notify() for a slot the swap layer frees (swap_range_free calls it for
+    /// every slot of a SWP_BLKDEV device): the stored page's free, or for a slot zram holds
+    /// nothing for (a zeromap page never reached it) zram_free_page()'s flag clears on the
+    /// empty entry under the slot lock, charged as a same-filled slot's free (slot_free_ns).
+    pub fn notify_free(&mut self, idx: u32, c: Content) -> u64 {
+        if self.is_stored(idx) {
+            self.free_slot(idx, c)
+        } else {
+            self.c.slot_free_ns
+        }
+    }
+
     /// Compressed length of a page (the compressor's per-class ratio).
     pub fn comp_len(&self, c: Content) -> u64 {
         match content::class(c) {
@@ -156,10 +168,12 @@ impl Zram {
         }
     }
 
-    /// zram_read_page(): the CPU time to bring one page back.
-    pub fn read_ns(&self, c: Content) -> u64 {
+    /// zram_read_page(): the CPU time to bring one page back. A same-filled slot is a fill
+    /// of the page with its value (read_same_filled_page: zram_fill_page), `fill_ns`
+    /// (clear_4k_ns), not same_ns (page_same_filled's compare of a cold page at the write).
+    pub fn read_ns(&self, c: Content, fill_ns: u64) -> u64 {
         if content::is_same_filled(c) {
-            return self.c.same_ns;
+            return fill_ns;
         }
         match content::class(c) {
             content::SPARSE => self.c.sparse_decompress_ns,

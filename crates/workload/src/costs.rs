@@ -24,7 +24,7 @@ pub const MIN_CACHE_BYTES: u64 = 64 << 10;
 #[serde(deny_unknown_fields, default)]
 pub struct CompressorCosts {
     /// Detecting a same-filled page (page_same_filled: every word compared with the first)
-    /// and storing or restoring its value: no compression. calibrate: same_filled_4k (the
+    /// and storing its value: no compression (its read is a fill, charged clear_4k_ns). calibrate: same_filled_4k (the
     /// same word loop on a cold page).
     pub same_ns: u64,
     /// Compressing one page (zram_write_page beyond page_same_filled: zcomp_compress, the
@@ -40,14 +40,17 @@ pub struct CompressorCosts {
     pub text_compress_ns: u64,
     pub random_compress_ns: u64,
     /// Decompressing one page: calibrate: swap-in of the class less swap-in of same-filled
-    /// pages, plus clear_4k_ns (a same-filled page is restored by filling it).
+    /// pages (paired by repetition), plus clear_4k_ns (a same-filled page is restored by
+    /// filling it: read_same_filled_page), less the class's free_ns: the swap-in frees the
+    /// slot in the fault (do_swap_page -> swap_range_free -> zram_slot_free_notify), which
+    /// the model charges as the slot's release.
     pub sparse_decompress_ns: u64,
     pub text_decompress_ns: u64,
     /// Incompressible pages are stored raw (ZRAM_HUGE): a copy.
     pub random_decompress_ns: u64,
     /// Freeing a stored object when its swap slot is freed (zram_slot_free_notify → zs_free),
     /// beyond swap_free_ns: calibrate: munmap of swapped-out pages of the class less munmap
-    /// of same-filled ones, per page. Same-filled pages have no object.
+    /// of same-filled ones (paired by repetition), per page. Same-filled pages have no object.
     pub sparse_free_ns: u64,
     pub text_free_ns: u64,
     pub random_free_ns: u64,
@@ -180,6 +183,15 @@ pub struct CostProfile {
     /// with the offset reached. calibrate: the underused shrinker's cost per subpage read
     /// (underused_256 less underused_0, per 256 pages: the kernel's own loop on cold pages).
     pub memchr_inv_4k_ns: u64,
+    /// is_folio_zero_filled() over a whole zero page: swap_writeout()'s zeromap check, a
+    /// plain word loop over each page of the folio (last word first), which live costs more
+    /// than memchr_inv or zram's page_same_filled over the same cold pages (2026-11-27: a
+    /// zero THP's MADV_PAGEOUT on zram 1.43-1.54 us a page, a same-filled one's 1.18-1.34).
+    /// Unset: memchr_inv_4k_ns. calibrate: zram MADV_PAGEOUT of all-zero THPs (zeromap, no
+    /// I/O: zram.<alg>.zero.thp_out) less that of same-filled THPs written whole (same
+    /// repetition), plus same_ns (the same-filled pages' check, which the zero ones skip):
+    /// the rest of their per-page work (the unmap, the swap entry, the free) is alike.
+    pub zero_filled_4k_ns: Option<u64>,
     /// Writing one byte to an already-mapped page (store + cache miss), per page touched by a
     /// write op: calibrate: touch_page.
     pub touch_page_ns: u64,
@@ -379,7 +391,8 @@ pub struct CostProfile {
     /// do_swap_page for a page not in the swap cache, beyond the fault's entry (fault_4k_ns)
     /// and the device read: the folio allocation, swap-cache insertion (or the skip for a
     /// synchronous device), mapping, freeing the slot. calibrate: zram swap-in of same-filled
-    /// pages per page less fault_4k_ns and clear_4k_ns.
+    /// pages per page less fault_4k_ns, clear_4k_ns (the fill, read_same_filled_page) and
+    /// zram's slot_free_ns (zram_slot_free_notify, charged with the slot's release).
     pub swapin_ns: u64,
     /// collapse_huge_page's own work per collapse beyond copying the present pages
     /// (copy_4k_ns each): isolating 512 PTEs and folios, the new PMD, freeing the old pages.
@@ -578,6 +591,7 @@ impl Default for CostProfile {
             reclaim_unmapped_ns: 1_000,
             swap_free_ns: 50,
             swap_put_cached_ns: None,
+            zero_filled_4k_ns: None,
             swapin_ns: 2_300,
             collapse_ns: 400_000,
             collapse_isolate_ns: 300,

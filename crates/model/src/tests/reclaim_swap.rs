@@ -737,3 +737,73 @@ fn a_swap_pte_whose_folio_is_cached_costs_swap_put_cached() {
     assert_eq!(unset - zero, 32 * 512 * swap_free, "unset: swap_free_ns for each cached PTE");
     assert_eq!(ten - zero, 32 * 512 * 10);
 }
+
+/// zram's costs where the kernel does the work (zram_drv.c): the swap layer notifies zram of
+/// every slot it frees (swap_range_free -> zram_slot_free_notify), a zeromap slot zram
+/// never stored included, so the munmap of 1024 zeromap swap entries pays slot_free_ns
+/// each; a same-filled slot is read back by filling the page (read_same_filled_page:
+/// zram_fill_page, clear_4k_ns), not by page_same_filled's compare (same_ns, a write's).
+#[test]
+fn zram_charges_the_notify_of_zeromap_slots_and_a_fill_for_same_filled_reads() {
+    let w = r#"{"processes":[{"ops":[
+      {"op":"mmap","name":"z","size":"4M","align":"2M"},{"op":"madvise","region":"z","advice":"hugepage"},
+      {"op":"write","region":"z","every":"2M","length":"4K","bytes":1,"data":0},
+      {"op":"mmap","name":"s","size":"4M"},{"op":"madvise","region":"s","advice":"nohugepage"},
+      {"op":"write","region":"s","data":90},
+      {"op":"madvise","region":"z","advice":"pageout"},{"op":"madvise","region":"s","advice":"pageout"},
+      {"op":"phase","name":"read"},{"op":"read","region":"s"},
+      {"op":"phase","name":"munmap"},{"op":"munmap","region":"z"}]}]}"#;
+    let run = |slot_free_ns: u64, same_ns: u64, clear_4k_ns: u64| {
+        let mut costs = CostProfile { clear_4k_ns, ..CostProfile::default() };
+        for z in costs.zram.values_mut() {
+            z.slot_free_ns = slot_free_ns;
+            z.same_ns = same_ns;
+        }
+        let o = crate::RunOptions {
+            machine: Some(MachineSpec::parse_any("1G,swap=zram:64M").unwrap()),
+            costs: Some(costs),
+            check: true,
+            ..Default::default()
+        };
+        let r = crate::run(&thplab_workload::parse_workload(w).unwrap(), &o).unwrap();
+        assert_eq!(r.vmstat_delta["swpout_zero"], 1024, "two all-zero THPs to the zeromap");
+        assert_eq!(r.vmstat_delta["pswpin"], 1024, "the same-filled pages read back");
+        let t = |n: &str| r.phases.iter().find(|p| p.name == n).map(|p| p.end_ns - p.start_ns).unwrap();
+        (t("p0:read"), t("p0:munmap"))
+    };
+    let (_, munmap_0) = run(0, 300, 200);
+    let (_, munmap_1ms) = run(1_000_000, 300, 200);
+    // 1024 zeromap slots, each notified (the same-filled ones were freed by the read)
+    assert!(munmap_1ms - munmap_0 >= 1024 * 1_000_000, "{munmap_1ms} vs {munmap_0}");
+    let (read_slow_check, _) = run(0, 1_000_000, 200);
+    let (read_slow_fill, _) = run(0, 300, 1_000_000);
+    // 1024 same-filled reads: the fill, not the check
+    assert!(read_slow_check < 1024 * 1_000_000, "{read_slow_check}");
+    assert!(read_slow_fill >= 1024 * 1_000_000, "{read_slow_fill}");
+}
+
+/// swap_writeout()'s zeromap check (is_folio_zero_filled) costs zero_filled_4k_ns a zero
+/// page where set, memchr_inv_4k_ns where not: MADV_PAGEOUT of two all-zero THPs on zram.
+#[test]
+fn zeromap_check_charges_zero_filled_4k_ns_where_set() {
+    let w = r#"{"processes":[{"ops":[
+      {"op":"mmap","name":"z","size":"4M","align":"2M"},{"op":"madvise","region":"z","advice":"hugepage"},
+      {"op":"write","region":"z","every":"2M","length":"4K","bytes":1,"data":0},
+      {"op":"phase","name":"pageout"},{"op":"madvise","region":"z","advice":"pageout"}]}]}"#;
+    let run = |zero_filled_4k_ns: Option<u64>, memchr_inv_4k_ns: u64| {
+        let costs = CostProfile { zero_filled_4k_ns, memchr_inv_4k_ns, ..CostProfile::default() };
+        let o = crate::RunOptions {
+            machine: Some(MachineSpec::parse_any("1G,swap=zram:64M").unwrap()),
+            costs: Some(costs),
+            check: true,
+            ..Default::default()
+        };
+        let r = crate::run(&thplab_workload::parse_workload(w).unwrap(), &o).unwrap();
+        assert_eq!(r.vmstat_delta["swpout_zero"], 1024);
+        r.phases.iter().find(|p| p.name == "p0:pageout").map(|p| p.end_ns - p.start_ns).unwrap()
+    };
+    let base = run(Some(0), 0);
+    assert!(run(Some(1_000_000), 0) - base >= 1024 * 1_000_000);
+    assert!(run(None, 1_000_000) - base >= 1024 * 1_000_000, "unset: memchr_inv_4k_ns");
+    assert!(run(Some(0), 1_000_000) - base < 1_000_000, "set: memchr_inv_4k_ns not charged");
+}
