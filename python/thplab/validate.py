@@ -485,6 +485,18 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
     page_free_ns's own spread) and its p:pageout 1.26-1.28x on out/vk-z2; the live runs'
     speed against the calibration's a minute earlier (p:swapin 1.01x, 0.79x, 0.82x over
     three rounds); seed 000's disk and file phases are not zram's.
+* 2026-11-27 12:22-12:43 (stop 31), both of the above merged: `calibrate` (out/host-h8.toml,
+  1.5 min) then every scenario live (out/vk-h8, 20 min) on a quiet guest (its host at ~30 %
+  steal earlier in the day): 32/45 scenarios, every counter within, 134 of 154 gated times,
+  geomean 0.97x (out/vk-h7 replayed with out/host-h7.toml and this model: 136 of 152,
+  0.92x). Out: the fills' p:prepare 0.45x/0.65x and p:eat 1.30x/1.37x, compaction-fill-p60
+  p:fault 0.60x, compaction-manual p:compact 0.73x and p:fault 0.60x, madv_collapse_latency
+  p:after 0.69x (this calibration's access fields: cache_miss_ns 32, access_cycles 9.1, not
+  the 44/11.1 of the helper's pooled rounds: the host's speed that minute), split_underused
+  p:fault 0.69-0.73x, and seed 000's zram_worst p:pageout_thp 1.66x, disk/file pageouts and
+  munmaps 0.71-1.44x, zram munmaps 1.38-1.43x. Most of these phases' three live runs spread
+  1.25-1.6x themselves (the ratio table's "live" column): one calibration cannot be within
+  25 % of each of them while the host's speed moves that much between minutes.
 """
 
 from __future__ import annotations
