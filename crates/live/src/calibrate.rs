@@ -589,9 +589,23 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
             ));
         }
     }
+    Ok(calibration_json(s, values, notes, quick, reps, t_start, None))
+}
+
+/// A calibration's result: its samples and values, notes, the host and kernel, how it was
+/// taken (`only`: the one step measured).
+fn calibration_json(
+    s: Samples,
+    values: Map<String, Value>,
+    notes: Vec<String>,
+    quick: bool,
+    reps: usize,
+    t_start: u64,
+    only: Option<&str>,
+) -> Value {
     let (release, _) = crate::host::uname();
     let host = read_trim("/proc/sys/kernel/hostname").unwrap_or_default();
-    Ok(json!({
+    let mut v = json!({
         "samples": s.0,
         "values": values,
         "notes": notes,
@@ -600,7 +614,11 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         "quick": quick,
         "reps": reps,
         "elapsed_s": (now_ns() - t_start) as f64 / 1e9,
-    }))
+    });
+    if let Some(o) = only {
+        v["only"] = json!(o);
+    }
+    v
 }
 
 /// Random reads through the caches (access_rand_*): the live runner's random access stream,
@@ -765,19 +783,7 @@ pub fn calibrate_zram_only(quick: bool, reps: Option<usize>) -> Result<Value, Ca
     let mut g = JGuard { j: Journal::new(), owner: std::process::id() };
     zram_all(quick, reps, &mut s, &mut values, &mut g, &mut notes)?;
     drop(g);
-    let (release, _) = crate::host::uname();
-    let host = read_trim("/proc/sys/kernel/hostname").unwrap_or_default();
-    Ok(json!({
-        "samples": s.0,
-        "values": values,
-        "notes": notes,
-        "host": host,
-        "kernel": release,
-        "quick": quick,
-        "reps": reps,
-        "only": "zram",
-        "elapsed_s": (now_ns() - t_start) as f64 / 1e9,
-    }))
+    Ok(calibration_json(s, values, notes, quick, reps, t_start, Some("zram")))
 }
 
 fn calibrate_zram(

@@ -738,6 +738,17 @@ fn a_swap_pte_whose_folio_is_cached_costs_swap_put_cached() {
     assert_eq!(ten - zero, 32 * 512 * 10);
 }
 
+/// A run of `w` on a 1 GiB machine with 64 MiB of zram swap and `costs`, checked.
+fn run_on_zram(w: &str, costs: CostProfile) -> thplab_workload::RunResult {
+    let o = crate::RunOptions {
+        machine: Some(MachineSpec::parse_any("1G,swap=zram:64M").unwrap()),
+        costs: Some(costs),
+        check: true,
+        ..Default::default()
+    };
+    crate::run(&thplab_workload::parse_workload(w).unwrap(), &o).unwrap()
+}
+
 /// zram's costs where the kernel does the work (zram_drv.c): the swap layer notifies zram of
 /// every slot it frees (swap_range_free -> zram_slot_free_notify), a zeromap slot zram
 /// never stored included, so the munmap of 1024 zeromap swap entries pays slot_free_ns
@@ -759,13 +770,7 @@ fn zram_charges_the_notify_of_zeromap_slots_and_a_fill_for_same_filled_reads() {
             z.slot_free_ns = slot_free_ns;
             z.same_ns = same_ns;
         }
-        let o = crate::RunOptions {
-            machine: Some(MachineSpec::parse_any("1G,swap=zram:64M").unwrap()),
-            costs: Some(costs),
-            check: true,
-            ..Default::default()
-        };
-        let r = crate::run(&thplab_workload::parse_workload(w).unwrap(), &o).unwrap();
+        let r = run_on_zram(w, costs);
         assert_eq!(r.vmstat_delta["swpout_zero"], 1024, "two all-zero THPs to the zeromap");
         assert_eq!(r.vmstat_delta["pswpin"], 1024, "the same-filled pages read back");
         let t = |n: &str| r.phases.iter().find(|p| p.name == n).map(|p| p.end_ns - p.start_ns).unwrap();
@@ -791,14 +796,7 @@ fn zeromap_check_charges_zero_filled_4k_ns_where_set() {
       {"op":"write","region":"z","every":"2M","length":"4K","bytes":1,"data":0},
       {"op":"phase","name":"pageout"},{"op":"madvise","region":"z","advice":"pageout"}]}]}"#;
     let run = |zero_filled_4k_ns: Option<u64>, memchr_inv_4k_ns: u64| {
-        let costs = CostProfile { zero_filled_4k_ns, memchr_inv_4k_ns, ..CostProfile::default() };
-        let o = crate::RunOptions {
-            machine: Some(MachineSpec::parse_any("1G,swap=zram:64M").unwrap()),
-            costs: Some(costs),
-            check: true,
-            ..Default::default()
-        };
-        let r = crate::run(&thplab_workload::parse_workload(w).unwrap(), &o).unwrap();
+        let r = run_on_zram(w, CostProfile { zero_filled_4k_ns, memchr_inv_4k_ns, ..CostProfile::default() });
         assert_eq!(r.vmstat_delta["swpout_zero"], 1024);
         r.phases.iter().find(|p| p.name == "p0:pageout").map(|p| p.end_ns - p.start_ns).unwrap()
     };
