@@ -860,29 +860,37 @@ impl Kernel {
     /// per-page walk; the run's RSS count and walk cost are summed. The caller charged the
     /// first PTE's walk. Returns the PTEs done (>= 1).
     fn zap_base_run(&mut self, mm: MmId, sid: u32, i: usize, i1: usize) -> usize {
+        // per page: the rmap and NR_ANON_MAPPED dropped, then free_folio(): off the LRU
+        // (lru_del), page_free_ns, free_pages() (which clears the frame first: the rmap
+        // and LRU bits are not written back), and the PTE cleared. The table, the
+        // allocator, the nodes and the counters are borrowed once for the run; the charges
+        // are summed (free_pages() reads no clock).
+        let single = self.pgdat.len() == 1;
+        let Pmd::Table(t) = &mut self.slots.get_mut(sid).pmd else { unreachable!("a PTE table") };
+        let (pm, pgdat, vm) = (&mut self.pm, &mut self.pgdat, &mut self.rec.vm);
         let mut n = 0usize;
         while i + n <= i1 {
-            let pte = match &self.slots.get(sid).pmd {
-                Pmd::Table(t) => t[i + n],
-                _ => break,
-            };
+            let pte = t[i + n];
             if pte_kind(pte) != K_PRESENT {
                 break;
             }
             let pfn = pte_payload(pte) as u64;
-            let f = self.pm.frames[pfn as usize];
+            let f = pm.frames[pfn as usize];
             if !Self::zaps_alone(f) {
                 break;
             }
-            self.mod_node_page_state(pfn, NodeStat::NrAnonMapped, -1);
-            self.pm.frames[pfn as usize] = with_rmap(f, None);
-            self.free_folio(Pfn(pfn));
-            self.set_pte(sid, i + n, PTE_NONE);
+            let node = if single { 0 } else { pm.node_of(pfn) };
+            pgdat[node].stat.0[NodeStat::NrAnonMapped as usize] -= 1;
+            if lru(f) != LRU_NONE {
+                pgdat[node].lruvec[lru_index(f)].remove(&mut pm.links, pfn as u32, 1);
+            }
+            pm.free_pages(Pfn(pfn), 0, vm);
+            t[i + n] = PTE_NONE;
             n += 1;
         }
         debug_assert!(n >= 1, "the caller saw a present PTE of such a folio");
         self.mms[mm].rss_anon -= n as u64;
-        self.charge(self.costs.pte_walk_ns * (n as u64 - 1));
+        self.charge(self.costs.page_free_ns * n as u64 + self.costs.pte_walk_ns * (n as u64 - 1));
         n
     }
 
@@ -1269,20 +1277,124 @@ impl Kernel {
             }
             let Some(vm_flags) = self.fast_fault_vma_flags(mm, a, hint) else { break };
             // do_anonymous_page()'s order-0 allocation, when it is a per-CPU list pop
-            // (which neither reclaims nor kills): fault_new_base_page() with that page
-            let Some(pfn) = self.alloc_movable0_pcp(self.mms[mm].node, &mut zone) else { break };
-            self.rec.vm.count(Ev::PGFAULT);
-            #[cfg(test)]
-            WRITE_FAST_FAULTS.with(|c| c.set(c.get() + 1));
-            self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
-            self.map_new_page(mm, sid, i, pfn, vm_flags, true);
-            self.store_to_page(pfn, byte, bytes, data);
-            j += 1;
+            // (which neither reclaims nor kills): fault_new_base_page() with that page,
+            // for the none PTEs that follow in this VMA while the list has pages
+            let Some((z, avail)) = self.movable0_pcp_run(self.mms[mm].node, &mut zone) else { break };
+            if self.pcp_pop_zone(z).1 {
+                // a boosted zone: the first allocation wakes kswapd (after_alloc), alone
+                let pfn = self.pop_movable0_pcp(z);
+                self.rec.vm.count(Ev::PGFAULT);
+                #[cfg(test)]
+                WRITE_FAST_FAULTS.with(|c| c.set(c.get() + 1));
+                self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
+                self.map_new_page(mm, sid, i, pfn, vm_flags, true);
+                self.store_to_page(pfn, byte, bytes, data);
+                j += 1;
+                continue;
+            }
+            let vma_end = hint.vma.as_ref().map_or(a + PAGE_SIZE, |v| v.end);
+            let most = (n - j).min((vma_end - a) / PAGE_SIZE).min(avail as u64) as usize;
+            let Pmd::Table(t) = &self.slots.get(sid).pmd else { break };
+            let k = t[i..i + most].iter().take_while(|&&p| pte_kind(p) == pgtable_none()).count();
+            self.fault_run_pcp(mm, sid, i, k, vm_flags, z, byte, bytes, data);
+            j += k as u64;
         }
         if j == 0 {
             return one(self, hint);
         }
         (Fault::Ok, j)
+    }
+
+    /// The write faults of none PTEs [i, i + k) of table `sid` in one VMA (`vm_flags`),
+    /// each taking its page from the per-CPU list `z` (holding >= k pages, its zone not
+    /// boosted): page after page what alloc_movable0_pcp(), the fault's count and charge,
+    /// map_new_page() and store_to_page() do. The pops come first (nothing the faults do
+    /// reads the per-CPU list, the zone counts or the host backing); the charges go in
+    /// the plain path's order, so that the LRU lock taken every FOLIO_BATCH_SIZE pages
+    /// sees the same clock; each frame is written once, with the data every page of the
+    /// run gets alike (a fresh page's content, written the same way).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn fault_run_pcp(
+        &mut self,
+        mm: MmId,
+        sid: u32,
+        i: usize,
+        k: usize,
+        vm_flags: u32,
+        z: crate::page_alloc::PcpPop,
+        byte: u32,
+        bytes: u32,
+        data: &thplab_workload::workload::WriteData,
+    ) {
+        use thplab_workload::workload::{DataKind, WriteData};
+        let (node, _) = self.pcp_pop_zone(z);
+        let stat_nid = if self.pgdat.len() == 1 { 0 } else { node };
+        let locked = vm_flags & VM_LOCKED != 0;
+        let l = if locked { LRU_UNEVICTABLE } else { LRU_INACTIVE_ANON };
+        // the frame map_new_page() and lru_add() make, then store_to_page()'s data
+        let f0 = set_mlocked(with_lru(set_dirty(set_young(make_anon(COMPOUND_BASE), true), true), l), locked);
+        let f0 = with_content(f0, content::apply_write(content(f0), byte, bytes, data));
+        let li = lru_index(f0);
+        let (alloc_ns, fault_ns) = (self.costs.page_alloc_ns, self.costs.fault_4k_ns + self.costs.clear_4k_ns);
+        let fill = match data {
+            WriteData::Byte(_) => self.costs.fill_byte_4k_ns,
+            WriteData::Kind(DataKind::Text) => self.costs.fill_text_4k_ns,
+            WriteData::Kind(DataKind::Random) => self.costs.fill_random_4k_ns,
+        };
+        let store_ns = self.costs.touch_page_ns + fill * bytes as u64 / PAGE_SIZE;
+        let mut pfns = [0u32; PTRS_PER_PTE];
+        let mut refault = [0u64; PTRS_PER_PTE];
+        self.pop_movable0_pcp_run(z, &mut pfns[..k], &mut refault[..k]);
+        let cpu = self.clock.cpu as usize;
+        if self.pgdat[node].lru_add_batch.len() <= cpu {
+            self.pgdat[node].lru_add_batch.resize(cpu + 1, 0);
+        }
+        let now = self.clock.now;
+        let mut q = 0;
+        while q < k {
+            // the pages up to the one whose lru_add() fills the folio batch
+            let room = (FOLIO_BATCH_SIZE - self.pgdat[node].lru_add_batch[cpu]) as usize;
+            let seg = room.min(k - q);
+            let full = seg == room;
+            {
+                let Pmd::Table(t) = &mut self.slots.get_mut(sid).pmd else { unreachable!("a PTE table") };
+                let (frames, links) = (&mut self.pm.frames, &mut self.pm.links);
+                let list = &mut self.pgdat[node].lruvec[li];
+                let mut cost = self.clock.cost;
+                let mut trace_clock = self.rec.trace.clock;
+                for s in q..q + seg {
+                    let (pfn, ii) = (pfns[s], i + s);
+                    // alloc_pages(): the cost, the trace clock, a host refault
+                    cost += alloc_ns;
+                    trace_clock = now + cost;
+                    cost += refault[s] + fault_ns;
+                    frames[pfn as usize] = with_rmap(f0, Some((sid, ii as u32)));
+                    t[ii] = mk_pte(K_PRESENT, pfn);
+                    list.push_head(links, pfn, 1);
+                    // the page's store, but for the last of a full batch (after the lock)
+                    if !(full && s + 1 == q + seg) {
+                        cost += store_ns;
+                    }
+                }
+                self.clock.cost = cost;
+                self.rec.trace.clock = trace_clock;
+            }
+            let n = seg as u64;
+            self.rec.vm.add(Ev::PGFAULT, n);
+            #[cfg(test)]
+            WRITE_FAST_FAULTS.with(|c| c.set(c.get() + n));
+            self.mms[mm].rss_anon += n;
+            self.pgdat[stat_nid].stat.0[NodeStat::NrAnonMapped as usize] += n as i64;
+            let batch = &mut self.pgdat[node].lru_add_batch[cpu];
+            *batch += n;
+            if full {
+                let nb = std::mem::take(batch);
+                self.lock_acquire(crate::locking::LockId::Lru(node), nb);
+                self.charge(store_ns);
+            }
+            q += seg;
+        }
     }
 
     /// A load from the page at `addr`, faulting it in (zero page) if needed.

@@ -173,6 +173,10 @@ impl PcpList {
         self.q.is_empty()
     }
     #[inline]
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+    #[inline]
     fn push_head(&mut self, pfn: u32) {
         self.q.push_front(pfn);
     }
@@ -1704,6 +1708,23 @@ impl Kernel {
     /// page of a run to the next (valid while nothing but such pops happens: they change
     /// neither the zones' free pages nor their flags, nor the time).
     pub fn alloc_movable0_pcp(&mut self, nid: usize, zone: &mut Option<PcpPop>) -> Option<u64> {
+        let z = self.movable0_pcp_ready(nid, zone)?;
+        Some(self.pop_movable0_pcp(z))
+    }
+
+    /// How many pages alloc_movable0_pcp() would hand out in a row from here: the
+    /// per-CPU list's length once the zonelist walk passes (None: the walk does not, or
+    /// the list is empty). Each pop changes neither the walk's result nor the list but
+    /// by the page it takes.
+    pub fn movable0_pcp_run(&mut self, nid: usize, zone: &mut Option<PcpPop>) -> Option<(PcpPop, usize)> {
+        let z = self.movable0_pcp_ready(nid, zone)?;
+        Some((z, self.pm.pcp[z.i].lists[z.li].len()))
+    }
+
+    /// The zonelist walk's result (kept in `zone` for the next page), if its per-CPU list
+    /// has a page.
+    #[inline(always)]
+    fn movable0_pcp_ready(&mut self, nid: usize, zone: &mut Option<PcpPop>) -> Option<PcpPop> {
         let z = match *zone {
             Some(z) => z,
             None => {
@@ -1712,10 +1733,13 @@ impl Kernel {
                 z
             }
         };
+        (!self.pm.pcp[z.i].lists[z.li].is_empty()).then_some(z)
+    }
+
+    /// alloc_movable0_pcp()'s allocation once `z`'s list is known to hold a page.
+    #[inline(always)]
+    pub fn pop_movable0_pcp(&mut self, z: PcpPop) -> u64 {
         let PcpPop { zi, i, li } = z;
-        if self.pm.pcp[i].lists[li].is_empty() {
-            return None;
-        }
         // alloc_pages(): the cost; get_page_from_freelist(): the trace clock
         self.charge(self.costs.page_alloc_ns);
         self.rec.trace.clock = self.clock.now + self.clock.cost;
@@ -1725,7 +1749,41 @@ impl Kernel {
         let pfn = self.pm.prep_captured(p, 0, zi, &mut self.rec.vm).0;
         self.after_alloc(zi);
         self.page_reporting_touch(pfn, 0);
-        Some(pfn)
+        pfn
+    }
+
+    /// The node of the zone `z` allocates from, and whether the zone's watermark is
+    /// boosted (the next allocation wakes kswapd, after_alloc()).
+    pub fn pcp_pop_zone(&self, z: PcpPop) -> (usize, bool) {
+        (self.pm.zones[z.zi].node, self.pm.zones[z.zi].boosted)
+    }
+
+    /// pop_movable0_pcp() for `pfns.len()` pages (the list holds that many; the zone is
+    /// not boosted), every change to the lists, counts and host backing made, the time
+    /// not charged: each page's host refault charge goes to `refault_ns`, for the caller
+    /// to charge with the page's page_alloc_ns at its point in the fault sequence
+    /// (write_run_fast's runs, memory.rs fault_run_pcp). The frames are left to the
+    /// caller, which writes each before anything reads it.
+    pub fn pop_movable0_pcp_run(&mut self, z: PcpPop, pfns: &mut [u32], refault_ns: &mut [u64]) {
+        let PcpPop { zi, i, li } = z;
+        debug_assert!(!self.pm.zones[zi].boosted && self.pm.pcp[i].lists[li].len() >= pfns.len());
+        let ev = match self.pm.zones[zi].idx {
+            ZONE_DMA => Ev::PGALLOC_DMA,
+            ZONE_DMA32 => Ev::PGALLOC_DMA32,
+            ZONE_MOVABLE => Ev::PGALLOC_MOVABLE,
+            _ => Ev::PGALLOC_NORMAL,
+        };
+        self.rec.vm.add(ev, pfns.len() as u64);
+        let pcp = &mut self.pm.pcp[i];
+        pcp.free_count >>= pfns.len().min(63);
+        pcp.count -= pfns.len() as u64;
+        for p in pfns.iter_mut() {
+            *p = pcp.lists[li].pop_head().expect("a page on the list");
+        }
+        let per = self.costs.refault_reported_2m_ns / PAGEBLOCK_NR_PAGES;
+        for (p, r) in pfns.iter().zip(refault_ns.iter_mut()) {
+            *r = if self.pm.pr.enabled { self.pm.pr.touch(*p as u64, 0) * per } else { 0 };
+        }
     }
 
     /// alloc_movable0_pcp()'s walk of the zonelist: a zone flagged below its high
