@@ -884,7 +884,7 @@ impl Kernel {
             if lru(f) != LRU_NONE {
                 pgdat[node].lruvec[lru_index(f)].remove(&mut pm.links, pfn as u32, 1);
             }
-            pm.free_pages(Pfn(pfn), 0, vm);
+            pm.free_page0(pfn, vm);
             t[i + n] = PTE_NONE;
             n += 1;
         }

@@ -1060,6 +1060,7 @@ impl PhysMem {
     /// free_frozen_page_commit(): to the head of the current CPU's list; when the list
     /// holds pcp->high pages or more (high auto-tuned by nr_pcp_high), a batch of the
     /// oldest goes back to the buddy lists (free_pcppages_bulk).
+    #[inline]
     fn free_frozen_page_commit(&mut self, zi: usize, pfn: u64, order: u32, mt: u8) {
         self.pcp_decay_catch_up();
         let i = self.pcp_index(self.cpu, zi);
@@ -1089,6 +1090,13 @@ impl PhysMem {
         if self.pcp[i].count < high {
             return;
         }
+        self.pcp_spill(zi, i, batch, high, free_high, li);
+    }
+
+    /// free_frozen_page_commit()'s end when the list reached its high mark: a batch to
+    /// the buddy lists, then the zone's below-high flag checked.
+    #[inline(never)]
+    fn pcp_spill(&mut self, zi: usize, i: usize, batch: u64, high: u64, free_high: bool, li: usize) {
         let n = self.nr_pcp_free(i, batch, high, free_high);
         self.free_pcppages_bulk(zi, i, n, li);
         if self.zones[zi].below_high {
@@ -1102,6 +1110,7 @@ impl PhysMem {
     /// nr_pcp_high(): the list's current high mark, auto-tuned between high_min and
     /// high_max: lowered while reclaim is active or the zone is below its high watermark,
     /// raised to hold a batch of consecutive frees.
+    #[inline]
     fn nr_pcp_high(&mut self, i: usize, zi: usize, batch: u64, free_high: bool) -> u64 {
         let (reclaim_active, below_high) = (self.zones[zi].reclaim_active, self.zones[zi].below_high);
         let pcp = &mut self.pcp[i];
@@ -1542,10 +1551,31 @@ impl PhysMem {
         Some(order)
     }
 
+    /// free_pages() of an order-0 page (the per-CPU list's path inlined: the fault and
+    /// zap runs free hundreds of millions of them).
+    #[inline(always)]
+    pub fn free_page0(&mut self, pfn: u64, vm: &mut VmStat) {
+        let zi = self.zone_of(pfn);
+        self.frames[pfn as usize] = 0;
+        vm.add(Ev::PGFREE, 1);
+        let mut mt = self.pb_mt(pfn);
+        if mt >= MIGRATE_PCPTYPES {
+            if mt == MIGRATE_ISOLATE {
+                self.free_one_page_split(zi, pfn, 0, false);
+                return;
+            }
+            mt = MIGRATE_MOVABLE;
+        }
+        self.free_frozen_page_commit(zi, pfn, 0, mt);
+    }
+
     /// __free_pages() / free_frozen_pages(): return a block (its frames owned by the
     /// caller) to the allocator: orders the per-CPU lists keep go to the current CPU's
     /// list, others to the buddy lists.
     pub fn free_pages(&mut self, pfn: Pfn, order: u32, vm: &mut VmStat) {
+        if order == 0 {
+            return self.free_page0(pfn.0, vm);
+        }
         let pfn = pfn.0;
         let zi = self.zone_of(pfn);
         for p in pfn..pfn + (1 << order) {
