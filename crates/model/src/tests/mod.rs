@@ -208,6 +208,28 @@ fn write_fast_path_changes_nothing_but_speed() {
     // two nodes: the zonelists reach the remote node, the runs' allocations stop there
     let two = r#"{"nodes":[{"mem":"512M","cpus":1},{"mem":"512M","cpus":1}],"swap":[{"type":"zram","size":"1G"}]}"#;
     common::same_on_and_off(w, two, &USE_WRITE_FAST_PATH);
+    // free page reporting: memory freed, reported while the process sleeps, then faulted
+    // again: the runs' pages refault on the host, each charged between its allocation
+    // and its fault (fault_run_pcp)
+    let reported = r#"{"knobs":{"transparent_hugepage/enabled":"madvise","thplab.free_page_reporting":"1"},
+        "processes":[{"name":"idle","ops":[{"op":"sleep","duration":"0"}]},{"name":"p","ops":[
+        {"op":"mmap","name":"a","size":"600M"},
+        {"op":"write","region":"a"},
+        {"op":"munmap","region":"a"},
+        {"op":"sleep","duration":"60s"},
+        {"op":"phase","name":"again"},
+        {"op":"mmap","name":"b","size":"600M"},
+        {"op":"write","region":"b"}]}]}"#;
+    let quiet = reported.replace(r#""thplab.free_page_reporting":"1""#, r#""thplab.free_page_reporting":"0""#);
+    let rep = common::same_on_and_off(reported, m, &USE_WRITE_FAST_PATH);
+    let (with, without) = (phase_ns(&rep, "p:again"), phase_ns(&common::go(&quiet, m, &[]), "p:again"));
+    assert!(with > without + 10_000_000, "the reported memory's refaults were charged: {with} vs {without} ns");
+}
+
+/// The simulated time of phase `name` of a run.
+fn phase_ns(r: &thplab_workload::RunResult, name: &str) -> u64 {
+    let p = r.phases.iter().find(|p| p.name == name).expect("the phase");
+    p.end_ns - p.start_ns
 }
 
 /// zap_range()'s runs of order-0 folios (memory.rs, zap_base_run) change nothing but host
