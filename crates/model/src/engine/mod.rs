@@ -168,7 +168,13 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
     if let Err(e) = prefix.run_loop(&check_of(&ws[0]), o.check, Some(&div)) {
         return ws.iter().map(|_| Err(e.clone())).collect();
     }
-    tm(format_args!("prefix done"));
+    tm(format_args!(
+        "prefix done: state {} MiB (frames {}, links {}, page tables and slots {})",
+        prefix.k.heap_bytes() >> 20,
+        (prefix.k.pm.frames.len() * 8) >> 20,
+        prefix.k.pm.links.heap_bytes() >> 20,
+        prefix.k.slots.heap_bytes() >> 20
+    ));
     let sampled = !prefix.k.rec.latency_samples.is_empty();
     let mut results: Vec<Option<Result<RunResult, Error>>> = vec![None; ws.len()];
     let (shared, separate): (Vec<usize>, Vec<usize>) =
