@@ -497,6 +497,48 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   munmaps 0.71-1.44x, zram munmaps 1.38-1.43x. Most of these phases' three live runs spread
   1.25-1.6x themselves (the ratio table's "live" column): one calibration cannot be within
   25 % of each of them while the host's speed moves that much between minutes.
+* 2026-11-27 (zram2), the zram phases the model ran slow on out/vk-h8 with out/host-h8.toml
+  (1.26-1.66x), primitive by primitive (each phase's charges from finite differences of the
+  model's phase times over every cost field):
+  - is_folio_zero_filled() (mm/page_io.c) reads a page's last word before the others; the
+    model walked to the first non-zero byte, so seed 000's worst-case pages (the last byte
+    set) paid a whole page's check (zero_filled_4k_ns, 717 ns) where the kernel stops after
+    8 bytes (content::zero_filled_bytes). Replayed: zram_worst p:pageout_4k 1.44x -> 1.31x,
+    file_worst p:pageout_thp 1.23x -> 1.09x and p:pageout_4k 1.15x -> 0.99x, disk_worst
+    p:pageout_4k 1.01x -> 0.87x; 134 -> 134 of 154. On out/vk-h7 with out/host-h7.toml
+    136 -> 135: file_worst p:pageout_4k 1.04x -> 1.40x. Its CPU now issues the 512 MiB of
+    4 KiB swap writes faster than that profile's swap file takes them (699 MB/s, 768 ms),
+    and wbt holds the writer (a write cache: wbt_rqw_done wakes it when the queue drains);
+    live it took 601 ms. That phase now rests on the device fit, not on the check; left.
+  - calibrate's sparse pages held 16 scattered random bytes; the model's SPARSE class is
+    what a partial write of a byte value into a zero page makes, and every sparse page of the
+    scenarios holds one byte. lzo-rle stored 116 bytes of the former at 1728 ns a page
+    (sparse_compress_ns), of one byte (the page's last, now calibrate's sparse page) 41
+    bytes, as seed 000's worst case stores live (10.7 MB for 262144 pages), at 1214 ns.
+    out/host-h8.toml with the sparse fields re-measured (calibrate --only zram at 14:23,
+    out/host-h8-z.toml): zram_worst p:pageout_thp 1.66x -> 1.32x, p:pageout_4k 1.31x ->
+    1.22x, p:munmap 1.28x -> 1.11x, base_zram p:touch 1.26x -> 1.24x; 134 -> 137 of 154,
+    geomean 0.96x.
+  - a fresh pair (out/host-h8-z.toml, then the 8 zram scenarios live at 14:40, out/vk-z):
+    31 of 35 gated times within, geomean 0.97x; seed 000's zram best and worst within in
+    every phase (p:munmap 0.99x, 0.95x), mthp_64k_pageout_zram p:munmap 1.04x. The munmaps
+    out on out/vk-h8 (mthp 1.43x, zram_best 1.38x) are the host's speed between the 12:22
+    calibration and the 12:40 live runs: mthp's text entries took 547 ns each live at 12:40
+    and 740 at 14:40, seed 000 best's same-filled ones 72 and 102 ns. The model charges a
+    zapped zram entry pte_walk_ns + swap_free_ns + slot_free_ns + its class's free_ns
+    (zap_nonpresent_ptes -> free_swap_and_cache_nr -> swap_range_free ->
+    zram_slot_free_notify -> zram_free_page -> zs_free), each once: their sum is calibrate's
+    own munmap sample of the class. The runner's munmap of 16 MiB of 4 KiB-written text
+    entries, run back to back with that calibration (thplab run --backend kernel): 487-930 ns
+    an entry (1552-1869 with a build on the other CPU), same-filled 77-118; a 100 ms pause
+    before the munmap or an 80 MiB zram device (calibrate's size) changed nothing measurable.
+  - still out in the fresh pair: swap_pageout_thp_zram_dense p:munmap 1.36x (1.41x on
+    out/vk-h8): its 16384 THP-written text and random entries take ~575 ns each live in one
+    64 MiB munmap, calibrate's 16 MiB thp_free 760-860; as with same-filled entries (above:
+    125-180 ns at 16 MiB, 93 at 256 MiB) the larger munmap is cheaper per entry, which a
+    per-entry cost cannot follow, and which step the smaller one pays more for is not found.
+    swap_pageout_thp_zram_sparse p:munmap 1.38x (65536 present pages: page_free_ns of the
+    12:22 calibration) and p:touch 1.26x (swapin_ns); zram_best p:fault_4k 0.71x.
 """
 
 from __future__ import annotations
