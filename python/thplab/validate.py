@@ -533,10 +533,19 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
     an entry (1552-1869 with a build on the other CPU), same-filled 77-118; a 100 ms pause
     before the munmap or an 80 MiB zram device (calibrate's size) changed nothing measurable.
   - still out in the fresh pair: swap_pageout_thp_zram_dense p:munmap 1.36x (1.41x on
-    out/vk-h8): its 16384 THP-written text and random entries take ~575 ns each live in one
-    64 MiB munmap, calibrate's 16 MiB thp_free 760-860; as with same-filled entries (above:
-    125-180 ns at 16 MiB, 93 at 256 MiB) the larger munmap is cheaper per entry, which a
-    per-entry cost cannot follow, and which step the smaller one pays more for is not found.
+    out/vk-h8): its 16384 THP-written text and random entries take ~575 ns each live,
+    calibrate's thp_free 760-860. Not the region's size: the runner's munmap of THP-written
+    random entries (14:48, two rounds of three) took 496-531 and 593-787 ns an entry at
+    16 MiB and at 64 MiB alike, against calibrate's 858 at 14:23 for the same munmap. The
+    calibration's zram free samples sit at or above the top of what the runner measures for
+    the same work; which step costs it more there (not the pause before the munmap, the
+    device's size or the region's) is not found. calibrate's own sequence run by the runner
+    (80 MiB zram; 16 MiB of text THPs paged out and unmapped, then 16 MiB of 4 KiB text
+    pages, three times, two rounds at 14:55): the 4 KiB munmaps 549-665 ns an entry (two
+    of six 1.53-1.59 us), calibrate's median 766; its THP pageouts 17.3-18.7 us a page,
+    calibrate's 12.4. The runner's phases end with a message to its parent, calibrate's
+    munmap follows the pageout at once on the same CPU (its per-CPU page lists, the frees
+    the pageout left on them): a candidate, not tested.
     swap_pageout_thp_zram_sparse p:munmap 1.38x (65536 present pages: page_free_ns of the
     12:22 calibration) and p:touch 1.26x (swapin_ns); zram_best p:fault_4k 0.71x.
 """
