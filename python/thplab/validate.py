@@ -547,7 +547,14 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
     munmap follows the pageout at once on the same CPU (its per-CPU page lists, the frees
     the pageout left on them). Not that either: a C loop (16 MiB of 4 KiB pages of words,
     lzo-rle, 1 GiB zram, five rounds) unmapped right after the pageout took 594-658 ns an
-    entry, after a 10 ms sleep 651-922, moved to the other CPU 685-978.
+    entry, after a 10 ms sleep 651-922, moved to the other CPU 685-978. The same loop on
+    calibrate's 80 MiB zram device: 1.28-1.61 us an entry from its second round on when
+    unmapped at once (0.48-0.65 after a sleep or on the other CPU), against 0.54-0.61 on a
+    1 GiB device back to back; but calibrate --only zram with a 1 GiB device (14:51) gave
+    the same medians (text free 758 ns, same-filled 110, against 766 and 107 at 80 MiB), so
+    its device size is kept. With that calibration the 8 zram scenarios live a minute later
+    (out/vk-z2): 27 of 34 within, geomean 1.07x, the host's speed moving again (the zeromap
+    THP pageout 58 ms live against 93-100 ms in the two earlier rounds).
     swap_pageout_thp_zram_sparse p:munmap 1.38x (65536 present pages: page_free_ns of the
     12:22 calibration) and p:touch 1.26x (swapin_ns); zram_best p:fault_4k 0.71x.
 """
