@@ -227,6 +227,9 @@ def test_profile_from_samples_and_toml_roundtrip():
     # from the THP pageouts where measured (text), else from the 4 KiB ones (random)
     assert z["text_compress_ns"] == round(9350 - 850 + 190 - 190 * 16 / 4096) and z["text_bytes"] == 2400
     assert z["random_compress_ns"] == round(6000 - 4000 + 190 - 190 * 16 / 4096)
+    # a calibration sparse page has one non-zero byte, its last (calibrate.rs fill_class):
+    # page_same_filled() reads its first and last word, 16 bytes, as of text
+    assert z["sparse_compress_ns"] == round(5000 - 4000 + 190 - 190 * 16 / 4096)
     # one present page's MADV_DONTNEED less a call that finds none, less the page's free
     assert prof["zap_flush_ns"] == 2900 - 1000 - prof["page_free_ns"]
     # munmap of a page from the middle of a VMA (two splits) and from its end (one)

@@ -350,11 +350,10 @@ def _fit_zram(prof, S, V, rows, spread):
         z["same_ns"] = round(same_chk)
         for c in ("sparse", "text", "random"):
             # page_same_filled() of a page of class c stops at the first word that differs
-            # (the model charges that share of same_ns apart, zram.rs same_check_ns): 16
-            # bytes of text or random data; of a calibration sparse page (16 random bytes),
-            # the first and last word, then the words up to the first non-zero byte, on
-            # average 4096/17 bytes in
-            chk = same_chk * ((4096 / 17 + 16) if c == "sparse" else 16) / 4096
+            # (the model charges that share of same_ns apart, zram.rs same_check_ns): the
+            # first and the last word, 16 bytes, of text, random data and a calibration
+            # sparse page (one non-zero byte, the last: calibrate.rs fill_class)
+            chk = same_chk * 16 / 4096
             # the compression is the class's swap-out less a same-filled one, per page, taken
             # from MADV_PAGEOUT of THPs (written whole: ~1.3 us a page besides zram's work)
             # where measured, else of 4 KiB pages (~6.5 us a page besides it: the difference

@@ -497,6 +497,66 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   munmaps 0.71-1.44x, zram munmaps 1.38-1.43x. Most of these phases' three live runs spread
   1.25-1.6x themselves (the ratio table's "live" column): one calibration cannot be within
   25 % of each of them while the host's speed moves that much between minutes.
+* 2026-11-27 (zram2), the zram phases the model ran slow on out/vk-h8 with out/host-h8.toml
+  (1.26-1.66x), primitive by primitive (each phase's charges from finite differences of the
+  model's phase times over every cost field):
+  - is_folio_zero_filled() (mm/page_io.c) reads a page's last word before the others; the
+    model walked to the first non-zero byte, so seed 000's worst-case pages (the last byte
+    set) paid a whole page's check (zero_filled_4k_ns, 717 ns) where the kernel stops after
+    8 bytes (content::zero_filled_bytes). Replayed: zram_worst p:pageout_4k 1.44x -> 1.31x,
+    file_worst p:pageout_thp 1.23x -> 1.09x and p:pageout_4k 1.15x -> 0.99x, disk_worst
+    p:pageout_4k 1.01x -> 0.87x; 134 -> 134 of 154. On out/vk-h7 with out/host-h7.toml
+    136 -> 135: file_worst p:pageout_4k 1.04x -> 1.40x. Its CPU now issues the 512 MiB of
+    4 KiB swap writes faster than that profile's swap file takes them (699 MB/s, 768 ms),
+    and wbt holds the writer (a write cache: wbt_rqw_done wakes it when the queue drains);
+    live it took 601 ms. That phase now rests on the device fit, not on the check; left.
+  - calibrate's sparse pages held 16 scattered random bytes; the model's SPARSE class is
+    what a partial write of a byte value into a zero page makes, and every sparse page of the
+    scenarios holds one byte. lzo-rle stored 116 bytes of the former at 1728 ns a page
+    (sparse_compress_ns), of one byte (the page's last, now calibrate's sparse page) 41
+    bytes, as seed 000's worst case stores live (10.7 MB for 262144 pages), at 1214 ns.
+    out/host-h8.toml with the sparse fields re-measured (calibrate --only zram at 14:23,
+    out/host-h8-z.toml): zram_worst p:pageout_thp 1.66x -> 1.32x, p:pageout_4k 1.31x ->
+    1.22x, p:munmap 1.28x -> 1.11x, base_zram p:touch 1.26x -> 1.24x; 134 -> 137 of 154,
+    geomean 0.96x.
+  - a fresh pair (out/host-h8-z.toml, then the 8 zram scenarios live at 14:40, out/vk-z):
+    31 of 35 gated times within, geomean 0.97x; seed 000's zram best and worst within in
+    every phase (p:munmap 0.99x, 0.95x), mthp_64k_pageout_zram p:munmap 1.04x. The munmaps
+    out on out/vk-h8 (mthp 1.43x, zram_best 1.38x) are the host's speed between the 12:22
+    calibration and the 12:40 live runs: mthp's text entries took 547 ns each live at 12:40
+    and 740 at 14:40, seed 000 best's same-filled ones 72 and 102 ns. The model charges a
+    zapped zram entry pte_walk_ns + swap_free_ns + slot_free_ns + its class's free_ns
+    (zap_nonpresent_ptes -> free_swap_and_cache_nr -> swap_range_free ->
+    zram_slot_free_notify -> zram_free_page -> zs_free), each once: their sum is calibrate's
+    own munmap sample of the class. The runner's munmap of 16 MiB of 4 KiB-written text
+    entries, run back to back with that calibration (thplab run --backend kernel): 487-930 ns
+    an entry (1552-1869 with a build on the other CPU), same-filled 77-118; a 100 ms pause
+    before the munmap or an 80 MiB zram device (calibrate's size) changed nothing measurable.
+  - still out in the fresh pair: swap_pageout_thp_zram_dense p:munmap 1.36x (1.41x on
+    out/vk-h8): its 16384 THP-written text and random entries take ~575 ns each live,
+    calibrate's thp_free 760-860. Not the region's size: the runner's munmap of THP-written
+    random entries (14:48, two rounds of three) took 496-531 and 593-787 ns an entry at
+    16 MiB and at 64 MiB alike, against calibrate's 858 at 14:23 for the same munmap. The
+    calibration's zram free samples sit at or above the top of what the runner measures for
+    the same work; which step costs it more there (not the pause before the munmap, the
+    device's size or the region's) is not found. calibrate's own sequence run by the runner
+    (80 MiB zram; 16 MiB of text THPs paged out and unmapped, then 16 MiB of 4 KiB text
+    pages, three times, two rounds at 14:55): the 4 KiB munmaps 549-665 ns an entry (two
+    of six 1.53-1.59 us), calibrate's median 766; its THP pageouts 17.3-18.7 us a page,
+    calibrate's 12.4. The runner's phases end with a message to its parent, calibrate's
+    munmap follows the pageout at once on the same CPU (its per-CPU page lists, the frees
+    the pageout left on them). Not that either: a C loop (16 MiB of 4 KiB pages of words,
+    lzo-rle, 1 GiB zram, five rounds) unmapped right after the pageout took 594-658 ns an
+    entry, after a 10 ms sleep 651-922, moved to the other CPU 685-978. The same loop on
+    calibrate's 80 MiB zram device: 1.28-1.61 us an entry from its second round on when
+    unmapped at once (0.48-0.65 after a sleep or on the other CPU), against 0.54-0.61 on a
+    1 GiB device back to back; but calibrate --only zram with a 1 GiB device (14:51) gave
+    the same medians (text free 758 ns, same-filled 110, against 766 and 107 at 80 MiB), so
+    its device size is kept. With that calibration the 8 zram scenarios live a minute later
+    (out/vk-z2): 27 of 34 within, geomean 1.07x, the host's speed moving again (the zeromap
+    THP pageout 58 ms live against 93-100 ms in the two earlier rounds).
+    swap_pageout_thp_zram_sparse p:munmap 1.38x (65536 present pages: page_free_ns of the
+    12:22 calibration) and p:touch 1.26x (swapin_ns); zram_best p:fault_4k 0.71x.
 """
 
 from __future__ import annotations

@@ -61,6 +61,21 @@ pub fn memchr_inv_bytes(c: Content) -> u64 {
     }
 }
 
+/// Bytes is_folio_zero_filled() (mm/page_io.c, 6.18) reads of one page before it returns:
+/// it reads the page's last word first ("in case the page is zero-filled at the start and
+/// has non-zero data at the end"), then the words from the first. A page whose first
+/// non-zero byte lies in the last word returns after 8 bytes; else the last word is taken
+/// as zero (the content does not record it: the longer walk, as zram.rs same_check_ns
+/// assumes) and the walk reads up to the first non-zero word; an all-zero page is read whole.
+#[inline]
+pub fn zero_filled_bytes(c: Content) -> u64 {
+    match first_nonzero(c) {
+        None => PAGE_SIZE,
+        Some(o) if o as u64 >= PAGE_SIZE - 8 => 8,
+        Some(o) => 8 + (o as u64 / 8 + 1) * 8,
+    }
+}
+
 /// The content after writing `bytes` bytes of `data` at `byte` within the page.
 pub fn apply_write(old: Content, byte: u32, bytes: u32, data: &WriteData) -> Content {
     debug_assert!(bytes >= 1 && byte as u64 + bytes as u64 <= PAGE_SIZE);
@@ -114,8 +129,11 @@ mod tests {
         assert_eq!(class(c), SPARSE);
         assert_eq!(first_nonzero(c), Some(4095));
         assert_eq!(memchr_inv_bytes(c), 4096);
+        assert_eq!(zero_filled_bytes(c), 8, "is_folio_zero_filled reads the last word first");
+        assert_eq!(zero_filled_bytes(z), 4096);
         let c = apply_write(z, 0, 1, &WriteData::Byte(0xff));
         assert_eq!(memchr_inv_bytes(c), 8);
+        assert_eq!(zero_filled_bytes(c), 16);
         let s = apply_write(z, 0, 4096, &WriteData::Byte(7));
         assert!(is_same_filled(s) && !is_zero(s));
         assert_eq!(apply_write(s, 10, 5, &WriteData::Byte(7)), s);

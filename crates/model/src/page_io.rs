@@ -189,9 +189,10 @@ impl Kernel {
     /// then kept, as when zs_malloc fails).
     pub fn swap_writepage(&mut self, head: u64, nr: u32, slot: u32) -> Result<(), ZsMallocFailed> {
         let di = self.swap.dev_of(slot);
-        // is_folio_zero_filled(): the last word of each page, then the page's words in a
-        // plain loop (zero_filled_4k_ns, else memchr_inv_4k_ns, by the bytes read);
-        // kernels before v6.12 had no zeromap (thplab.swap_zeromap=n)
+        // is_folio_zero_filled() (mm/page_io.c): the last word of each page first, then the
+        // page's words in a plain loop (zero_filled_4k_ns, else memchr_inv_4k_ns, by the
+        // bytes read: content::zero_filled_bytes); kernels before v6.12 had no zeromap
+        // (thplab.swap_zeromap=n)
         let mut zero = self.cfg.swap_zeromap;
         let check_ns = self.costs.zero_filled_4k_ns.unwrap_or(self.costs.memchr_inv_4k_ns);
         for i in 0..nr as u64 {
@@ -199,7 +200,7 @@ impl Kernel {
                 break;
             }
             let c = content(self.pm.frames[(head + i) as usize]);
-            self.charge(check_ns * content::memchr_inv_bytes(c) / PAGE_SIZE);
+            self.charge(check_ns * content::zero_filled_bytes(c) / PAGE_SIZE);
             if !content::is_zero(c) {
                 zero = false;
                 break;

@@ -33,9 +33,10 @@ pub struct CompressorCosts {
     /// 4 KiB pages where THPs are not usable, whose ~6.5 us of other work per page makes the
     /// difference noisy), plus same_ns (the same-filled page's whole-page check), less the
     /// part of page_same_filled the class's calibration pages pay (it stops at the first
-    /// word that differs: 16 bytes of text or random data, ~256 of calibrate's sparse pages,
-    /// whose first of 16 random bytes lies ~4096/17 bytes in). The model charges that
-    /// partial check apart (zram.rs same_check_ns), by where the page's first non-zero byte is.
+    /// word that differs: 16 bytes of text, random data and calibrate's sparse pages, whose
+    /// one non-zero byte is the last, as a partial write of a byte value into a zero page
+    /// makes the model's SPARSE class). The model charges that partial check apart (zram.rs
+    /// same_check_ns), by where the page's first non-zero byte is.
     pub sparse_compress_ns: u64,
     pub text_compress_ns: u64,
     pub random_compress_ns: u64,
@@ -82,7 +83,7 @@ impl Default for CompressorCosts {
             text_free_ns: 430,
             random_free_ns: 400,
             slot_free_ns: 40,
-            sparse_bytes: 116,
+            sparse_bytes: 41,
             text_bytes: 2_000,
             random_bytes: 4_096,
         }

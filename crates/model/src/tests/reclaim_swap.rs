@@ -805,3 +805,28 @@ fn zeromap_check_charges_zero_filled_4k_ns_where_set() {
     assert!(run(None, 1_000_000) - base >= 1024 * 1_000_000, "unset: memchr_inv_4k_ns");
     assert!(run(Some(0), 1_000_000) - base < 1_000_000, "set: memchr_inv_4k_ns not charged");
 }
+
+/// is_folio_zero_filled() (6.18 mm/page_io.c) reads each page's last word before the rest:
+/// a page whose last byte is non-zero (seed 000's worst case) is rejected after one word,
+/// not after a walk of the whole page; a page whose first non-zero byte is at 100 reads the
+/// last word and the words up to it. MADV_PAGEOUT of 1024 such 4 KiB pages on zram.
+#[test]
+fn zeromap_check_reads_the_last_word_first() {
+    let w = |byte: u32| {
+        format!(
+            r#"{{"processes":[{{"ops":[
+          {{"op":"mmap","name":"b","size":"4M"}},{{"op":"madvise","region":"b","advice":"nohugepage"}},
+          {{"op":"write","region":"b","byte":{byte},"bytes":1,"data":255}},
+          {{"op":"phase","name":"pageout"}},{{"op":"madvise","region":"b","advice":"pageout"}}]}}]}}"#
+        )
+    };
+    let run = |byte: u32, zero_filled_4k_ns: u64| {
+        let r =
+            run_on_zram(&w(byte), CostProfile { zero_filled_4k_ns: Some(zero_filled_4k_ns), ..CostProfile::default() });
+        assert_eq!(r.vmstat_delta["pswpout"], 1024);
+        r.phases.iter().find(|p| p.name == "p0:pageout").map(|p| p.end_ns - p.start_ns).unwrap()
+    };
+    let slow = 4096 * 1000;
+    assert_eq!(run(4095, slow) - run(4095, 0), 1024 * 8 * 1000, "the last word alone");
+    assert_eq!(run(100, slow) - run(100, 0), 1024 * (8 + 104) * 1000, "the last word, then 13 words");
+}
