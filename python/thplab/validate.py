@@ -497,6 +497,26 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   munmaps 0.71-1.44x, zram munmaps 1.38-1.43x. Most of these phases' three live runs spread
   1.25-1.6x themselves (the ratio table's "live" column): one calibration cannot be within
   25 % of each of them while the host's speed moves that much between minutes.
+* 2026-11-27 (issue 15), compaction-manual p:compact (0.73x on out/vk-h8, 0.64x on vk-h7):
+  migrate_4k_ns came from a least squares per counted pfn and migrated page that swung
+  830-3164 ns; calibrate now measures the migrate scanner's iteration (compact_scan_migrate_ns,
+  8-11 ns here: a vm.compact_memory of compacted memory over the iterations counted from
+  /proc/kpageflags and a traced walk) and takes migrate_4k_ns as the fragmented runs' time
+  less the model's scanner charges, per page (2665-3263 ns over four calibrations), with the
+  page cache dropped first (its large folios end a zone's compaction early: compaction_alloc()
+  has no free block of their order, -ENOMEM, COMPACT_CONTENDED). Replayed with those fields
+  from one `calibrate --only compaction` (out/host-h8-cc5.toml): 0.73x -> 0.85x, 134 -> 135 of
+  154 (vk-h7: 0.64x -> 0.87x, 136 -> 137 of 152), geomean unchanged (docs/compaction.md, "The
+  migrate scanner's step, measured"). The same abort makes the live scenario itself take
+  10-25 ms instead of ~400 when the host's cache holds large folios where its scanners walk
+  (a live run at 14:20, 1.2 k pages migrated); the model, with no page cache, cannot show it.
+  The fills' p:prepare (0.45-0.65x) is not the iteration's cost (8-11 ns measured against the
+  13-19 ns it would need if live walked the model's 2.9 M iterations); left.
+  mthp_64k_partial_munmap p:unmap (0.74x on vk-h8, 0.94x on vk-h7 for the same live 2.2-2.4
+  ms): host-h8's vma_split_ns, munmap_vma_ns and zap_flush_ns are 26-29 % below host-h7's
+  (1206/1408/1232 against 1635/1846/1740; fault_4k_ns 19 % below, cpu_ghz 3.06 against
+  2.83): the host's speed at calibration, not a missing charge (the model's 6.5 us a hole:
+  two splits 2.4, the VMA removal 1.4, zap and flush 1.2, anon_vma_chains 1.2); left.
 """
 
 from __future__ import annotations
