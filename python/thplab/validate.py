@@ -508,8 +508,10 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   from one `calibrate --only compaction` (out/host-h8-cc5.toml): 0.73x -> 0.85x, 134 -> 135 of
   154 (vk-h7: 0.64x -> 0.87x, 136 -> 137 of 152), geomean unchanged (docs/compaction.md, "The
   migrate scanner's step, measured"). The same abort makes the live scenario itself take
-  10-25 ms instead of ~400 when the host's cache holds large folios where its scanners walk
-  (a live run at 14:20, 1.2 k pages migrated); the model, with no page cache, cannot show it.
+  9-37 ms instead of ~400 when a large folio of another tenant lies where its scanners walk
+  (live runs at 14:20 and 14:31, 1.2 k and 0.2 k pages migrated; the second with the page
+  cache dropped first, tried and reverted: a mapped order-8 folio still ended it, traced);
+  the model, with no page cache and no mTHP migration in compaction, cannot show it.
   The fills' p:prepare (0.45-0.65x) is not the iteration's cost (8-11 ns measured against the
   13-19 ns it would need if live walked the model's 2.9 M iterations); left.
   mthp_64k_partial_munmap p:unmap (0.74x on vk-h8, 0.94x on vk-h7 for the same live 2.2-2.4
