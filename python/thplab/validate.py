@@ -512,8 +512,10 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   (live runs at 14:20 and 14:31, 1.2 k and 0.2 k pages migrated; the second with the page
   cache dropped first, tried and reverted: a mapped order-8 folio still ended it, traced);
   the model, with no page cache and no mTHP migration in compaction, cannot show it.
-  The fills' p:prepare (0.45-0.65x) is not the iteration's cost (8-11 ns measured against the
-  13-19 ns it would need if live walked the model's 2.9 M iterations); left.
+  With the next calibration's fields (13 ns, 2877 ns; out/host-h8-cc6.toml): p:compact 0.95x,
+  136 of 154, geomean 0.98x (vk-h7: 0.96x, 140 of 152, 0.93x), the fills' p:prepare
+  0.72-1.05x (was 0.45-0.65x): their ~2.9 M iterations follow the step's 8-13 ns, which moves
+  with the host's load from one calibration to the next.
   mthp_64k_partial_munmap p:unmap (0.74x on vk-h8, 0.94x on vk-h7 for the same live 2.2-2.4
   ms): host-h8's vma_split_ns, munmap_vma_ns and zap_flush_ns are 26-29 % below host-h7's
   (1206/1408/1232 against 1635/1846/1740; fault_4k_ns 19 % below, cpu_ghz 3.06 against

@@ -883,11 +883,15 @@ pub fn calibrate_compaction(
                 let d = delta(&before, &vmstat());
                 let ms = d.get("compact_migrate_scanned").copied().unwrap_or(0) as u64;
                 // the page flags must describe the walk the trace saw, and the timed run walk
-                // the same pfns (the same count)
-                if counted != traced || ms != traced {
+                // the same pfns, within 1 % (other tasks allocate and free meanwhile: on a
+                // loaded host the counts were equal in 1 of 6 runs); the iterations scaled to
+                // the timed run's count
+                let near = |a: u64| a.abs_diff(traced) * 100 <= traced;
+                if traced == 0 || !near(counted) || !near(ms) {
                     rejected += 1;
                     return None;
                 }
+                let steps = (steps as f64 * ms as f64 / counted as f64).round() as u64;
                 Some((v, steps, ranges.len(), d))
             });
             drop(m);
@@ -914,7 +918,7 @@ pub fn calibrate_compaction(
     }
     if rejected > 0 {
         notes.push(format!(
-            "compaction: {rejected} scan runs left out (the page flags or the timed run did not match the traced walk: other tasks' memory moved meanwhile)"
+            "compaction: {rejected} scan runs left out (the page flags or the timed run did not match the traced walk within 1 %: other tasks' memory moved meanwhile)"
         ));
     }
     Ok(())
