@@ -728,6 +728,19 @@ pub(crate) fn migrate_scan_steps(flags: &[u64], ranges: &[(u64, u64)]) -> (u64, 
     (steps, counted)
 }
 
+/// The iterations of a timed scan run: `steps` and `counted` emulated over the traced walk,
+/// whose pfns the trace counted as `traced`, the timed run's vmstat as `timed`. None unless
+/// the page flags describe the traced walk and the timed run walked the same pfns, within 1 %
+/// (other tasks allocate and free meanwhile: on a loaded host the counts were equal in 1 of
+/// 6 runs); the iterations scaled to the timed run's count.
+pub(crate) fn timed_scan_steps(steps: u64, counted: u64, traced: u64, timed: u64) -> Option<u64> {
+    let near = |a: u64| a.abs_diff(traced) * 100 <= traced;
+    if traced == 0 || counted == 0 || !near(counted) || !near(timed) {
+        return None;
+    }
+    Some((steps as f64 * timed as f64 / counted as f64).round() as u64)
+}
+
 /// Every page's flags, /proc/kpageflags up to the last pfn.
 fn kpageflags() -> Result<Vec<u64>, CalError> {
     use std::io::Read;
@@ -882,16 +895,10 @@ pub fn calibrate_compaction(
                 let v = timed(1, compact);
                 let d = delta(&before, &vmstat());
                 let ms = d.get("compact_migrate_scanned").copied().unwrap_or(0) as u64;
-                // the page flags must describe the walk the trace saw, and the timed run walk
-                // the same pfns, within 1 % (other tasks allocate and free meanwhile: on a
-                // loaded host the counts were equal in 1 of 6 runs); the iterations scaled to
-                // the timed run's count
-                let near = |a: u64| a.abs_diff(traced) * 100 <= traced;
-                if traced == 0 || !near(counted) || !near(ms) {
+                let Some(steps) = timed_scan_steps(steps, counted, traced, ms) else {
                     rejected += 1;
                     return None;
-                }
-                let steps = (steps as f64 * ms as f64 / counted as f64).round() as u64;
+                };
                 Some((v, steps, ranges.len(), d))
             });
             drop(m);
@@ -965,6 +972,17 @@ mod tests {
         assert_eq!(migrate_scan_steps(&f, &[(1024, 1536)]), (1, 1024));
         // its second pageblock, walked on its own: a step a page
         assert_eq!(migrate_scan_steps(&f, &[(1536, 2048)]), (512, 512));
+    }
+
+    #[test]
+    fn a_scan_run_is_kept_when_its_counts_agree_within_one_percent() {
+        assert_eq!(timed_scan_steps(1000, 3000, 3000, 3000), Some(1000));
+        // the timed run walked 1 % further: as many iterations more
+        assert_eq!(timed_scan_steps(1000, 3000, 3000, 3030), Some(1010));
+        assert_eq!(timed_scan_steps(1000, 3000, 3000, 3031), None);
+        // the page flags no longer describe the traced walk
+        assert_eq!(timed_scan_steps(1000, 2900, 3000, 3000), None);
+        assert_eq!(timed_scan_steps(0, 0, 0, 0), None);
     }
 
     #[test]
