@@ -521,6 +521,11 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   (1206/1408/1232 against 1635/1846/1740; fault_4k_ns 19 % below, cpu_ghz 3.06 against
   2.83): the host's speed at calibration, not a missing charge (the model's 6.5 us a hole:
   two splits 2.4, the VMA removal 1.4, zap and flush 1.2, anon_vma_chains 1.2); left.
+  compaction-manual p:fault (0.60x on vk-h8): live, 10 of its 256 THP faults took 3.9-4.4 ms
+  (refaults of reported blocks), the other 246 213-344 us; the model charges 264 us each and
+  none refaults at the runs' `backed` start, while at `idle` 145 of 256 do (3.8 ms): which
+  blocks the faults get after the compaction freed ~1000 of the region's blocks and a 2 s
+  settle (one reporting pass) is the start state's question (docs/page_reporting.md); left.
 """
 
 from __future__ import annotations
