@@ -882,12 +882,14 @@ pub fn calibrate_compaction(
             // batch's large folio finds none, migrate_pages() fails with -ENOMEM and the
             // zone's compaction ends contended (compact_zone()): with the host's cache in
             // place a run migrated 0.3-16 k pages of the region, after drop_caches=1 77-90 k
+            // (a mapped or dirty large folio stays and can still end it: docs/compaction.md)
             let _ = write_file("/proc/sys/vm/drop_caches", "1");
             let before = vmstat();
             let v = timed(1, compact);
             let d = delta(&before, &vmstat());
-            // the walk of the compacted memory: traced once for its ranges, then timed
-            let scan = tr.as_ref().and_then(|t| {
+            // the walk of the compacted memory: traced once for its ranges, then timed (not
+            // in the warm-up repetition, whose samples are not kept)
+            let scan = tr.as_ref().filter(|_| r > 0).and_then(|t| {
                 let flags = kpageflags().ok()?;
                 let (ranges, traced) = t.record(compact)?;
                 let (steps, counted) = migrate_scan_steps(&flags, &ranges);
@@ -907,8 +909,8 @@ pub fn calibrate_compaction(
                 for c in ["compact_migrate_scanned", "compact_free_scanned", "compact_isolated", "pgmigrate_success"] {
                     s.add(&format!("compact.{tag}.{c}"), d.get(c).copied().unwrap_or(0) as f64);
                 }
-                // compact_scan.<tag>.* as a list of its own (the fit pairs a repetition's two
-                // runs through compact.<tag>.pair)
+                // compact_scan.<tag>.* as lists of their own, shorter where a scan run was
+                // left out: compact_scan.<tag>.pair is the index of its fragmented run
                 if let Some((v, steps, calls, d)) = scan {
                     let i = s.0.get(&format!("compact.{tag}.ns")).map_or(0, |x| x.len() - 1);
                     s.add(&format!("compact_scan.{tag}.pair"), i as f64);
