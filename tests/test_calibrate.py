@@ -355,6 +355,55 @@ def test_only_zram_keeps_the_base_profile_but_its_zram_tables_and_swapin():
     tomllib.loads(n.parse_costs(calibrate.to_toml(prof)))
 
 
+def test_compaction_fit_charges_the_scanner_per_iteration_and_the_rest_per_migrated_page():
+    # a host whose migrate scanner takes 14 ns an iteration and a migration 3000 ns a page;
+    # the model's other charges at the fixture's defaults (free scanner 6 ns a pfn, 15 ns a
+    # pageblock). The scan runs count ~1/3 as many iterations as pfns (free blocks stepped
+    # over), and migrate a few pages; the first compaction of each pair migrates many
+    base = tomllib.loads(n.default_costs())
+    free_ns, block_ns = base["compact_scan_free_ns"], base["compact_block_ns"]
+    step, mig = 14, 3000
+    S = {}
+    for tag, runs in {
+        "quarter": [(1_000_000, 3_000_000, 20_000, 6000, 150_000), (1_100_000, 3_300_000, 10_000, 6400, 500)],
+        "sixteenth": [(990_000, 2_900_000, 8000, 5800, 40_000)],
+    }.items():
+        for i, (st, ms, fs, bl, mg) in enumerate(runs):
+            mg_b = 10
+            S.setdefault(f"compact_scan.{tag}.pair", []).append(i)
+            S.setdefault(f"compact_scan.{tag}.ns", []).append(st * step + fs * free_ns + bl * block_ns + mg_b * mig)
+            S.setdefault(f"compact_scan.{tag}.steps", []).append(st)
+            S.setdefault(f"compact_scan.{tag}.blocks", []).append(bl)
+            S.setdefault(f"compact_scan.{tag}.compact_migrate_scanned", []).append(ms)
+            S.setdefault(f"compact_scan.{tag}.compact_free_scanned", []).append(fs)
+            S.setdefault(f"compact_scan.{tag}.pgmigrate_success", []).append(mg_b)
+            # the fragmented run: the same walk plus an iteration per page it isolated
+            fs_a = fs + 5 * mg
+            ns_a = (st + mg - mg_b) * step + fs_a * free_ns + bl * block_ns + mg * mig
+            S.setdefault(f"compact.{tag}.ns", []).append(ns_a)
+            S.setdefault(f"compact.{tag}.compact_migrate_scanned", []).append(ms)
+            S.setdefault(f"compact.{tag}.compact_free_scanned", []).append(fs_a)
+            S.setdefault(f"compact.{tag}.pgmigrate_success", []).append(mg)
+    cal = {**FIXTURE, "samples": {k: v for k, v in FIXTURE["samples"].items() if not k.startswith("compact.")} | S}
+    prof, rows = calibrate.profile_from_samples(cal)
+    assert prof["compact_scan_migrate_ns"] == step
+    assert prof["migrate_4k_ns"] == mig
+    # --only compaction: the base's other fields kept, the compaction fields refitted
+    base_prof = dict(base, clear_4k_ns=999, migrate_4k_ns=1)
+    prof, rows = calibrate.profile_only_compaction({**cal, "samples": S, "values": {}}, calibrate.to_toml(base_prof))
+    assert prof["clear_4k_ns"] == 999 and prof["migrate_4k_ns"] == mig and prof["compact_scan_migrate_ns"] == step
+    assert rows and all(r[0] in calibrate.COMPACTION_ONLY_FIELDS for r in rows)
+    assert "--only compaction" in prof["source"]
+    tomllib.loads(n.parse_costs(calibrate.to_toml(prof)))
+    # too few pages migrated: migrate_4k_ns stays the base's
+    few = {
+        k: [min(x, 1000) for x in v] if k.endswith(".pgmigrate_success") and k.startswith("compact.") else v
+        for k, v in S.items()
+    }
+    prof, rows = calibrate.profile_only_compaction({**cal, "samples": few, "values": {}}, calibrate.to_toml(base_prof))
+    assert prof["migrate_4k_ns"] == 1 and any("not fitted" in r[3] for r in rows)
+
+
 @pytest.mark.live
 def test_quick_calibration_writes_a_valid_profile(tmp_path, capsys):
     need_root()

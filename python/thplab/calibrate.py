@@ -60,9 +60,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per primitive (default 7, quick 3)")
     parser.add_argument(
         "--only",
-        choices=("zram",),
+        choices=("zram", "compaction"),
         default=None,
-        help="measure one step alone (zram: the [zram] tables and swapin_ns); the other fields come from --base",
+        help="measure one step alone (zram: the [zram] tables and swapin_ns; compaction: "
+        + ", ".join(COMPACTION_ONLY_FIELDS)
+        + "); the other fields come from --base",
     )
     parser.add_argument("--base", default=None, help="with --only: the profile whose other fields are kept")
 
@@ -854,7 +856,95 @@ def _fit_reclaim_split(prof, S, V, rows, spread):
     )
 
 
+# a vm.compact_memory run of the fragmented memory that migrated fewer pages is left out of
+# migrate_4k_ns (its time is the scanners', ~10-40 ms)
+MIN_MIGRATED = 2000
+
+
 def _fit_compaction(prof, S, rows, spread):
+    """compact_scan_migrate_ns and migrate_4k_ns from the vm.compact_memory samples, each
+    sample's time less what the model charges on the same path with the other fields.
+
+    compact_scan.<tag>.*: the compacted memory compacted again (next to nothing to migrate),
+    with the migrate scanner's loop iterations counted from the page flags and a traced walk
+    (calibrate_mm.rs migrate_scan_steps): compact_scan_migrate_ns per iteration =
+    (time - free-scanner pfns x compact_scan_free_ns - pageblocks x compact_block_ns -
+    migrated pages x migrate_4k_ns) / iterations, the median over the runs.
+
+    compact.<tag>.*: the fragmented memory compacted (runs paired with the scan runs through
+    compact_scan.<tag>.pair): migrate_4k_ns = the sum over the runs of (time - the same
+    charges, the migrate scanner's iterations taken from the paired scan run, scaled to the
+    pfns this run counted, plus one for each page it isolated) over the sum of the pages
+    migrated (a run that migrated little weighs little; the host's other memory decides how
+    much a run migrates: 300 to 150,000 pages for the same 1 GiB region). What the model
+    charges per free block isolated or returned (page_alloc_ns, page_free_ns) and per lock
+    handoff stays inside migrate_4k_ns, as before.
+
+    Without scan samples (a calibration taken before they existed): the old least squares,
+    time = (migrate + free scanned pfns) x compact_scan_pfn_ns + migrated pages x
+    migrate_4k_ns, which swings with the pfns scanned (830-3164 ns a page over ten
+    calibrations of one host)."""
+    tags = sorted({k.split(".")[1] for k in S if k.startswith("compact_scan.")})
+    if not tags:
+        return _fit_compaction_lsq(prof, S, rows, spread)
+    free_ns, block_ns = prof["compact_scan_free_ns"], prof["compact_block_ns"]
+    scans = []  # (tag, pair, ns, steps, blocks, ms, fs, mg)
+    for tag in tags:
+        ks = ["pair", "ns", "steps", "blocks", "compact_migrate_scanned", "compact_free_scanned", "pgmigrate_success"]
+        cols = [S.get(f"compact_scan.{tag}.{k}", []) for k in ks]
+        for row in zip(*cols, strict=False):
+            if row[2] > 0:
+                scans.append((tag, int(row[0]), *row[1:]))
+    if not scans:
+        return
+    migrate = prof["migrate_4k_ns"]
+    step_ns = None
+    for _ in range(3):  # each estimate uses the other's: the scan runs migrate a few pages
+        per = [(ns - fs * free_ns - bl * block_ns - mg * migrate) / st for _, _, ns, st, bl, _, fs, mg in scans]
+        step_ns = _med(per)
+        resid, pages, each = 0.0, 0.0, []
+        for tag, pair, _, st, bl, ms_b, _, mg_b in scans:
+            ks = [
+                f"compact.{tag}.{x}"
+                for x in ("ns", "compact_migrate_scanned", "compact_free_scanned", "pgmigrate_success")
+            ]
+            if not all(k in S and pair < len(S[k]) for k in ks):
+                continue
+            ns, ms, fs, mg = (S[k][pair] for k in ks)
+            if mg < MIN_MIGRATED:
+                continue  # a scan, not a migration: its time says nothing per page
+            steps = st * (ms / ms_b if ms_b else 1.0) + max(0.0, mg - mg_b)
+            r = ns - steps * step_ns - fs * free_ns - bl * block_ns
+            resid += r
+            pages += mg
+            if mg > 0:
+                each.append(r / mg)
+        if pages < MIN_MIGRATED:
+            rows.append(("(compaction fit)", 0.0, 0.0, f"migrate_4k_ns not fitted: {pages:.0f} pages migrated"))
+            break
+        migrate = resid / pages
+    n = len(scans)
+    _put(
+        prof,
+        rows,
+        spread,
+        "compact_scan_migrate_ns",
+        step_ns,
+        per,
+        f"vm.compact_memory of compacted memory, per migrate-scanner iteration, {n} runs",
+    )
+    pfn = [ns / ms for _, _, ns, _, _, ms, _, _ in scans if ms]
+    if pfn:
+        _put(prof, rows, spread, "compact_scan_pfn_ns", _med(pfn), pfn, "cross-check: the same runs per pfn counted")
+    if migrate > 0 and migrate != prof["migrate_4k_ns"]:
+        prof["migrate_4k_ns"] = round(migrate)
+        spread["migrate_4k_ns"] = round(_spread(each), 4)
+        rows.append(
+            ("migrate_4k_ns", prof["migrate_4k_ns"], _spread(each), f"vm.compact_memory, {pages:,.0f} pages migrated")
+        )
+
+
+def _fit_compaction_lsq(prof, S, rows, spread):
     """time = (migrate + free scanned pfns) x compact_scan_pfn_ns + migrated pages x
     migrate_4k_ns, least squares over every vm.compact_memory sample."""
     pts = []
@@ -963,6 +1053,26 @@ def profile_only_zram(cal: dict, base_toml: str) -> tuple[dict, list[tuple[str, 
     return prof, rows
 
 
+# the fields `--only compaction` refits
+COMPACTION_ONLY_FIELDS = ("compact_scan_migrate_ns", "compact_scan_pfn_ns", "migrate_4k_ns")
+
+
+def profile_only_compaction(cal: dict, base_toml: str) -> tuple[dict, list[tuple[str, float, float, str]]]:
+    """The base profile with the compaction fields refitted from a compaction-only calibration
+    (the fit takes the base's compact_scan_free_ns and compact_block_ns)."""
+    new, rows = profile_from_samples(cal, base_toml)
+    prof = tomllib.loads(base_toml)
+    spread = prof.setdefault("spread", {})
+    for f in COMPACTION_ONLY_FIELDS:
+        prof[f] = new[f]
+        if f in new.get("spread", {}):
+            spread[f] = new["spread"][f]
+    rows = [r for r in rows if r[0] in COMPACTION_ONLY_FIELDS or r[0].startswith("(compaction")]
+    date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    prof["source"] = f"{prof.get('source', '?')}; compaction fields from thplab calibrate --only compaction {date}"
+    return prof, rows
+
+
 def _print_rows(rows, cal, path):
     try:
         from rich.console import Console
@@ -997,8 +1107,10 @@ def cmd(args) -> int:
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise InputError(f"--base {args.base}: {e}") from e
     cal = run_native(args.quick, args.reps, only=args.only)
-    if args.only:
+    if args.only == "zram":
         prof, rows = profile_only_zram(cal, base_text)
+    elif args.only:
+        prof, rows = profile_only_compaction(cal, base_text)
     else:
         prof, rows = profile_from_samples(cal)
     text = to_toml(prof, [f"thplab cost profile, {prof['source']}"] + [f"note: {x}" for x in cal.get("notes", [])])

@@ -557,6 +557,35 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
     THP pageout 58 ms live against 93-100 ms in the two earlier rounds).
     swap_pageout_thp_zram_sparse p:munmap 1.38x (65536 present pages: page_free_ns of the
     12:22 calibration) and p:touch 1.26x (swapin_ns); zram_best p:fault_4k 0.71x.
+* 2026-11-27 (issue 15), compaction-manual p:compact (0.73x on out/vk-h8, 0.64x on vk-h7):
+  migrate_4k_ns came from a least squares per counted pfn and migrated page that swung
+  830-3164 ns; calibrate now measures the migrate scanner's iteration (compact_scan_migrate_ns,
+  8-11 ns here: a vm.compact_memory of compacted memory over the iterations counted from
+  /proc/kpageflags and a traced walk) and takes migrate_4k_ns as the fragmented runs' time
+  less the model's scanner charges, per page (2665-3263 ns over four calibrations), with the
+  page cache dropped first (its large folios end a zone's compaction early: compaction_alloc()
+  has no free block of their order, -ENOMEM, COMPACT_CONTENDED). Replayed with those fields
+  from one `calibrate --only compaction` (out/host-h8-cc5.toml): 0.73x -> 0.85x, 134 -> 135 of
+  154 (vk-h7: 0.64x -> 0.87x, 136 -> 137 of 152), geomean unchanged (docs/compaction.md, "The
+  migrate scanner's step, measured"). The same abort makes the live scenario itself take
+  9-37 ms instead of ~400 when a large folio of another tenant lies where its scanners walk
+  (live runs at 14:20 and 14:31, 1.2 k and 0.2 k pages migrated; the second with the page
+  cache dropped first, tried and reverted: a mapped order-8 folio still ended it, traced);
+  the model, with no page cache and no mTHP migration in compaction, cannot show it.
+  With the next calibration's fields (13 ns, 2877 ns; out/host-h8-cc6.toml): p:compact 0.95x,
+  136 of 154, geomean 0.98x (vk-h7: 0.96x, 140 of 152, 0.93x), the fills' p:prepare
+  0.72-1.05x (was 0.45-0.65x): their ~2.9 M iterations follow the step's 8-13 ns, which moves
+  with the host's load from one calibration to the next.
+  mthp_64k_partial_munmap p:unmap (0.74x on vk-h8, 0.94x on vk-h7 for the same live 2.2-2.4
+  ms): host-h8's vma_split_ns, munmap_vma_ns and zap_flush_ns are 26-29 % below host-h7's
+  (1206/1408/1232 against 1635/1846/1740; fault_4k_ns 19 % below, cpu_ghz 3.06 against
+  2.83): the host's speed at calibration, not a missing charge (the model's 6.5 us a hole:
+  two splits 2.4, the VMA removal 1.4, zap and flush 1.2, anon_vma_chains 1.2); left.
+  compaction-manual p:fault (0.60x on vk-h8): live, 10 of its 256 THP faults took 3.9-4.4 ms
+  (refaults of reported blocks), the other 246 213-344 us; the model charges 264 us each and
+  none refaults at the runs' `backed` start, while at `idle` 145 of 256 do (3.8 ms): which
+  blocks the faults get after the compaction freed ~1000 of the region's blocks and a 2 s
+  settle (one reporting pass) is the start state's question (docs/page_reporting.md); left.
 """
 
 from __future__ import annotations

@@ -569,7 +569,7 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     if is_root() {
         crate::calibrate_mm::calibrate_split(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
         crate::calibrate_mm::calibrate_mthp_fault(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
-        crate::calibrate_mm::calibrate_compaction(quick, reps, &mut s)?;
+        crate::calibrate_mm::calibrate_compaction(quick, reps, &mut s, &mut notes)?;
     } else {
         notes.push("not root: split, mTHP fault and compaction costs were not measured".into());
     }
@@ -787,6 +787,20 @@ pub fn calibrate_zram_only(quick: bool, reps: Option<usize>) -> Result<Value, Ca
     zram_all(quick, reps, &mut s, &mut values, &mut g, &mut notes)?;
     drop(g);
     Ok(calibration_json(s, values, notes, quick, reps, t_start, Some("zram")))
+}
+
+/// `calibrate --only compaction`: the vm.compact_memory step alone (root), for a profile whose
+/// other fields come from an earlier calibration (`thplab calibrate --only compaction --base`).
+pub fn calibrate_compaction_only(quick: bool, reps: Option<usize>) -> Result<Value, CalError> {
+    let t_start = now_ns();
+    let reps = reps.unwrap_or(if quick { 3 } else { 7 });
+    if !is_root() {
+        return Err(CalError::Input("calibrate --only compaction needs root".into()));
+    }
+    let mut s = Samples(BTreeMap::new());
+    let mut notes: Vec<String> = vec!["only the compaction step was measured".into()];
+    crate::calibrate_mm::calibrate_compaction(quick, reps, &mut s, &mut notes)?;
+    Ok(calibration_json(s, Map::new(), notes, quick, reps, t_start, Some("compaction")))
 }
 
 fn calibrate_zram(

@@ -645,12 +645,231 @@ pub fn calibrate_collapse(
 
 // ---------------------------------------------------------------- compaction
 
+/// /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h).
+const KPF_LRU: u64 = 1 << 5;
+const KPF_BUDDY: u64 = 1 << 10;
+const KPF_COMPOUND_HEAD: u64 = 1 << 15;
+const KPF_COMPOUND_TAIL: u64 = 1 << 16;
+const KPF_HUGE: u64 = 1 << 17;
+const PAGEBLOCK_NR: u64 = 512;
+const MAX_PAGE_ORDER: u32 = 10;
+
+/// The order of the free buddy block starting at each pfn (-1 where none starts). kpageflags
+/// marks every page of a free block KPF_BUDDY (PageBuddy() is the head's alone), so a run of
+/// such pages is cut into blocks as the buddy allocator merges them: from the run's start,
+/// the largest naturally aligned block that fits, at most MAX_PAGE_ORDER.
+fn buddy_heads(flags: &[u64]) -> Vec<i8> {
+    let mut ord = vec![-1i8; flags.len()];
+    let mut p = 0usize;
+    while p < flags.len() {
+        if flags[p] & KPF_BUDDY == 0 {
+            p += 1;
+            continue;
+        }
+        let mut e = p;
+        while e < flags.len() && flags[e] & KPF_BUDDY != 0 {
+            e += 1;
+        }
+        let mut q = p;
+        while q < e {
+            let mut k = MAX_PAGE_ORDER;
+            while k > 0 && (q & ((1 << k) - 1) != 0 || q + (1 << k) > e) {
+                k -= 1;
+            }
+            ord[q] = k as i8;
+            q += 1 << k;
+        }
+        p = e;
+    }
+    ord
+}
+
+/// The migrate scanner's loop iterations over the ranges it walked (from
+/// mm_compaction_isolate_migratepages: [start, end) of each isolate_migratepages_block()
+/// call), and the pfns it counted (compact_migrate_scanned), on the page flags read just
+/// before. isolate_migratepages_block() (mm/compaction.c) takes one iteration per pfn it
+/// looks at and steps over in that one iteration a free buddy (by its order), a hugetlb
+/// folio, a compound page of at least pageblock order (skip_isolation_on_order()) and an
+/// LRU large folio (isolated whole), counting their pages; any other page (a tail, a slab
+/// page, a page of a non-LRU compound page) is one iteration and one pfn. The model
+/// charges `compact_scan_migrate_ns` per iteration (compaction.rs).
+pub(crate) fn migrate_scan_steps(flags: &[u64], ranges: &[(u64, u64)]) -> (u64, u64) {
+    let heads = buddy_heads(flags);
+    let n = flags.len() as u64;
+    let (mut steps, mut counted) = (0u64, 0u64);
+    for &(s, e) in ranges {
+        let mut p = s;
+        while p < e.min(n) {
+            steps += 1;
+            let f = flags[p as usize];
+            let skip = if heads[p as usize] >= 0 {
+                1u64 << heads[p as usize]
+            } else if f & KPF_COMPOUND_HEAD != 0 {
+                let mut q = p + 1;
+                while q < n && flags[q as usize] & KPF_COMPOUND_TAIL != 0 && flags[q as usize] & KPF_COMPOUND_HEAD == 0
+                {
+                    q += 1;
+                }
+                let nr = q - p;
+                if f & KPF_HUGE != 0 || nr >= PAGEBLOCK_NR || f & KPF_LRU != 0 {
+                    nr
+                } else {
+                    1
+                }
+            } else {
+                1
+            };
+            // the kernel counts the pfns stepped over even past the range's end, which
+            // it then clamps
+            counted += skip;
+            p += skip;
+        }
+    }
+    (steps, counted)
+}
+
+/// The iterations of a timed scan run: `steps` and `counted` emulated over the traced walk,
+/// whose pfns the trace counted as `traced`, the timed run's vmstat as `timed`. None unless
+/// the page flags describe the traced walk and the timed run walked the same pfns, within 1 %
+/// (other tasks allocate and free meanwhile: on a loaded host the counts were equal in 1 of
+/// 6 runs); the iterations scaled to the timed run's count.
+pub(crate) fn timed_scan_steps(steps: u64, counted: u64, traced: u64, timed: u64) -> Option<u64> {
+    let near = |a: u64| a.abs_diff(traced) * 100 <= traced;
+    if traced == 0 || counted == 0 || !near(counted) || !near(timed) {
+        return None;
+    }
+    Some((steps as f64 * timed as f64 / counted as f64).round() as u64)
+}
+
+/// Every page's flags, /proc/kpageflags up to the last pfn.
+fn kpageflags() -> Result<Vec<u64>, CalError> {
+    use std::io::Read;
+    let mut f = std::fs::File::open("/proc/kpageflags").map_err(|e| failed(format!("/proc/kpageflags: {e}")))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(|e| failed(format!("/proc/kpageflags: {e}")))?;
+    Ok(bytes.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect())
+}
+
+/// One mm_compaction_isolate_migratepages event of a trace: (start_pfn, end_pfn, nr_scanned).
+pub(crate) fn parse_isolate_migratepages(line: &str) -> Option<(u64, u64, u64)> {
+    let r = &line[line.find("range=(")? + 7..];
+    let (a, r) = r.split_once(" ~ ")?;
+    let (b, r) = r.split_once(')')?;
+    let ns = r.split_once("nr_scanned=")?.1.split_whitespace().next()?;
+    let hex = |t: &str| u64::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok();
+    Some((hex(a)?, hex(b)?, ns.parse().ok()?))
+}
+
+/// A tracefs instance of its own with mm_compaction_isolate_migratepages on, for this
+/// process's events only; tracefs mounted on a directory of its own if it is not mounted.
+/// Removed (and unmounted) on drop.
+struct IsolateTrace {
+    dir: String,
+    mounted: Option<String>,
+}
+
+impl IsolateTrace {
+    fn new() -> Option<IsolateTrace> {
+        let mounts = read_file("/proc/mounts").unwrap_or_default();
+        let mut mounted = None;
+        let root = match mounts
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() > 2 && f[2] == "tracefs")
+        {
+            Some(f) => f[1].to_string(),
+            None => {
+                let d = format!("/tmp/thplab-tracefs.{}", std::process::id());
+                std::fs::create_dir_all(&d).ok()?;
+                let c = |s: &str| std::ffi::CString::new(s).unwrap();
+                let r = unsafe {
+                    libc::mount(c("nodev").as_ptr(), c(&d).as_ptr(), c("tracefs").as_ptr(), 0, std::ptr::null())
+                };
+                if r != 0 {
+                    let _ = std::fs::remove_dir(&d);
+                    return None;
+                }
+                mounted = Some(d.clone());
+                d
+            }
+        };
+        let dir = format!("{root}/instances/thplab-calibrate.{}", std::process::id());
+        let t = IsolateTrace { dir: dir.clone(), mounted };
+        std::fs::create_dir(&dir).ok()?;
+        let ev = format!("{dir}/events/compaction/mm_compaction_isolate_migratepages");
+        write_file(&format!("{dir}/tracing_on"), "0").ok()?;
+        write_file(&format!("{dir}/buffer_size_kb"), "16384").ok()?;
+        write_file(&format!("{ev}/filter"), &format!("common_pid == {}", unsafe { libc::gettid() })).ok()?;
+        write_file(&format!("{ev}/enable"), "1").ok()?;
+        Some(t)
+    }
+
+    /// The ranges the migrate scanner walked during `f`, and the pfns the kernel counted.
+    fn record(&self, f: impl FnOnce()) -> Option<(Vec<(u64, u64)>, u64)> {
+        // opened with O_TRUNC: the instance's buffer emptied
+        std::fs::OpenOptions::new().write(true).truncate(true).open(format!("{}/trace", self.dir)).ok()?;
+        write_file(&format!("{}/tracing_on", self.dir), "1").ok()?;
+        f();
+        write_file(&format!("{}/tracing_on", self.dir), "0").ok()?;
+        let text = read_file(&format!("{}/trace", self.dir)).ok()?;
+        if text.contains("LOST") {
+            return None;
+        }
+        let ev: Vec<_> = text.lines().filter_map(parse_isolate_migratepages).collect();
+        Some((ev.iter().map(|e| (e.0, e.1)).collect(), ev.iter().map(|e| e.2).sum()))
+    }
+}
+
+impl Drop for IsolateTrace {
+    fn drop(&mut self) {
+        let ev = format!("{}/events/compaction/mm_compaction_isolate_migratepages", self.dir);
+        let _ = write_file(&format!("{ev}/enable"), "0");
+        let _ = std::fs::remove_dir(&self.dir);
+        if let Some(d) = &self.mounted {
+            let c = std::ffi::CString::new(d.as_str()).unwrap();
+            unsafe { libc::umount(c.as_ptr()) };
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
 /// vm.compact_memory=1 after fragmenting memory with 4 KiB pages at two densities (keep 1/4
-/// and 1/16 of every 2 MiB): time and the scanners' counters, for a fit of the per-pfn scan
-/// and per-page migration costs. Compacts every zone of the host (like `thplab validate`'s
-/// compaction-manual).
-pub fn calibrate_compaction(quick: bool, reps: usize, s: &mut Samples) -> Result<(), CalError> {
-    let size = if quick { 256 << 20 } else { 1 << 30 };
+/// and 1/16 of every 2 MiB): time and the scanners' counters (`compact.<tag>.*`). Compacts
+/// every zone of the host (like `thplab validate`'s compaction-manual), so what it scans and
+/// migrates besides the region depends on the host's other memory.
+///
+/// Then the same memory compacted again, with next to nothing left to migrate
+/// (`compact_scan.<tag>.*`): the migrate scanner's walk, whose iterations (what the model
+/// charges compact_scan_migrate_ns for; compact_migrate_scanned counts the pfns of a free
+/// block or a THP stepped over in one iteration) are counted from the page flags read just
+/// before and the ranges a traced run of it walked (mm_compaction_isolate_migratepages);
+/// the timed run is not traced (an event costs ~1 us here) and follows the traced one.
+pub fn calibrate_compaction(
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    notes: &mut Vec<String>,
+) -> Result<(), CalError> {
+    // the region's pages lie all over the host's memory (a fault takes what the per-CPU
+    // lists hold); those above where the scanners meet are not migrated: 0.3-150 k pages of
+    // a 1 GiB region's 65 k-16 k kept, 6-190 k of 3 GiB's 196 k. 3 GiB where the host has it
+    // to spare
+    let avail = meminfo().get("MemAvailable").copied().unwrap_or(0) << 10;
+    let size = if quick {
+        256 << 20
+    } else if avail > 8 << 30 {
+        3 << 30
+    } else {
+        1 << 30
+    };
+    let compact = || {
+        let _ = write_file("/proc/sys/vm/compact_memory", "1");
+    };
+    let tr = IsolateTrace::new();
+    if tr.is_none() {
+        notes.push("tracefs not available: the migrate scanner's step cost was not measured".into());
+    }
+    let mut rejected = 0;
     for (tag, keep) in [("quarter", 512 << 10), ("sixteenth", 128 << 10)] {
         for r in 0..=reps.min(if quick { 1 } else { 3 }) {
             let m = Map_::new(size, Some(false))?;
@@ -658,20 +877,120 @@ pub fn calibrate_compaction(quick: bool, reps: usize, s: &mut Samples) -> Result
             for i in 0..size / HPAGE {
                 unsafe { libc::munmap(m.p.add(i * HPAGE + keep) as *mut _, HPAGE - keep) };
             }
+            // the page cache's large folios out first: compaction_alloc() gives a folio of
+            // order k only a free block of order >= k the free scanner isolated, and when a
+            // batch's large folio finds none, migrate_pages() fails with -ENOMEM and the
+            // zone's compaction ends contended (compact_zone()): with the host's cache in
+            // place a run migrated 0.3-16 k pages of the region, after drop_caches=1 77-90 k
+            // (a mapped or dirty large folio stays and can still end it: docs/compaction.md)
+            let _ = write_file("/proc/sys/vm/drop_caches", "1");
             let before = vmstat();
-            let v = timed(1, || {
-                let _ = write_file("/proc/sys/vm/compact_memory", "1");
-            });
+            let v = timed(1, compact);
             let d = delta(&before, &vmstat());
+            // the walk of the compacted memory: traced once for its ranges, then timed (not
+            // in the warm-up repetition, whose samples are not kept)
+            let scan = tr.as_ref().filter(|_| r > 0).and_then(|t| {
+                let flags = kpageflags().ok()?;
+                let (ranges, traced) = t.record(compact)?;
+                let (steps, counted) = migrate_scan_steps(&flags, &ranges);
+                let before = vmstat();
+                let v = timed(1, compact);
+                let d = delta(&before, &vmstat());
+                let ms = d.get("compact_migrate_scanned").copied().unwrap_or(0) as u64;
+                let Some(steps) = timed_scan_steps(steps, counted, traced, ms) else {
+                    rejected += 1;
+                    return None;
+                };
+                Some((v, steps, ranges.len(), d))
+            });
             drop(m);
             if r > 0 {
                 s.add(&format!("compact.{tag}.ns"), v);
                 for c in ["compact_migrate_scanned", "compact_free_scanned", "compact_isolated", "pgmigrate_success"] {
                     s.add(&format!("compact.{tag}.{c}"), d.get(c).copied().unwrap_or(0) as f64);
                 }
+                // compact_scan.<tag>.* as lists of their own, shorter where a scan run was
+                // left out: compact_scan.<tag>.pair is the index of its fragmented run
+                if let Some((v, steps, calls, d)) = scan {
+                    let i = s.0.get(&format!("compact.{tag}.ns")).map_or(0, |x| x.len() - 1);
+                    s.add(&format!("compact_scan.{tag}.pair"), i as f64);
+                    s.add(&format!("compact_scan.{tag}.ns"), v);
+                    s.add(&format!("compact_scan.{tag}.steps"), steps as f64);
+                    s.add(&format!("compact_scan.{tag}.blocks"), calls as f64);
+                    for c in ["compact_migrate_scanned", "compact_free_scanned", "pgmigrate_success"] {
+                        s.add(&format!("compact_scan.{tag}.{c}"), d.get(c).copied().unwrap_or(0) as f64);
+                    }
+                }
             }
             check_sig()?;
         }
     }
+    if rejected > 0 {
+        notes.push(format!(
+            "compaction: {rejected} scan runs left out (the page flags or the timed run did not match the traced walk within 1 %: other tasks' memory moved meanwhile)"
+        ));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrate_scan_steps_follow_isolate_migratepages_block() {
+        // pageblock 0: an order-3 free block at 0, an order-0 one at 8 (one run of free
+        // pages, cut as the buddy allocator merges them), an LRU page at 9, a slab compound
+        // of 4 pages at 10 (not LRU: walked a pfn at a time), an LRU large folio of 4 at 14
+        // (isolated whole), then 498 unflagged pages; pageblock 1 (512) a THP head (order 9,
+        // stepped over); pageblock 2 (1024) the second half of an order-10 free block at
+        // 1024: from a range starting at 1536 each page is a step (PageBuddy is the head's)
+        let mut f = vec![0u64; 2048];
+        for p in f.iter_mut().take(9) {
+            *p = KPF_BUDDY;
+        }
+        f[9] = KPF_LRU;
+        f[10] = KPF_COMPOUND_HEAD;
+        for p in &mut f[11..14] {
+            *p = KPF_COMPOUND_TAIL;
+        }
+        f[14] = KPF_COMPOUND_HEAD | KPF_LRU;
+        for p in &mut f[15..18] {
+            *p = KPF_COMPOUND_TAIL | KPF_LRU;
+        }
+        f[512] = KPF_COMPOUND_HEAD | KPF_LRU;
+        for p in &mut f[513..1024] {
+            *p = KPF_COMPOUND_TAIL | KPF_LRU;
+        }
+        for p in &mut f[1024..2048] {
+            *p = KPF_BUDDY;
+        }
+        let heads = buddy_heads(&f);
+        assert_eq!((heads[0], heads[8], heads[1024], heads[1536]), (3, 0, 10, -1));
+        // block 0: 1 + 1 + 1 + 4 + 1 + 494 steps, 512 pfns
+        assert_eq!(migrate_scan_steps(&f, &[(0, 512)]), (502, 512));
+        // the THP block: one step; the order-10 block from its head: one step counting 1024
+        assert_eq!(migrate_scan_steps(&f, &[(512, 1024)]), (1, 512));
+        assert_eq!(migrate_scan_steps(&f, &[(1024, 1536)]), (1, 1024));
+        // its second pageblock, walked on its own: a step a page
+        assert_eq!(migrate_scan_steps(&f, &[(1536, 2048)]), (512, 512));
+    }
+
+    #[test]
+    fn a_scan_run_is_kept_when_its_counts_agree_within_one_percent() {
+        assert_eq!(timed_scan_steps(1000, 3000, 3000, 3000), Some(1000));
+        // the timed run walked 1 % further: as many iterations more
+        assert_eq!(timed_scan_steps(1000, 3000, 3000, 3030), Some(1010));
+        assert_eq!(timed_scan_steps(1000, 3000, 3000, 3031), None);
+        // the page flags no longer describe the traced walk
+        assert_eq!(timed_scan_steps(1000, 2900, 3000, 3000), None);
+        assert_eq!(timed_scan_steps(0, 0, 0, 0), None);
+    }
+
+    #[test]
+    fn parses_the_isolate_migratepages_event() {
+        let l = " bash-1234 [001] ..... 12.345: mm_compaction_isolate_migratepages: range=(0x1000 ~ 0x1200) nr_scanned=512 nr_taken=0";
+        assert_eq!(parse_isolate_migratepages(l), Some((0x1000, 0x1200, 512)));
+        assert_eq!(parse_isolate_migratepages("# tracer: nop"), None);
+    }
 }

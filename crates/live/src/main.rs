@@ -6,7 +6,7 @@
 //!                 [--max-mem-share F] [--dry-run] --out R.json
 //! thplab-live restore        # undo what an interrupted run left (from the restore journal)
 //! thplab-live state          # knob values, swaps and zram state as JSON (for checks)
-//! thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram] --out SAMPLES.json
+//! thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram|compaction] --out SAMPLES.json
 //! thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out CENSUS.json]
 //! ```
 //! Exit status: 0 ok; 1 failed during the run (machine restored); 2 bad input or refused
@@ -28,7 +28,7 @@ use serde_json::json;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: thplab-live run --workload FILE [--machine M] [--knob NAME=VALUE ...] [--timeout SECS] [--max-mem-share F] [--dry-run] [--out FILE]\n       thplab-live restore\n       thplab-live state\n       thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram] [--out FILE]\n       thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out FILE]"
+        "usage: thplab-live run --workload FILE [--machine M] [--knob NAME=VALUE ...] [--timeout SECS] [--max-mem-share F] [--dry-run] [--out FILE]\n       thplab-live restore\n       thplab-live state\n       thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram|compaction] [--out FILE]\n       thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out FILE]"
     );
     std::process::exit(2)
 }
@@ -62,7 +62,7 @@ fn main() {
     let mut out: Option<String> = None;
     let mut dry = false;
     let mut quick = false;
-    let mut only_zram = false;
+    let mut only: Option<String> = None;
     let mut reps = None;
     let mut zram = true;
     let mut swapfile = true;
@@ -114,10 +114,10 @@ fn main() {
             "--no-swapfile" => swapfile = false,
             "--only" => {
                 let v = val("--only");
-                if v != "zram" {
-                    fail(&format!("--only expects `zram`, got `{v}`"), 2)
+                if v != "zram" && v != "compaction" {
+                    fail(&format!("--only expects `zram` or `compaction`, got `{v}`"), 2)
                 }
-                only_zram = true;
+                only = Some(v);
             }
             "--pid" => {
                 let v = val("--pid");
@@ -209,8 +209,10 @@ fn main() {
                 }
             }
             safety::install_signal_handlers();
-            let r = if only_zram {
+            let r = if only.as_deref() == Some("zram") {
                 calibrate::calibrate_zram_only(quick, reps)
+            } else if only.as_deref() == Some("compaction") {
+                calibrate::calibrate_compaction_only(quick, reps)
             } else {
                 calibrate::calibrate(quick, reps, zram, swapfile)
             };

@@ -331,17 +331,21 @@ pub struct CostProfile {
     /// calibrate: split_partial_64k (the same for 64 KiB folios, per folio) less drop_slab
     /// per folio, the unmapped page's free and 15 zero checks, against split_folio_ns.
     pub split_folio_fixed_ns: u64,
-    /// Migrating a 4 KiB folio (isolation, unmap, copy, remap, free): calibrate: the
-    /// compaction fit (vm.compact_memory at two fragmentation densities: time = scanned pfns ×
-    /// compact_scan_pfn_ns + migrated pages × migrate_4k_ns). Cross-check: a faulting
-    /// process's direct compaction on the reference host migrates its 32-page batches at a
-    /// median 2.5 us per page (1.3x the calibrated 1.94 us, host loaded; batches that also
-    /// searched for free pages are charged that search apart).
+    /// Migrating a 4 KiB folio (isolation, unmap, copy, remap, free): calibrate: vm.compact_memory
+    /// of 4 KiB pages fragmented at two densities, each run's time less what the model charges
+    /// the scanners for it (compact_scan_migrate_ns per migrate-scanner iteration, counted on
+    /// the walk of the same memory compacted again; compact_scan_free_ns per free-scanner pfn;
+    /// compact_block_ns per pageblock), summed over the runs that migrated >= 2000 pages and
+    /// divided by the pages they migrated (calibrate.py `_fit_compaction`; before 2026-11-27 a
+    /// least squares per scanned pfn and migrated page, 830-3164 ns over ten calibrations of
+    /// one host). The free-block isolations and lock handoffs the model charges apart are
+    /// inside it. Cross-check: a faulting process's direct compaction on the reference host
+    /// migrates its 32-page batches at a median 2.5 us per page (host loaded).
     pub migrate_4k_ns: u64,
-    /// Per pfn looked at by compaction's migrate and free scanners, as `calibrate` fits it
-    /// from vm.compact_memory runs. The model's scanners charge the finer costs below
-    /// (compact_scan_migrate_ns, compact_scan_free_ns per scanner step, compact_block_ns per
-    /// pageblock); this fitted figure is their cross-check, not charged itself.
+    /// Per pfn compaction's migrate scanner counts (compact_migrate_scanned), as `calibrate`
+    /// measures it on a vm.compact_memory of compacted memory. The model's scanners charge the
+    /// finer costs below (compact_scan_migrate_ns per iteration, compact_scan_free_ns,
+    /// compact_block_ns); this figure is their cross-check, not charged itself.
     pub compact_scan_pfn_ns: u64,
     /// Per folio through shrink_folio_list (and per folio deactivated by shrink_active_list):
     /// isolation from the LRU, the rmap walk of folio_referenced, the folio lock, the swap
@@ -428,12 +432,13 @@ pub struct CostProfile {
     // ---- compaction (mm/compaction.c) ----
     /// One step of the migrate scanner (isolate_migratepages_block: one struct page
     /// looked at; a free buddy or a compound folio is stepped over in one step).
-    /// Estimate; not calibrated: calibrate's vm.compact_memory runs fit compact_scan_pfn_ns
-    /// per scanned pfn (compact_migrate_scanned counts a skipped buddy's or folio's pfns,
-    /// not the steps), which is not this unit. compaction-fill-p60's p:prepare (a
-    /// vm.compact_memory over a mostly free 24 GiB guest, ~9 M pfns in ~2.9 M model steps)
-    /// is nearly all this charge: 0.56x on out/vk-h4, which a measured per-step cost would
-    /// settle (validate.py, known gaps, 2026-11-27 h15).
+    /// calibrate: a vm.compact_memory of memory just compacted (next to nothing to migrate),
+    /// its time less the model's other charges (free-scanner pfns, pageblocks, the few pages
+    /// migrated) over its iterations, which calibrate counts from /proc/kpageflags read just
+    /// before and the ranges a traced run of the same walk took
+    /// (mm_compaction_isolate_migratepages; calibrate_mm.rs migrate_scan_steps: 9-14 ns on
+    /// the reference host, ~1/3 of an iteration per pfn counted). compact_migrate_scanned
+    /// counts a skipped buddy's or folio's pfns, not the steps. Default 8 ns: an estimate.
     pub compact_scan_migrate_ns: u64,
     /// One step of the free scanner (isolate_freepages_block, with its stride). Estimate;
     /// not calibrated (see compact_scan_migrate_ns).
