@@ -586,6 +586,16 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   none refaults at the runs' `backed` start, while at `idle` 145 of 256 do (3.8 ms): which
   blocks the faults get after the compaction freed ~1000 of the region's blocks and a 2 s
   settle (one reporting pass) is the start state's question (docs/page_reporting.md); left.
+* 2026-11-27 15:02-15:24 (stop 32), zram2 and ctime merged: `calibrate` (out/host-h9.toml,
+  4 min, the compaction step included: compact_scan_migrate_ns 12, migrate_4k_ns 3227) then
+  every scenario live (out/vk-h9, 20 min) on a quiet guest: 37/45 scenarios, every counter
+  within, 144 of 154 gated times (134 at stop 31), geomean 0.91x. Out: compaction-fill-p60
+  p:eat 1.32x and p:fault 0.54x, split_underused_256/_511 p:fault 0.43x/0.64x (the reporting
+  start state, above; their live runs spread 1.10-1.55x), madv_collapse_latency p:after 0.74x,
+  mthp_64k_pageout_swapfile p:pageout 0.74x and p:munmap 0.65x, and the 4 KiB pageouts of
+  seed 000's disk_worst (0.60x), file_best (0.71x) and zram_best (0.72x) (4-10 us a page
+  within one live run). compaction-manual p:compact and p:fault, the fills' p:prepare and
+  seed 000's zram munmaps are within.
 """
 
 from __future__ import annotations
