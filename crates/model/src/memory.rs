@@ -1329,7 +1329,6 @@ impl Kernel {
     ) {
         use thplab_workload::workload::{DataKind, WriteData};
         let (node, _) = self.pcp_pop_zone(z);
-        let stat_nid = if self.pgdat.len() == 1 { 0 } else { node };
         let locked = vm_flags & VM_LOCKED != 0;
         let l = if locked { LRU_UNEVICTABLE } else { LRU_INACTIVE_ANON };
         // the frame map_new_page() and lru_add() make, then store_to_page()'s data
@@ -1385,7 +1384,7 @@ impl Kernel {
             #[cfg(test)]
             WRITE_FAST_FAULTS.with(|c| c.set(c.get() + n));
             self.mms[mm].rss_anon += n;
-            self.pgdat[stat_nid].stat.0[NodeStat::NrAnonMapped as usize] += n as i64;
+            self.mod_node_page_state(pfns[q] as u64, NodeStat::NrAnonMapped, n as i64);
             let batch = &mut self.pgdat[node].lru_add_batch[cpu];
             *batch += n;
             if full {

@@ -1507,16 +1507,21 @@ impl PhysMem {
         Some((self.prep_captured(pfn?, order, zi, vm), zi))
     }
 
-    /// prep_new_page(): the block becomes the allocation (PGALLOC_* counted, frames marked
-    /// allocated); also for a block a direct compactor captured.
-    pub fn prep_captured(&mut self, pfn: u64, order: u32, zi: usize, vm: &mut VmStat) -> Pfn {
-        let ev = match self.zones[zi].idx {
+    /// The pgalloc_<zone> event an allocation from zone `zi` counts.
+    #[inline]
+    pub fn pgalloc_event(&self, zi: usize) -> Ev {
+        match self.zones[zi].idx {
             ZONE_DMA => Ev::PGALLOC_DMA,
             ZONE_DMA32 => Ev::PGALLOC_DMA32,
             ZONE_MOVABLE => Ev::PGALLOC_MOVABLE,
             _ => Ev::PGALLOC_NORMAL,
-        };
-        vm.add(ev, 1 << order);
+        }
+    }
+
+    /// prep_new_page(): the block becomes the allocation (PGALLOC_* counted, frames marked
+    /// allocated); also for a block a direct compactor captured.
+    pub fn prep_captured(&mut self, pfn: u64, order: u32, zi: usize, vm: &mut VmStat) -> Pfn {
+        vm.add(self.pgalloc_event(zi), 1 << order);
         for p in pfn..pfn + (1 << order) {
             self.frames[p as usize] = make_kernel(order, p == pfn);
         }
@@ -1797,13 +1802,7 @@ impl Kernel {
     pub fn pop_movable0_pcp_run(&mut self, z: PcpPop, pfns: &mut [u32], refault_ns: &mut [u64]) {
         let PcpPop { zi, i, li } = z;
         debug_assert!(!self.pm.zones[zi].boosted && self.pm.pcp[i].lists[li].len() >= pfns.len());
-        let ev = match self.pm.zones[zi].idx {
-            ZONE_DMA => Ev::PGALLOC_DMA,
-            ZONE_DMA32 => Ev::PGALLOC_DMA32,
-            ZONE_MOVABLE => Ev::PGALLOC_MOVABLE,
-            _ => Ev::PGALLOC_NORMAL,
-        };
-        self.rec.vm.add(ev, pfns.len() as u64);
+        self.rec.vm.add(self.pm.pgalloc_event(zi), pfns.len() as u64);
         let pcp = &mut self.pm.pcp[i];
         pcp.free_count >>= pfns.len().min(63);
         pcp.count -= pfns.len() as u64;
