@@ -1229,7 +1229,7 @@ impl Kernel {
     /// 2 MiB, one after the other: the same work in the same order, with the PMD looked
     /// up once. A PMD-mapped THP takes every store; in a PTE table, present pages take
     /// their stores and a none PTE of a fast-path VMA (see write_page_fast) its fault,
-    /// while the allocation is the pop from the per-CPU list (alloc_movable0_pcp). The
+    /// while the allocation is the pop from the per-CPU list (movable0_pcp_run). The
     /// run stops before the first page that needs anything else, which write_page_fast()
     /// then takes alone. Returns the last page's result and the pages done (>= 1).
     #[allow(clippy::too_many_arguments)]
@@ -1307,7 +1307,7 @@ impl Kernel {
 
     /// The write faults of none PTEs [i, i + k) of table `sid` in one VMA (`vm_flags`),
     /// each taking its page from the per-CPU list `z` (holding >= k pages, its zone not
-    /// boosted): page after page what alloc_movable0_pcp(), the fault's count and charge,
+    /// boosted): page after page what pop_movable0_pcp(), the fault's count and charge,
     /// map_new_page() and store_to_page() do. The pops come first (nothing the faults do
     /// reads the per-CPU list, the zone counts or the host backing); the charges go in
     /// the plain path's order, so that the LRU lock taken every FOLIO_BATCH_SIZE pages

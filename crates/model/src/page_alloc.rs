@@ -141,7 +141,7 @@ pub struct PerCpuPages {
     pub lists: [PcpList; NR_PCP_LISTS],
 }
 
-/// Where alloc_movable0_pcp() pops: the zone, its per-CPU pages of this CPU, the list.
+/// Where movable0_pcp_run() found a page to pop: the zone, its per-CPU pages of this CPU, the list.
 #[derive(Clone, Copy, Debug)]
 pub struct PcpPop {
     zi: usize,
@@ -1736,30 +1736,14 @@ impl Kernel {
     /// zone of the zonelist that passes its watermark (the high one, the low one once the
     /// zone is flagged below high) is one whose walk changed nothing, and this CPU's
     /// movable order-0 per-CPU list for it has a page to pop, with no per-CPU decay due.
-    /// The same steps and state changes as alloc_pages() -> get_page_from_freelist() ->
-    /// rmqueue_pcplist() then; None, with nothing changed, in every other case (the
-    /// caller then takes alloc_pages()). The write op's batched faults (memory.rs,
-    /// write_run_fast) take their pages here: `zone` carries the walk's result from one
-    /// page of a run to the next (valid while nothing but such pops happens: they change
-    /// neither the zones' free pages nor their flags, nor the time).
-    pub fn alloc_movable0_pcp(&mut self, nid: usize, zone: &mut Option<PcpPop>) -> Option<u64> {
-        let z = self.movable0_pcp_ready(nid, zone)?;
-        Some(self.pop_movable0_pcp(z))
-    }
-
-    /// How many pages alloc_movable0_pcp() would hand out in a row from here: the
-    /// per-CPU list's length once the zonelist walk passes (None: the walk does not, or
-    /// the list is empty). Each pop changes neither the walk's result nor the list but
-    /// by the page it takes.
+    /// Then each pop_movable0_pcp() takes the same steps and state changes as alloc_pages()
+    /// -> get_page_from_freelist() -> rmqueue_pcplist(). Returns where to pop and how many
+    /// pages the list holds; None, with nothing changed, in every other case (the caller
+    /// then takes alloc_pages()). The write op's batched faults (memory.rs, write_run_fast)
+    /// take their pages here: `zone` carries the walk's result from one page of a run to
+    /// the next (valid while nothing but such pops happens: they change neither the zones'
+    /// free pages nor their flags, nor the time).
     pub fn movable0_pcp_run(&mut self, nid: usize, zone: &mut Option<PcpPop>) -> Option<(PcpPop, usize)> {
-        let z = self.movable0_pcp_ready(nid, zone)?;
-        Some((z, self.pm.pcp[z.i].lists[z.li].len()))
-    }
-
-    /// The zonelist walk's result (kept in `zone` for the next page), if its per-CPU list
-    /// has a page.
-    #[inline(always)]
-    fn movable0_pcp_ready(&mut self, nid: usize, zone: &mut Option<PcpPop>) -> Option<PcpPop> {
         let z = match *zone {
             Some(z) => z,
             None => {
@@ -1768,10 +1752,11 @@ impl Kernel {
                 z
             }
         };
-        (!self.pm.pcp[z.i].lists[z.li].is_empty()).then_some(z)
+        let n = self.pm.pcp[z.i].lists[z.li].len();
+        (n > 0).then_some((z, n))
     }
 
-    /// alloc_movable0_pcp()'s allocation once `z`'s list is known to hold a page.
+    /// The allocation from `z`'s list, known to hold a page (movable0_pcp_run).
     #[inline(always)]
     pub fn pop_movable0_pcp(&mut self, z: PcpPop) -> u64 {
         let PcpPop { zi, i, li } = z;
@@ -1815,7 +1800,7 @@ impl Kernel {
         }
     }
 
-    /// alloc_movable0_pcp()'s walk of the zonelist: a zone flagged below its high
+    /// movable0_pcp_run()'s walk of the zonelist: a zone flagged below its high
     /// watermark and under its low one is passed over; the first other zone is the one,
     /// if it passes (a zone the walk would flag, or a remote node under ALLOC_NOFRAGMENT,
     /// changes state or restarts the walk: None). No per-CPU decay may be due.
