@@ -18,7 +18,7 @@ all: build
 $(VENV)/.stamp: pyproject.toml uv.lock requirements-uv.txt
 	test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --disable-pip-version-check --require-hashes -r requirements-uv.txt
-	UV_PROJECT_ENVIRONMENT=$(abspath $(VENV)) $(VENV)/bin/uv sync --frozen --all-extras --inexact --python $(VPY) -q
+	UV_PROJECT_ENVIRONMENT=$(abspath $(VENV)) $(VENV)/bin/uv sync --frozen --all-extras --inexact --compile-bytecode --python $(VPY) -q
 	touch $@
 
 setup: $(VENV)/.stamp

@@ -89,3 +89,20 @@ def test_shared_prefix_results_equal_separate_runs(outcome):
     for name in ("a_vanilla", "b_proactive"):
         alone = seed004.run_workload(wls[name], seed004.SCALES["quick"]["machine"])
         assert json.dumps(outcome.results[name], sort_keys=True) == json.dumps(alone, sort_keys=True), name
+
+
+@pytest.mark.parametrize(
+    "machine",
+    [
+        "8G,cpus=4",
+        "64G",
+        '{"nodes": [{"mem": "3G", "cpus": 2}, {"mem": "5G", "cpus": 2}], "kernel_reserve": "64M"}',
+    ],
+)
+def test_boot_memory_from_the_layout_equals_a_run(machine):
+    """boot_memory() reads the zone layout; a run that does nothing reports the same."""
+    from thplab import run
+
+    wl = {"name": "boot", "processes": [{"name": "p", "ops": [{"op": "sleep", "duration": "0"}]}]}
+    mi = run(wl, machine=machine).meminfo
+    assert seed004.boot_memory(machine) == {"total": mi["MemTotal"] * 1024, "free": mi["MemFree"] * 1024}

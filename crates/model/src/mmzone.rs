@@ -250,6 +250,13 @@ pub fn layout(m: &MachineSpec) -> Result<Vec<ZoneLayout>, String> {
     Ok(out)
 }
 
+/// The pages the buddy allocator manages on a freshly booted `m` (MemTotal, and MemFree
+/// before anything allocates): each zone's present pages less its reserve, from the layout
+/// alone (no frame array).
+pub fn managed_pages(m: &MachineSpec) -> Result<u64, String> {
+    Ok(layout(m)?.iter().map(|z| z.spanned - z.holes.iter().map(|(a, b)| b - a).sum::<u64>() - z.reserved).sum())
+}
+
 pub fn int_sqrt(x: u64) -> u64 {
     let mut r = (x as f64).sqrt() as u64;
     while r * r > x {

@@ -23,6 +23,18 @@ fn parse_machine(text: &str) -> PyResult<String> {
     MachineSpec::parse_any(text).map(|m| serde_json::to_string(&m).unwrap()).map_err(PyValueError::new_err)
 }
 
+/// The pages (4 KiB) the model's buddy allocator manages on a fresh boot of a machine
+/// (MemTotal; also MemFree before anything allocates), from its zone layout alone: no run.
+/// None for an aged machine, which starts with memory held (run a workload instead).
+#[pyfunction]
+fn boot_managed_pages(text: &str) -> PyResult<Option<u64>> {
+    let m = MachineSpec::parse_any(text).map_err(PyValueError::new_err)?;
+    if m.aged {
+        return Ok(None);
+    }
+    thplab_model::mmzone::managed_pages(&m).map(Some).map_err(PyValueError::new_err)
+}
+
 /// The knob registry as JSON: name, kind, path, default, values, doc.
 #[pyfunction]
 fn knob_registry() -> String {
@@ -130,6 +142,7 @@ fn version() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_workload_json, m)?)?;
     m.add_function(wrap_pyfunction!(parse_machine, m)?)?;
+    m.add_function(wrap_pyfunction!(boot_managed_pages, m)?)?;
     m.add_function(wrap_pyfunction!(knob_registry, m)?)?;
     m.add_function(wrap_pyfunction!(check_knob, m)?)?;
     m.add_function(wrap_pyfunction!(default_costs, m)?)?;
