@@ -172,6 +172,37 @@ def test_swap_put_cached_is_solved_from_the_thp_munmap_and_the_4k_pair():
     assert "swap_put_cached_ns" not in calibrate.profile_from_samples(fx)[0]
 
 
+def test_write_segment_cost_is_fitted_only_against_a_thp_swap_write_rate():
+    """A device whose write bandwidth comes from whole-THP swap writes (one segment per
+    2 MiB) takes the 4 KiB swap-out's excess per page as its per-segment cost; one whose
+    bandwidth comes from O_DIRECT requests of a 4 KiB-page buffer (the fixture's file) has
+    that cost in its bandwidth already."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    disk = {k.replace("file.", "disk.", 1): v for k, v in fx["samples"].items() if k.startswith("file.")}
+    # THPs written whole: 2 MiB per 1 ms of pageout and drain (2097 MB/s, 1953 ns per 4 KiB)
+    disk.update(
+        {
+            "disk.thp_pageout_random": [800_000] * 3,
+            "disk.thp_drain_random": [200_000] * 3,
+            "disk.pageout_4k": [4000] * 3,
+            "disk.writeback_drain_4k": [2000] * 3,
+        }
+    )
+    fx["samples"].update(disk)
+    fx["values"]["disk.thp_random.thp_swpout"] = 1.0
+    prof, rows = calibrate.profile_from_samples(fx)
+    d = prof["disk"]
+    assert d["write_mb_per_s"] == 2097
+    assert d["write_segment_ns"] == round(6000 - 4096 / (2097 * 1e6) * 1e9)
+    assert prof["file"]["write_segment_ns"] == 0
+    assert any(r[0] == "disk write_segment_ns" for r in rows)
+    # THPs split on the way out (no swap fit): the O_DIRECT bandwidth stands, no segment cost
+    fx["values"]["disk.thp_random.thp_swpout"] = 0.0
+    assert calibrate.profile_from_samples(fx)[0]["disk"]["write_segment_ns"] == 0
+
+
 def test_thp_faults_and_collapses_leave_out_the_units_a_host_refault_slowed():
     """calibrate times each THP fault and each MADV_COLLAPSE range alone (free page
     reporting: a block the host had discarded refaults, +3.5 ms); the profile takes the

@@ -440,6 +440,20 @@ def _fit_devices(prof, S, V, rows, spread):
                 d["write_mb_per_s"] = max(1, round((2 << 20) / per_thp * 1e9 / 1e6))
                 spread[f"{dev}.write_mb_per_s"] = round(max(_spread(S[pk]), _spread(S[dk])), 4)
                 swap_fit = True
+        # the device's time per segment of a write request beyond its bandwidth: 4 KiB swap
+        # writes merge into requests of one segment per page, a THP's write is one segment.
+        # Where the bandwidth comes from whole-THP swap writes, the 4 KiB swap-out of random
+        # pages (MADV_PAGEOUT, then the drain: the device is behind throughout) per page less
+        # 4 KiB at that bandwidth is what a segment adds (a loop device on this project's VM:
+        # ~5 us). O_DIRECT requests from a 4 KiB-page buffer already carry one segment per
+        # 4 KiB in their bandwidth: 0 there.
+        ok, dk4 = f"{dev}.pageout_4k", f"{dev}.writeback_drain_4k"
+        seg = 0
+        if swap_fit and ok in S and dk4 in S:
+            per_page = _med(S[ok]) + _med(S[dk4])
+            seg = max(0, round(per_page - 4096 / (d["write_mb_per_s"] * 1e6) * 1e9))
+            spread[f"{dev}.write_segment_ns"] = round(max(_spread(S[ok]), _spread(S[dk4])), 4)
+        d["write_segment_ns"] = seg
         # the block queue's nr_requests: how many requests are in flight before a writer waits
         qd = str(V.get(f"{dev}.nr_requests") or "")
         if qd.isdigit() and int(qd) > 0:
@@ -476,6 +490,16 @@ def _fit_devices(prof, S, V, rows, spread):
                     "a single 4 KiB request at a random offset, less its transfer",
                 )
             )
+        rows.append(
+            (
+                f"{dev} write_segment_ns",
+                d["write_segment_ns"],
+                spread.get(f"{dev}.write_segment_ns", 0.0),
+                "4 KiB swap-out + drain per page less 4 KiB at the THP swap-write rate"
+                if swap_fit
+                else "0: the bandwidth is that of 4 KiB-page O_DIRECT requests",
+            )
+        )
         for k, note in [
             ("pageout_4k", "4 KiB MADV_PAGEOUT per page (async writeback: not waited for)"),
             ("writeback_drain_4k", "then until writeback completes, per page"),

@@ -49,9 +49,11 @@ impl Kernel {
     /// tag (the submitter blocks while `queue_depth` requests are in flight), and the device
     /// transfers requests one after another at its bandwidth (a seek first when the bio
     /// does not follow the previous one), each completing its latency after its transfer.
+    /// A write request also takes `write_segment_ns` of the device's time per segment
+    /// (`segs`: one per folio merged into it; a split folio's pieces one each).
     /// Returns (the ns the caller waits: for a write, only for tokens and tags; for a read,
     /// until it completes; the completion time of the last request).
-    fn swap_io(&mut self, di: usize, write: bool, slot: u32, nr: u32) -> (u64, u64) {
+    fn swap_io(&mut self, di: usize, write: bool, slot: u32, nr: u32, segs: u32) -> (u64, u64) {
         let t0 = self.clock.now + self.clock.cost;
         let mut now = t0;
         let d = &mut self.swap.devs[di];
@@ -86,7 +88,8 @@ impl Kernel {
                 now = d.inflight.pop_front().unwrap_or(now);
             }
             let start = now.max(d.busy_until);
-            d.busy_until = start + seek + (part * 1000).checked_div(mbps).unwrap_or(0);
+            let seg_ns = if write { (segs as u64 * part).div_ceil(bytes).max(1) * d.io.write_segment_ns } else { 0 };
+            d.busy_until = start + seek + (part * 1000).checked_div(mbps).unwrap_or(0) + seg_ns;
             seek = 0;
             let end = d.busy_until + lat;
             let i = d.inflight.partition_point(|&c| c <= end);
@@ -124,7 +127,7 @@ impl Kernel {
     /// submitter's), and give its folios their completion time.
     pub fn blk_flush_plug(&mut self) {
         let Some(rq) = self.swap.plug.rq.take() else { return };
-        let (w, done) = self.swap_io(rq.dev, true, rq.slot, rq.nr);
+        let (w, done) = self.swap_io(rq.dev, true, rq.slot, rq.nr, rq.segs as u32);
         self.charge(w);
         self.swap.plug.requests += 1;
         for (head, before) in rq.heads {
@@ -142,7 +145,7 @@ impl Kernel {
     /// request is issued and the bio's requests follow, the last one kept in the plug.
     fn swap_write_bio(&mut self, di: usize, head: u64, slot: u32, nr: u32) {
         if self.swap.plug.depth == 0 {
-            let (w, done) = self.swap_io(di, true, slot, nr);
+            let (w, done) = self.swap_io(di, true, slot, nr, 1);
             self.charge(w);
             self.swap.writeback.insert(head as u32, done);
             return;
@@ -168,7 +171,7 @@ impl Kernel {
         let mut before = 0;
         let (mut s, mut left) = (slot, nr);
         while left > max_pages {
-            let (w, done) = self.swap_io(di, true, s, max_pages);
+            let (w, done) = self.swap_io(di, true, s, max_pages, 1);
             self.charge(w);
             self.swap.plug.requests += 1;
             before = before.max(done);
@@ -312,7 +315,7 @@ impl Kernel {
         } else {
             // a read the task waits for schedules, which flushes its plug first
             self.blk_flush_plug();
-            let (w, _) = self.swap_io(di, false, slot, nr);
+            let (w, _) = self.swap_io(di, false, slot, nr, 1);
             if wait || self.swap.devs[di].sync_io {
                 self.charge(w);
             }

@@ -303,6 +303,7 @@ impl SwapState {
                     max_segments: 0,
                     wbt_lat_usec: 0,
                     write_cache: false,
+                    write_segment_ns: 0,
                 },
                 SwapKind::Pmem => costs.pmem.clone(),
                 SwapKind::Ssd => costs.ssd.clone(),

@@ -631,6 +631,7 @@ fn wbt_bounds_swap_writes_in_flight() {
             max_segments: 1,
             wbt_lat_usec,
             write_cache,
+            write_segment_ns: 0,
         };
         let o = crate::RunOptions {
             machine: Some(MachineSpec::parse_any("2G,swap=disk:1G").unwrap()),
@@ -700,6 +701,40 @@ fn plugged_4k_swap_writes_merge_into_large_requests() {
     // latencies; 16 requests wait at most one
     assert!(t_single > 100_000_000, "{t_single}");
     assert!(t_merged * 10 < t_single, "{t_merged} vs {t_single}");
+}
+
+/// write_segment_ns: a write request takes the device's time per segment besides its bytes
+/// at the bandwidth. 4 KiB pages merged under the plug are one segment each; a THP written
+/// whole is one segment for 2 MiB, so the cost barely touches it.
+#[test]
+fn each_segment_of_a_swap_write_takes_device_time() {
+    let m = r#"{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"disk","size":"256M"}]}"#;
+    // the time from the pageout's start to its last write's completion
+    let run = |seg_ns: u64, thp: bool| {
+        let (mut k, base) = kernel(m, &[]);
+        for d in k.swap.devs.iter_mut() {
+            d.io.write_segment_ns = seg_ns;
+            d.io.write_mb_per_s = 100_000;
+            d.io.write_latency_ns = 1_000;
+            d.io.wbt_lat_usec = 0;
+        }
+        let advice = if thp { Advice::Hugepage } else { Advice::Nohugepage };
+        k.madvise(P0, base, base + (8 << 20), advice).unwrap();
+        for p in 0..2048u64 {
+            k.write_page(P0, base + p * 4096, 0, 4096, &WriteData::Kind(DataKind::Random));
+        }
+        let t0 = k.clock.now + k.clock.cost;
+        k.madvise(P0, base, base + (8 << 20), Advice::Pageout).unwrap();
+        assert_eq!(k.rec.vm.get(crate::vmstat::Ev::PSWPOUT), 2048);
+        assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_SWPOUT), if thp { 4 } else { 0 });
+        check::check(&k).unwrap();
+        k.swap.writeback.values().max().copied().unwrap() - t0
+    };
+    let (small0, small) = (run(0, false), run(5_000, false));
+    // the device is busy 2048 segments' time from the first request on
+    assert!(small0 < 2048 * 1_000 && small >= 2048 * 5_000, "{small0} -> {small}");
+    let (thp0, thp) = (run(0, true), run(5_000, true));
+    assert!(thp - thp0 <= 8 * 5_000, "{thp0} -> {thp}");
 }
 
 /// free_swap_and_cache_nr() (6.18 mm/swapfile.c): swap_entries_put_map_nr() drops each
