@@ -524,87 +524,65 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         }
     }
     values.insert("free_page_reporting".into(), json!(crate::host::free_page_reporting()));
+    let mut c = Cal { quick, reps, s, values, notes };
 
     // ---- swap: zram per compressor and content class, and a swap file ----
     let mut journal_guard = JGuard { j: Journal::new(), owner: std::process::id() };
     let swaps = read_file("/proc/swaps").unwrap_or_default();
     let other_swap = swaps.lines().count() > 1;
     if (zram || swapfile) && !is_root() {
-        notes.push("not root: zram and swap-file costs were not measured".into());
+        c.notes.push("not root: zram and swap-file costs were not measured".into());
     } else if (zram || swapfile) && other_swap {
-        notes.push(
+        c.notes.push(
             "another swap device is active: zram and swap-file costs were not measured (they would be mixed up)".into(),
         );
     } else {
         if zram {
-            zram_all(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
+            zram_all(&mut c, &mut journal_guard)?;
         }
         if swapfile {
-            crate::calibrate_mm::calibrate_block(quick, reps, &mut s, &mut values, &mut journal_guard)?;
-            crate::calibrate_mm::calibrate_swap_dev(
-                "file",
-                quick,
-                reps,
-                &mut s,
-                &mut values,
-                &mut journal_guard,
-                &mut notes,
-            )?;
+            crate::calibrate_mm::calibrate_block(&mut c, &mut journal_guard)?;
+            crate::calibrate_mm::calibrate_swap_dev("file", &mut c, &mut journal_guard)?;
             if std::path::Path::new("/dev/loop-control").exists() {
-                crate::calibrate_mm::calibrate_swap_dev(
-                    "disk",
-                    quick,
-                    reps,
-                    &mut s,
-                    &mut values,
-                    &mut journal_guard,
-                    &mut notes,
-                )?;
+                crate::calibrate_mm::calibrate_swap_dev("disk", &mut c, &mut journal_guard)?;
             } else {
-                notes.push("no loop devices (/dev/loop-control): the `disk` swap costs were not measured".into());
+                c.notes.push("no loop devices (/dev/loop-control): the `disk` swap costs were not measured".into());
             }
         }
     }
     // ---- splits, collapse, compaction ----
     if is_root() {
-        crate::calibrate_mm::calibrate_split(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
-        crate::calibrate_mm::calibrate_mthp_fault(quick, reps, &mut s, &mut values, &mut journal_guard, &mut notes)?;
-        crate::calibrate_mm::calibrate_compaction(quick, reps, &mut s, &mut notes)?;
+        crate::calibrate_mm::calibrate_split(&mut c, &mut journal_guard)?;
+        crate::calibrate_mm::calibrate_mthp_fault(&mut c, &mut journal_guard)?;
+        crate::calibrate_mm::calibrate_compaction(&mut c)?;
     } else {
-        notes.push("not root: split, mTHP fault and compaction costs were not measured".into());
+        c.notes.push("not root: split, mTHP fault and compaction costs were not measured".into());
     }
-    crate::calibrate_mm::calibrate_collapse(quick, reps, &mut s, &mut values, &mut notes)?;
+    crate::calibrate_mm::calibrate_collapse(&mut c)?;
     drop(journal_guard);
 
     if let (Some(a), Some(b)) = (cpu0, cpu_ticks()) {
         let own = (self_cpu_ns() - own0) as f64 / 1e9 * crate::util::clk_tck() as f64;
         let (other, steal) = others_share(a, b, own, ncpus());
-        values.insert("host_other_cpus".into(), json!((other * 100.0).round() / 100.0));
-        values.insert("host_steal".into(), json!((steal * 1000.0).round() / 1000.0));
+        c.values.insert("host_other_cpus".into(), json!((other * 100.0).round() / 100.0));
+        c.values.insert("host_steal".into(), json!((steal * 1000.0).round() / 1000.0));
         if other > 0.5 || steal > 0.05 {
-            notes.push(format!(
+            c.notes.push(format!(
                 "other tasks kept {other:.1} of {} CPUs busy during the calibration (steal {:.0} %): memory-bound kernel paths measure slower under such load (a swap-cache munmap 1.4-1.6 us a page against 0.8-1.0 us on an idle host), which run_delay does not remove; calibrate when the host is idle, close to the live runs it is compared with",
                 ncpus(),
                 steal * 100.0
             ));
         }
     }
-    Ok(calibration_json(s, values, notes, quick, reps, t_start, None))
+    Ok(calibration_json(c, t_start, None))
 }
 
 /// A calibration's result: its samples and values, notes, the host and kernel, how it was
 /// taken (`only`: the one step measured).
-fn calibration_json(
-    s: Samples,
-    values: Map<String, Value>,
-    notes: Vec<String>,
-    quick: bool,
-    reps: usize,
-    t_start: u64,
-    only: Option<&str>,
-) -> Value {
+fn calibration_json(c: Cal, t_start: u64, only: Option<&str>) -> Value {
     let (release, _) = crate::host::uname();
     let host = read_trim("/proc/sys/kernel/hostname").unwrap_or_default();
+    let Cal { quick, reps, s, values, notes } = c;
     let mut v = json!({
         "samples": s.0,
         "values": values,
@@ -659,6 +637,23 @@ fn calibrate_access(quick: bool, reps: usize, s: &mut Samples) -> Result<(), Cal
         }
     }
     Ok(())
+}
+
+/// A calibration under way, passed to each of its steps: how it runs (quick, the
+/// repetitions) and what it collects (samples, values, notes).
+pub(crate) struct Cal {
+    pub(crate) quick: bool,
+    pub(crate) reps: usize,
+    pub(crate) s: Samples,
+    pub(crate) values: Map<String, Value>,
+    pub(crate) notes: Vec<String>,
+}
+
+impl Cal {
+    /// A calibration of one step (`calibrate --only`), noted as such.
+    fn new(quick: bool, reps: usize, note: &str) -> Cal {
+        Cal { quick, reps, s: Samples(BTreeMap::new()), values: Map::new(), notes: vec![note.into()] }
+    }
 }
 
 pub(crate) struct JGuard {
@@ -744,14 +739,7 @@ pub(crate) fn wait_writeback() {
 }
 
 /// zram per compressor (calibrate_zram), for each of lzo-rle, lzo and lz4 the kernel has.
-fn zram_all(
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    values: &mut Map<String, Value>,
-    g: &mut JGuard,
-    notes: &mut Vec<String>,
-) -> Result<(), CalError> {
+fn zram_all(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     if std::path::Path::new("/sys/block/zram0").exists()
         && read_trim("/sys/block/zram0/disksize").as_deref() == Some("0")
     {
@@ -760,11 +748,11 @@ fn zram_all(
             .unwrap_or_default();
         for alg in ["lzo-rle", "lzo", "lz4"] {
             if avail.iter().any(|a| a == alg) {
-                calibrate_zram(alg, quick, reps, s, values, g)?;
+                calibrate_zram(alg, c, g)?;
             }
         }
     } else {
-        notes.push("/dev/zram0 missing or in use: zram costs were not measured".into());
+        c.notes.push("/dev/zram0 missing or in use: zram costs were not measured".into());
     }
     Ok(())
 }
@@ -780,13 +768,11 @@ pub fn calibrate_zram_only(quick: bool, reps: Option<usize>) -> Result<Value, Ca
     if read_file("/proc/swaps").unwrap_or_default().lines().count() > 1 {
         return Err(CalError::Input("another swap device is active: zram costs would be mixed up".into()));
     }
-    let mut s = Samples(BTreeMap::new());
-    let mut values: Map<String, Value> = Map::new();
-    let mut notes: Vec<String> = vec!["only the zram step was measured".into()];
+    let mut c = Cal::new(quick, reps, "only the zram step was measured");
     let mut g = JGuard { j: Journal::new(), owner: std::process::id() };
-    zram_all(quick, reps, &mut s, &mut values, &mut g, &mut notes)?;
+    zram_all(&mut c, &mut g)?;
     drop(g);
-    Ok(calibration_json(s, values, notes, quick, reps, t_start, Some("zram")))
+    Ok(calibration_json(c, t_start, Some("zram")))
 }
 
 /// `calibrate --only compaction`: the vm.compact_memory step alone (root), for a profile whose
@@ -797,20 +783,14 @@ pub fn calibrate_compaction_only(quick: bool, reps: Option<usize>) -> Result<Val
     if !is_root() {
         return Err(CalError::Input("calibrate --only compaction needs root".into()));
     }
-    let mut s = Samples(BTreeMap::new());
-    let mut notes: Vec<String> = vec!["only the compaction step was measured".into()];
-    crate::calibrate_mm::calibrate_compaction(quick, reps, &mut s, &mut notes)?;
-    Ok(calibration_json(s, Map::new(), notes, quick, reps, t_start, Some("compaction")))
+    let mut c = Cal::new(quick, reps, "only the compaction step was measured");
+    crate::calibrate_mm::calibrate_compaction(&mut c)?;
+    Ok(calibration_json(c, t_start, Some("compaction")))
 }
 
-fn calibrate_zram(
-    alg: &str,
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    values: &mut Map<String, Value>,
-    g: &mut JGuard,
-) -> Result<(), CalError> {
+fn calibrate_zram(alg: &str, c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
+    let (quick, reps) = (c.quick, c.reps);
+    let Cal { s, values, .. } = c;
     let dev = "zram0";
     let before = read_trim("/sys/block/zram0/comp_algorithm")
         .and_then(|t| thplab_workload::knobs::parse_sysfs_choice(&t))

@@ -13,7 +13,7 @@
 use crate::calibrate::*;
 use crate::safety::SavedKnob;
 use crate::util::*;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 const PAGE: usize = 4096;
 const HPAGE: usize = 2 << 20;
@@ -173,13 +173,9 @@ const QUEUE_ATTRS: [&str; 5] = ["nr_requests", "max_sectors_kb", "max_segments",
 /// The host's disk as a swap file reaches it (bios straight to the file's sectors: O_DIRECT on
 /// a file in /var/tmp) and as a `disk` swap device is set up live (a loop device with direct
 /// I/O over a file).
-pub fn calibrate_block(
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    values: &mut Map<String, Value>,
-    g: &mut JGuard,
-) -> Result<(), CalError> {
+pub fn calibrate_block(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
+    let (quick, reps) = (c.quick, c.reps);
+    let Cal { s, values, .. } = c;
     let size = if quick { 64 << 20 } else { 256 << 20 };
     let reps = reps.min(3);
     let pid = std::process::id();
@@ -216,15 +212,9 @@ pub fn calibrate_block(
 /// pages (freed without I/O), swap-in with readahead and of isolated pages, and the munmap of
 /// swap entries with and without a cached page; per THP, MADV_PAGEOUT of seed 000's best case
 /// and of random data, and their munmap.
-pub fn calibrate_swap_dev(
-    kind: &str,
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    values: &mut Map<String, Value>,
-    g: &mut JGuard,
-    notes: &mut Vec<String>,
-) -> Result<(), CalError> {
+pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
+    let (quick, reps) = (c.quick, c.reps);
+    let Cal { s, values, notes, .. } = c;
     let n = if quick { 4096 } else { 16384 };
     let nh = if quick { 16 } else { 64 };
     let reps = reps.min(if quick { 2 } else { 3 });
@@ -432,14 +422,9 @@ fn drop_caches_counting(t: Map_, nh: usize, counter: &str) -> (f64, i64) {
 /// subpage non-zero, so each is remapped), and of THPs with 4 non-zero subpages (the 507
 /// zero ones remapped to the zero page and freed); the underused shrinker at max_ptes_none 0
 /// and 256 on THPs with 4 non-zero subpages (per THP; the difference is 256 more subpages read).
-pub fn calibrate_split(
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    values: &mut Map<String, Value>,
-    g: &mut JGuard,
-    notes: &mut Vec<String>,
-) -> Result<(), CalError> {
+pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
+    let (quick, reps) = (c.quick, c.reps);
+    let Cal { s, values, notes, .. } = c;
     if !thp_usable() {
         notes.push("transparent_hugepage/enabled is `never`: split costs were not measured".into());
         return Ok(());
@@ -523,14 +508,9 @@ pub fn calibrate_split(
 /// calibrate's clear_4k loop over warm memory: the fit of `clear_folio_4k_ns` comes from here.
 /// Then the deferred split of those folios, partially mapped, by drop_caches=2
 /// (`split_partial_64k`, per folio): the fit of `split_folio_fixed_ns`.
-pub fn calibrate_mthp_fault(
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    values: &mut Map<String, Value>,
-    g: &mut JGuard,
-    notes: &mut Vec<String>,
-) -> Result<(), CalError> {
+pub fn calibrate_mthp_fault(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
+    let (quick, reps) = (c.quick, c.reps);
+    let Cal { s, values, notes, .. } = c;
     let sizes = ["8", "16", "32", "64", "128", "256", "512", "1024", "2048"];
     let path = |kb: &str| format!("{THP}/hugepages-{kb}kB/enabled");
     if !std::path::Path::new(&path("64")).exists() {
@@ -597,13 +577,9 @@ pub fn calibrate_mthp_fault(
 // ---------------------------------------------------------------- collapse
 
 /// MADV_COLLAPSE of 2 MiB ranges of present 4 KiB pages (the collapse path khugepaged uses).
-pub fn calibrate_collapse(
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    values: &mut Map<String, Value>,
-    notes: &mut Vec<String>,
-) -> Result<(), CalError> {
+pub fn calibrate_collapse(c: &mut Cal) -> Result<(), CalError> {
+    let (quick, reps) = (c.quick, c.reps);
+    let Cal { s, values, notes, .. } = c;
     if !thp_usable() {
         notes.push("transparent_hugepage/enabled is `never`: the collapse cost was not measured".into());
         return Ok(());
@@ -844,12 +820,9 @@ impl Drop for IsolateTrace {
 /// block or a THP stepped over in one iteration) are counted from the page flags read just
 /// before and the ranges a traced run of it walked (mm_compaction_isolate_migratepages);
 /// the timed run is not traced (an event costs ~1 us here) and follows the traced one.
-pub fn calibrate_compaction(
-    quick: bool,
-    reps: usize,
-    s: &mut Samples,
-    notes: &mut Vec<String>,
-) -> Result<(), CalError> {
+pub fn calibrate_compaction(c: &mut Cal) -> Result<(), CalError> {
+    let (quick, reps) = (c.quick, c.reps);
+    let Cal { s, notes, .. } = c;
     // the region's pages lie all over the host's memory (a fault takes what the per-CPU
     // lists hold); those above where the scanners meet are not migrated: 0.3-150 k pages of
     // a 1 GiB region's 65 k-16 k kept, 6-190 k of 3 GiB's 196 k. 3 GiB where the host has it
