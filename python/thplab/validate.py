@@ -596,6 +596,20 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   seed 000's disk_worst (0.60x), file_best (0.71x) and zram_best (0.72x) (4-10 us a page
   within one live run). compaction-manual p:compact and p:fault, the fills' p:prepare and
   seed 000's zram munmaps are within.
+* 2026-11-27 (stop 33): seed 000's disk_worst p:pageout_4k (0.60x) was the loop device's
+  time per segment: its THP swap writes (one segment per 2 MiB) ran at ~3.7 GB/s, its 4 KiB
+  ones (128 one-page segments per request) at ~0.65 GB/s. DeviceCosts.write_segment_ns
+  charges the device per segment; calibrate fits it where the bandwidth comes from whole-THP
+  swap writes (disk: 4 KiB swap-out + drain per page less 4 KiB at that rate). The file's
+  bandwidth comes from O_DIRECT requests of a 4 KiB-page buffer and already holds that
+  cost: fitted there too (2657 ns) it took file_worst p:pageout_thp 0.81x -> 1.50x, so it
+  is 0. Replayed on out/vk-h9 (host-h9 plus disk 5175 ns): disk_worst p:pageout_4k 0.60x ->
+  1.17x, nothing else moved, 144 -> 145 of 154. A fresh pair (out/host-h10.toml: disk
+  write_segment_ns 4327; out/vk-h10): disk_worst p:pageout_4k 1.20x; in all 33/45 and
+  130 of 147 gated (15 unstable), geomean 1.00x, most misses 1.25-1.43x: this calibration
+  read the host slower than its live runs did (memchr_inv_4k_ns 290 -> 582,
+  reclaim_scan_page_ns 2305 -> 3358, cache_miss_ns 35 -> 46 against host-h9). Crossed:
+  host-h10 on vk-h9 146/154 (39/45), host-h9 (+ the disk's segment) on vk-h10 136/147.
 """
 
 from __future__ import annotations
