@@ -610,6 +610,11 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   read the host slower than its live runs did (memchr_inv_4k_ns 290 -> 582,
   reclaim_scan_page_ns 2305 -> 3358, cache_miss_ns 35 -> 46 against host-h9). Crossed:
   host-h10 on vk-h9 146/154 (39/45), host-h9 (+ the disk's segment) on vk-h10 136/147.
+  swap_pageout_thp_zram_dense p:munmap (1.36-1.43x in every pair since stop 31) is the live
+  side moving: its live median was 9.71 ms in vk-h10; three kernel runs 20 minutes later
+  took 13.6, 13.9 and 11.0 ms (the model 13.9 ms), and the same munmap of 8192 entries of
+  THPs written whole or of 4 KiB pages took 0.70 and 0.77-0.85 us an entry, as calibrate's
+  ~0.8 us: no missing or extra charge.
 """
 
 from __future__ import annotations
