@@ -667,25 +667,32 @@ fn wbt_bounds_swap_writes_in_flight() {
 /// a 1 MiB max_sectors_kb with unlimited segments. Every page is still counted and under
 /// writeback until its request completes. Without merging (max_segments 1) each page is its
 /// own request, and wbt's depth makes the writer wait a latency per 16 of them.
+/// MADV_PAGEOUT of 8 MiB of random data (`advice`: hugepage or nohugepage) on a 1 GiB
+/// machine whose disk `set` tunes: the kernel after it and the time it started.
+fn pageout_8m_to_disk(advice: Advice, set: impl Fn(&mut thplab_workload::costs::DeviceCosts)) -> (Kernel, u64) {
+    let m = r#"{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"disk","size":"256M"}]}"#;
+    let (mut k, base) = kernel(m, &[]);
+    k.swap.devs.iter_mut().for_each(|d| set(&mut d.io));
+    k.madvise(P0, base, base + (8 << 20), advice).unwrap();
+    for p in 0..2048u64 {
+        let f = k.write_page(P0, base + p * 4096, 0, 4096, &WriteData::Kind(DataKind::Random));
+        assert_eq!(f, crate::memory::Fault::Ok);
+    }
+    let t0 = k.clock.now + k.clock.cost;
+    k.madvise(P0, base, base + (8 << 20), Advice::Pageout).unwrap();
+    assert_eq!(k.rec.vm.get(crate::vmstat::Ev::PSWPOUT), 2048);
+    (k, t0)
+}
+
 #[test]
 fn plugged_4k_swap_writes_merge_into_large_requests() {
-    let m = r#"{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"disk","size":"256M"}]}"#;
     let run = |max_segments: u64, max_sectors_kb: u64| {
-        let (mut k, base) = kernel(m, &[]);
-        for d in k.swap.devs.iter_mut() {
-            d.io.max_segments = max_segments;
-            d.io.max_sectors_kb = max_sectors_kb;
-            d.io.write_latency_ns = 1_000_000;
-        }
-        k.madvise(P0, base, base + (8 << 20), Advice::Nohugepage).unwrap();
-        for p in 0..2048u64 {
-            let f = k.write_page(P0, base + p * 4096, 0, 4096, &WriteData::Kind(DataKind::Random));
-            assert_eq!(f, crate::memory::Fault::Ok);
-        }
-        let t0 = k.clock.now + k.clock.cost;
-        k.madvise(P0, base, base + (8 << 20), Advice::Pageout).unwrap();
+        let (k, t0) = pageout_8m_to_disk(Advice::Nohugepage, |io| {
+            io.max_segments = max_segments;
+            io.max_sectors_kb = max_sectors_kb;
+            io.write_latency_ns = 1_000_000;
+        });
         let t = k.clock.now + k.clock.cost - t0;
-        assert_eq!(k.rec.vm.get(crate::vmstat::Ev::PSWPOUT), 2048);
         assert!(k.swap.plug.rq.is_none() && k.swap.plug.depth == 0, "finished: nothing left in the plug");
         assert!(k.swap.writeback.values().all(|&d| d != u64::MAX), "every request issued");
         check::check(&k).unwrap();
@@ -708,24 +715,15 @@ fn plugged_4k_swap_writes_merge_into_large_requests() {
 /// whole is one segment for 2 MiB, so the cost barely touches it.
 #[test]
 fn each_segment_of_a_swap_write_takes_device_time() {
-    let m = r#"{"nodes":[{"mem":"1G","cpus":2}],"swap":[{"type":"disk","size":"256M"}]}"#;
     // the time from the pageout's start to its last write's completion
     let run = |seg_ns: u64, thp: bool| {
-        let (mut k, base) = kernel(m, &[]);
-        for d in k.swap.devs.iter_mut() {
-            d.io.write_segment_ns = seg_ns;
-            d.io.write_mb_per_s = 100_000;
-            d.io.write_latency_ns = 1_000;
-            d.io.wbt_lat_usec = 0;
-        }
         let advice = if thp { Advice::Hugepage } else { Advice::Nohugepage };
-        k.madvise(P0, base, base + (8 << 20), advice).unwrap();
-        for p in 0..2048u64 {
-            k.write_page(P0, base + p * 4096, 0, 4096, &WriteData::Kind(DataKind::Random));
-        }
-        let t0 = k.clock.now + k.clock.cost;
-        k.madvise(P0, base, base + (8 << 20), Advice::Pageout).unwrap();
-        assert_eq!(k.rec.vm.get(crate::vmstat::Ev::PSWPOUT), 2048);
+        let (k, t0) = pageout_8m_to_disk(advice, |io| {
+            io.write_segment_ns = seg_ns;
+            io.write_mb_per_s = 100_000;
+            io.write_latency_ns = 1_000;
+            io.wbt_lat_usec = 0;
+        });
         assert_eq!(k.rec.vm.get(crate::vmstat::Ev::THP_SWPOUT), if thp { 4 } else { 0 });
         check::check(&k).unwrap();
         k.swap.writeback.values().max().copied().unwrap() - t0
