@@ -82,7 +82,7 @@ def _align(b: int, a: int = 2 * MIB) -> int:
 
 def boot_memory(machine: str) -> dict[str, int]:
     """MemTotal/MemFree (bytes) of the machine at boot: from its zone layout (the model's
-    managed pages, equal to a run that does nothing: tests/test_seeds.py), or from such a
+    managed pages, equal to a run that does nothing: tests/test_seed004.py), or from such a
     run for an aged machine. At 1 TiB the run took 4.3 s of host time, most of it the
     host backing a 2 GiB frame array."""
     from thplab import _native
