@@ -1137,14 +1137,20 @@ impl Kernel {
         let c = content::apply_write(content(f), byte, bytes, data);
         self.pm.frames[pfn as usize] = with_content(f, c);
         self.touch_folio_at(pfn, head, true);
-        // the store itself, then the rest of the page's bytes of the op's data
+        self.charge(self.store_ns(bytes, data));
+    }
+
+    /// A store of `bytes` of the op's data to a page: the store itself, then the rest of
+    /// the page's bytes.
+    #[inline]
+    fn store_ns(&self, bytes: u32, data: &thplab_workload::workload::WriteData) -> u64 {
         use thplab_workload::workload::{DataKind, WriteData};
         let fill = match data {
             WriteData::Byte(_) => self.costs.fill_byte_4k_ns,
             WriteData::Kind(DataKind::Text) => self.costs.fill_text_4k_ns,
             WriteData::Kind(DataKind::Random) => self.costs.fill_random_4k_ns,
         };
-        self.charge(self.costs.touch_page_ns + fill * bytes as u64 / PAGE_SIZE);
+        self.costs.touch_page_ns + fill * bytes as u64 / PAGE_SIZE
     }
 
     /// write_page() for the pages of a write op, one after the other: the same work in
@@ -1327,7 +1333,6 @@ impl Kernel {
         bytes: u32,
         data: &thplab_workload::workload::WriteData,
     ) {
-        use thplab_workload::workload::{DataKind, WriteData};
         let (node, _) = self.pcp_pop_zone(z);
         let locked = vm_flags & VM_LOCKED != 0;
         let l = if locked { LRU_UNEVICTABLE } else { LRU_INACTIVE_ANON };
@@ -1336,12 +1341,7 @@ impl Kernel {
         let f0 = with_content(f0, content::apply_write(content(f0), byte, bytes, data));
         let li = lru_index(f0);
         let (alloc_ns, fault_ns) = (self.costs.page_alloc_ns, self.costs.fault_4k_ns + self.costs.clear_4k_ns);
-        let fill = match data {
-            WriteData::Byte(_) => self.costs.fill_byte_4k_ns,
-            WriteData::Kind(DataKind::Text) => self.costs.fill_text_4k_ns,
-            WriteData::Kind(DataKind::Random) => self.costs.fill_random_4k_ns,
-        };
-        let store_ns = self.costs.touch_page_ns + fill * bytes as u64 / PAGE_SIZE;
+        let store_ns = self.store_ns(bytes, data);
         let mut pfns = [0u32; PTRS_PER_PTE];
         let mut refault = [0u64; PTRS_PER_PTE];
         self.pop_movable0_pcp_run(z, &mut pfns[..k], &mut refault[..k]);

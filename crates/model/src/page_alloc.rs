@@ -1563,15 +1563,23 @@ impl PhysMem {
         let zi = self.zone_of(pfn);
         self.frames[pfn as usize] = 0;
         vm.add(Ev::PGFREE, 1);
+        self.free_to_pcp(zi, pfn, 0);
+    }
+
+    /// free_frozen_pages() of a block of an order the per-CPU lists keep: to the buddy
+    /// lists from an isolated pageblock, else to the list of its pageblock's type (the
+    /// types past the per-CPU ones as movable).
+    #[inline(always)]
+    fn free_to_pcp(&mut self, zi: usize, pfn: u64, order: u32) {
         let mut mt = self.pb_mt(pfn);
         if mt >= MIGRATE_PCPTYPES {
             if mt == MIGRATE_ISOLATE {
-                self.free_one_page_split(zi, pfn, 0, false);
+                self.free_one_page_split(zi, pfn, order, false);
                 return;
             }
             mt = MIGRATE_MOVABLE;
         }
-        self.free_frozen_page_commit(zi, pfn, 0, mt);
+        self.free_frozen_page_commit(zi, pfn, order, mt);
     }
 
     /// __free_pages() / free_frozen_pages(): return a block (its frames owned by the
@@ -1591,15 +1599,7 @@ impl PhysMem {
             self.free_one_page_split(zi, pfn, order, false);
             return;
         }
-        let mut mt = self.pb_mt(pfn);
-        if mt >= MIGRATE_PCPTYPES {
-            if mt == MIGRATE_ISOLATE {
-                self.free_one_page_split(zi, pfn, order, false);
-                return;
-            }
-            mt = MIGRATE_MOVABLE;
-        }
-        self.free_frozen_page_commit(zi, pfn, order, mt);
+        self.free_to_pcp(zi, pfn, order);
     }
 
     /// Number of pageblocks of each migratetype in a zone (pagetypeinfo_showblockcount).
