@@ -1057,24 +1057,33 @@ def run_native(quick: bool, reps: int | None, timeout: float = 300.0, only: str 
 ZRAM_ONLY_FIELDS = ("swapin_ns", "zero_filled_4k_ns")
 
 
+def _profile_only(
+    cal: dict, base_toml: str, step: str, keep, what: str
+) -> tuple[dict, list[tuple[str, float, float, str]]]:
+    """The base profile with the fields (and tables, spreads and rows) that `keep` names
+    refitted from a calibration of `step` alone; the fits take the base's other fields."""
+    new, rows = profile_from_samples(cal, base_toml)
+    prof = tomllib.loads(base_toml)
+    for k, v in new.items():
+        if keep(k):
+            prof[k] = v
+    spread = prof.setdefault("spread", {})
+    for k, v in new.get("spread", {}).items():
+        if keep(k):
+            spread[k] = v
+    rows = [r for r in rows if keep(r[0])]
+    date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    prof["source"] = f"{prof.get('source', '?')}; {what} from thplab calibrate --only {step} {date}"
+    return prof, rows
+
+
 def profile_only_zram(cal: dict, base_toml: str) -> tuple[dict, list[tuple[str, float, float, str]]]:
     """The base profile with its zram tables and swapin_ns refitted from a zram-only
     calibration (the fits take the base's other fields: fault_4k_ns, clear_4k_ns,
     swap_free_ns, pte_walk_ns...)."""
-    new, rows = profile_from_samples(cal, base_toml)
-    prof = tomllib.loads(base_toml)
-    prof["zram"] = new["zram"]
-    for f in ZRAM_ONLY_FIELDS:
-        if f in new:
-            prof[f] = new[f]
-    spread = prof.setdefault("spread", {})
-    for k, v in new.get("spread", {}).items():
-        if k.startswith("zram.") or k in ZRAM_ONLY_FIELDS:
-            spread[k] = v
-    rows = [r for r in rows if r[0].startswith("zram") or r[0] in ZRAM_ONLY_FIELDS]
-    date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    prof["source"] = f"{prof.get('source', '?')}; zram tables and swapin_ns from thplab calibrate --only zram {date}"
-    return prof, rows
+    return _profile_only(
+        cal, base_toml, "zram", lambda k: k.startswith("zram") or k in ZRAM_ONLY_FIELDS, "zram tables and swapin_ns"
+    )
 
 
 # the fields `--only compaction` refits
@@ -1084,17 +1093,13 @@ COMPACTION_ONLY_FIELDS = ("compact_scan_migrate_ns", "compact_scan_pfn_ns", "mig
 def profile_only_compaction(cal: dict, base_toml: str) -> tuple[dict, list[tuple[str, float, float, str]]]:
     """The base profile with the compaction fields refitted from a compaction-only calibration
     (the fit takes the base's compact_scan_free_ns and compact_block_ns)."""
-    new, rows = profile_from_samples(cal, base_toml)
-    prof = tomllib.loads(base_toml)
-    spread = prof.setdefault("spread", {})
-    for f in COMPACTION_ONLY_FIELDS:
-        prof[f] = new[f]
-        if f in new.get("spread", {}):
-            spread[f] = new["spread"][f]
-    rows = [r for r in rows if r[0] in COMPACTION_ONLY_FIELDS or r[0].startswith("(compaction")]
-    date = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    prof["source"] = f"{prof.get('source', '?')}; compaction fields from thplab calibrate --only compaction {date}"
-    return prof, rows
+    return _profile_only(
+        cal,
+        base_toml,
+        "compaction",
+        lambda k: k in COMPACTION_ONLY_FIELDS or k.startswith("(compaction"),
+        "compaction fields",
+    )
 
 
 def _print_rows(rows, cal, path):
