@@ -488,6 +488,10 @@ impl Links {
             debug_assert!(false, "set on unattached link {pfn}");
         }
     }
+    /// The layout of the cells' pool (its reserved room), which a copy allocates again.
+    pub fn pool_layout(&self) -> std::alloc::Layout {
+        std::alloc::Layout::array::<[[u32; 2]; 64]>(self.pool.capacity()).expect("the pool's layout")
+    }
     pub fn heap_bytes(&self) -> usize {
         self.chunk_of.len() * 5 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
