@@ -178,6 +178,8 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
             [Warm::Blocks(frames, c), Warm::Tables(c * tables), Warm::Blocks(prefix.k.pm.links.pool_layout(), c)]
         })
         .collect();
+    // the prefix's own tables first (it takes them from the slab as it maps)
+    let plan = [&[crate::host_alloc::Warm::Tables(tables)][..], &plan].concat();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let prefix_run = std::thread::scope(|s| {
         s.spawn(|| {
