@@ -111,6 +111,8 @@ impl Drop for KeepFreed {
 pub const TABLE_BLOCK: usize = 2048;
 const SLAB_CHUNK: usize = 32 << 20;
 const SLAB_CHUNKS: usize = 1024;
+// a chunk is large enough for the hugepage advice
+const _: () = assert!(SLAB_CHUNK >= HUGE_MIN);
 
 /// Blocks of TABLE_BLOCK bytes carved from chunks of SLAB_CHUNK: a free list threaded
 /// through the free blocks (each holds the next's address), the current chunk's unused
@@ -180,7 +182,7 @@ impl Slab {
                 unsafe { System.dealloc(base as *mut u8, CHUNK_LAYOUT) };
                 return None;
             }
-            advise(base as *mut u8, SLAB_CHUNK.max(HUGE_MIN));
+            advise(base as *mut u8, SLAB_CHUNK);
             (self.bump, self.bump_end) = (base, base + SLAB_CHUNK);
         }
         let p = self.bump;
@@ -228,7 +230,7 @@ fn prewarm_slab_chunk(stop: &AtomicBool) -> usize {
     if base == 0 {
         return 0;
     }
-    advise(base as *mut u8, SLAB_CHUNK.max(HUGE_MIN));
+    advise(base as *mut u8, SLAB_CHUNK);
     let mut n = 0;
     while n < PER_CHUNK && !stop.load(Ordering::Relaxed) {
         let p = base + n * TABLE_BLOCK;
