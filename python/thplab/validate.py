@@ -615,6 +615,16 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   took 13.6, 13.9 and 11.0 ms (the model 13.9 ms), and the same munmap of 8192 entries of
   THPs written whole or of 4 KiB pages took 0.70 and 0.77-0.85 us an entry, as calibrate's
   ~0.8 us: no missing or extra charge.
+* 2026-11-27 (stop 34), a pair on a freshly booted guest (`calibrate --out
+  out/host-h11.toml`, 2 min; then `validate --costs out/host-h11.toml
+  --save-kernel-results out/vk-h11`, 24 min): every counter within, 40/45 scenarios, 135
+  of 140 gated phase times within +-25 % (22 unstable: THP fault phases whose live runs
+  met memory the host had taken back, 1.7-21x apart), geomean 0.88x. Out:
+  swap_file_thp p:fault 0.34x (41 ms live for 64 THPs: refaults; live spread 1.50x),
+  compaction-fill-p0 p:fault 0.70x (the model migrates ~18 % fewer pages and free-scans
+  ~37 % fewer pfns over the run), partial-munmap p:unmap 1.31x, seed 000 disk_best
+  p:munmap 1.28x and file_best p:fault_4k 1.25x (live spread 1.61x). Replayed with the
+  runs' start set to `idle`: 130 of 140, geomean 0.94x; validate keeps `backed`.
 """
 
 from __future__ import annotations
