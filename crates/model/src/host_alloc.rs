@@ -260,17 +260,17 @@ fn take_table(layout: Layout) -> Option<*mut u8> {
     SLAB.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
+/// The slab, locked, if a block of `layout` at `p` is its (None: System's).
+fn slab_of(p: *mut u8, layout: Layout) -> Option<std::sync::MutexGuard<'static, Slab>> {
+    if !slab_layout(layout) || SLAB_HELD.load(Ordering::SeqCst) == 0 {
+        return None;
+    }
+    Some(SLAB.lock().unwrap_or_else(|e| e.into_inner())).filter(|s| s.owns(p as usize))
+}
+
 /// Give a block back to the slab if it is the slab's (false: the caller frees it).
 fn put_table(p: *mut u8, layout: Layout) -> bool {
-    if !slab_layout(layout) || SLAB_HELD.load(Ordering::SeqCst) == 0 {
-        return false;
-    }
-    let mut s = SLAB.lock().unwrap_or_else(|e| e.into_inner());
-    if !s.owns(p as usize) {
-        return false;
-    }
-    s.put(p as usize);
-    true
+    slab_of(p, layout).map(|mut s| s.put(p as usize)).is_some()
 }
 
 /// Blocks kept now (tests).
@@ -278,13 +278,14 @@ pub fn kept_blocks() -> usize {
     KEPT.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|s| s.0 != 0).count()
 }
 
+/// Does the kept-block slot hold a block of exactly `layout`?
+fn holds(slot: &(usize, usize, usize), layout: Layout) -> bool {
+    slot.0 != 0 && slot.1 == layout.size() && slot.2 == layout.align()
+}
+
 /// Blocks of `layout` kept now.
 fn kept_of(layout: Layout) -> usize {
-    KEPT.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .filter(|s| s.0 != 0 && s.1 == layout.size() && s.2 == layout.align())
-        .count()
+    KEPT.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|s| holds(s, layout)).count()
 }
 
 /// What `prewarm()` backs, in order.
@@ -350,7 +351,7 @@ fn take_kept(layout: Layout) -> Option<*mut u8> {
         return None;
     }
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-    let slot = kept.iter_mut().find(|s| s.0 != 0 && s.1 == layout.size() && s.2 == layout.align())?;
+    let slot = kept.iter_mut().find(|s| holds(s, layout))?;
     Some(std::mem::take(slot).0 as *mut u8)
 }
 
@@ -408,10 +409,7 @@ unsafe impl GlobalAlloc for HugePageAlloc {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if slab_layout(layout) && SLAB_HELD.load(Ordering::SeqCst) > 0 && {
-            let s = SLAB.lock().unwrap_or_else(|e| e.into_inner());
-            s.owns(ptr as usize)
-        } {
+        if slab_of(ptr, layout).is_some() {
             // a slab block is not System's: move it
             // SAFETY: the new layout is valid (GlobalAlloc::realloc's contract); the copy
             // stays within both blocks; the old block is given back once

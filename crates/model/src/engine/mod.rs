@@ -170,16 +170,15 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
     // array, PTE tables (at most one per 2 MiB of the machine) and a list cells' pool, in
     // the order a copy fills them. On a guest whose host takes free memory back, a copy's
     // first touches are most of its time (host_alloc.rs). Results do not depend on it.
+    use crate::host_alloc::Warm;
     let frames = std::alloc::Layout::array::<u64>(prefix.k.pm.frames.capacity()).expect("the frames' layout");
     let tables = prefix.k.pm.frames.len() / crate::consts::PTRS_PER_PTE;
-    let plan: Vec<crate::host_alloc::Warm> = (1..=threads.clamp(1, ws.len()).min(ws.len() - 1))
-        .flat_map(|c| {
-            use crate::host_alloc::Warm;
-            [Warm::Blocks(frames, c), Warm::Tables(c * tables), Warm::Blocks(prefix.k.pm.links.pool_layout(), c)]
-        })
-        .collect();
     // the prefix's own tables first (it takes them from the slab as it maps)
-    let plan = [&[crate::host_alloc::Warm::Tables(tables)][..], &plan].concat();
+    let plan: Vec<Warm> = std::iter::once(Warm::Tables(tables))
+        .chain((1..=threads.clamp(1, ws.len()).min(ws.len() - 1)).flat_map(|c| {
+            [Warm::Blocks(frames, c), Warm::Tables(c * tables), Warm::Blocks(prefix.k.pm.links.pool_layout(), c)]
+        }))
+        .collect();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let prefix_run = std::thread::scope(|s| {
         s.spawn(|| {
