@@ -409,6 +409,48 @@ fn proactive_compaction_backs_off_32s_on_unmovable_memory() {
     assert!(r.vmstat_delta["compact_daemon_migrate_scanned"] > 0);
 }
 
+/// The migrate scanner's runs of kernel pages (isolate_migratepages_block) only make it
+/// fast: seed 004 (c)'s driver blocks alone, and driver blocks among fragmented movable
+/// pages, compacted by kcompactd's proactive rounds on one and two nodes, give identical
+/// results with them on and off (counters, simulated time, every compaction tracepoint),
+/// and the checker (on in `go`) finds the state sound at every step.
+#[test]
+fn kernel_page_runs_change_nothing_but_speed() {
+    use crate::compaction::{KERNEL_RUNS, USE_KERNEL_RUN};
+    let w = |anon: &str, drv: &str| {
+        format!(
+            r#"{{"knobs":{{"vm.min_free_kbytes":"8192","vm.compaction_proactiveness":"0"}},"record":{{"trace":["compaction","thplab_proactive_round"]}},
+            "processes":[{{"name":"p","ops":[
+            {{"op":"kalloc","name":"k","size":"{drv}","order":7}},
+            {{"op":"mmap","name":"a","size":"{anon}"}},
+            {{"op":"madvise","region":"a","advice":"nohugepage"}},
+            {{"op":"write","region":"a","bytes":1,"data":1}},
+            {{"op":"kfree","region":"k","every":"2M","offset":"0","length":"1536K"}},
+            {{"op":"madvise","region":"a","advice":"dontneed","every":"16K","offset":"4K","length":"12K"}},
+            {{"op":"set","knob":"vm.compaction_proactiveness","value":"40"}},
+            {{"op":"sleep","duration":"70s"}}]}}]}}"#
+        )
+    };
+    let cases =
+        [(w("4K", "940M"), "1G,cpus=2"), (w("300M", "500M"), "1G,cpus=2"), (w("300M", "500M"), "2x512M,cpus=2")];
+    // the driver's blocks come first, at the low pfns where the migrate scanner starts
+    for (w, m) in cases {
+        KERNEL_RUNS.with(|c| c.set(0));
+        let on = go(&w, m, &[]);
+        assert!(KERNEL_RUNS.with(|c| c.get()) > 0, "{m}: the runs were taken");
+        USE_KERNEL_RUN.with(|c| c.set(false));
+        KERNEL_RUNS.with(|c| c.set(0));
+        let off = go(&w, m, &[]);
+        USE_KERNEL_RUN.with(|c| c.set(true));
+        assert_eq!(KERNEL_RUNS.with(|c| c.get()), 0, "{m}: off means off");
+        assert!(
+            on.vmstat_delta.get("compact_daemon_migrate_scanned").copied().unwrap_or(0) > 0,
+            "{m}: kcompactd scanned"
+        );
+        assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
+    }
+}
+
 #[test]
 fn kswapd_can_wake_kcompactd() {
     let mut k = kernel("1G", &[("vm.compaction_proactiveness", "0")]);
