@@ -625,6 +625,28 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   ~37 % fewer pfns over the run), partial-munmap p:unmap 1.31x, seed 000 disk_best
   p:munmap 1.28x and file_best p:fault_4k 1.25x (live spread 1.61x). Replayed with the
   runs' start set to `idle`: 130 of 140, geomean 0.94x; validate keeps `backed`.
+* 2026-11-28 (stop 35), a pair on another, faster host 10 minutes after its boot, right
+  after two 1 TiB seed 004 runs (`calibrate --out out/host-h12.toml`, 4.5 min: cpu_ghz
+  3.56, fault_4k_ns 1392, fault_2m_ns 134376, clear_2m_ns 38288; then `validate --costs
+  out/host-h12.toml --save-kernel-results out/vk-h12`, 21.5 min): every counter within,
+  29/45 scenarios, 122 of 143 gated phase times (19 unstable), geomean 0.80x; with the
+  runs' start set to `idle`, 120 of 143, 0.83x. Nearly every miss is the live side slower
+  than calibrate's figures: THP fault phases 0.46-0.75x with steady live runs (fault-latency:
+  64 faults at p50 290 us, none refaulting; the same scenario run three times 10 minutes
+  later: p50 237, 185, 178 us, calibrate's 173 us), the 4 KiB fragment phases of
+  compaction-frag/-manual 0.65-0.75x and of the fills 0.50-0.63x. Five of the failed
+  scenarios run again at once (`--only ... --save-kernel-results out/vk-h12b`):
+  split_underused_511 p:fault 0.46x -> 0.98x, khugepaged_collapse_time_100 p:fault 0.75x ->
+  0.88x, mthp_64k_fault p:zero 0.74x -> 0.89x, disk_best p:pageout_thp 0.72x -> 0.79x
+  (all within), compaction-frag-p0 p:fragment 0.75x -> 0.65x (3 GiB of 4 KiB faults, 2.7 us
+  each live against the model's 1.5 us; 1.85 s in the first pair, 2.13 s now). So the
+  misses are the live side's speed over the 22 minutes (split_underused_511 saw no
+  reporting pass in either run: reported_during_run_kib 0), not a charge the model lacks;
+  left. compaction-frag's 4 KiB fragment phase is the one steady miss (0.65-0.75x in both
+  runs, within in stop 34's pair): not the region's size, but the host's speed too: a C
+  loop writing one byte per 4 KiB page of a fresh mapping (64 MiB or 3 GiB, backed just
+  before) took 2.0-2.9 us a fault over ten minutes, 1.56 us right after a `calibrate
+  --quick` (fault_4k_ns 1411 + clear_4k_ns 73), then 1.6-2.1 us; left.
 """
 
 from __future__ import annotations
