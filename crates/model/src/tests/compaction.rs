@@ -431,24 +431,10 @@ fn kernel_page_runs_change_nothing_but_speed() {
             {{"op":"sleep","duration":"70s"}}]}}]}}"#
         )
     };
+    // the driver's blocks come first, at the low pfns where the migrate scanner starts
     let cases =
         [(w("4K", "940M"), "1G,cpus=2"), (w("300M", "500M"), "1G,cpus=2"), (w("300M", "500M"), "2x512M,cpus=2")];
-    // the driver's blocks come first, at the low pfns where the migrate scanner starts
-    for (w, m) in cases {
-        KERNEL_RUNS.with(|c| c.set(0));
-        let on = go(&w, m, &[]);
-        assert!(KERNEL_RUNS.with(|c| c.get()) > 0, "{m}: the runs were taken");
-        USE_KERNEL_RUN.with(|c| c.set(false));
-        KERNEL_RUNS.with(|c| c.set(0));
-        let off = go(&w, m, &[]);
-        USE_KERNEL_RUN.with(|c| c.set(true));
-        assert_eq!(KERNEL_RUNS.with(|c| c.get()), 0, "{m}: off means off");
-        assert!(
-            on.vmstat_delta.get("compact_daemon_migrate_scanned").copied().unwrap_or(0) > 0,
-            "{m}: kcompactd scanned"
-        );
-        assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
-    }
+    same_on_and_off(&cases, "compact_daemon_migrate_scanned", &USE_KERNEL_RUN, &KERNEL_RUNS);
 }
 
 #[test]
@@ -589,16 +575,28 @@ fn same_with_and_without(
         (frag_then_thp_size(0, "0", "300M"), "1G,cpus=2"),
         (frag_then_thp_size(20, "2s", "300M"), "2x512M,cpus=4,aged"),
     ];
+    same_on_and_off(&cases, "compact_stall", switch, used);
+}
+
+/// Each (workload, machine) of `cases` gives identical results with a fast path's debug
+/// `switch` on and off; its `used` counter says it was taken (only when on), and the
+/// counter `ran` that compaction ran.
+fn same_on_and_off(
+    cases: &[(String, &str)],
+    ran: &str,
+    switch: &'static std::thread::LocalKey<std::cell::Cell<bool>>,
+    used: &'static std::thread::LocalKey<std::cell::Cell<u64>>,
+) {
     for (w, m) in cases {
         used.with(|c| c.set(0));
-        let on = go(&w, m, &[]);
+        let on = go(w, m, &[]);
         assert!(used.with(|c| c.get()) > 0, "{m}: the fast path was taken");
         switch.with(|c| c.set(false));
         used.with(|c| c.set(0));
-        let off = go(&w, m, &[]);
+        let off = go(w, m, &[]);
         switch.with(|c| c.set(true));
         assert_eq!(used.with(|c| c.get()), 0, "{m}: off means off");
-        assert!(on.vmstat_delta.get("compact_stall").copied().unwrap_or(0) > 0, "{m}: compaction ran");
+        assert!(on.vmstat_delta.get(ran).copied().unwrap_or(0) > 0, "{m}: compaction ran ({ran})");
         assert_eq!(serde_json::to_value(&on).unwrap(), serde_json::to_value(&off).unwrap(), "{m}");
     }
 }
