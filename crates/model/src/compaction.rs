@@ -949,11 +949,12 @@ impl Kernel {
             pfn += 1;
             if !skip_on_failure {
                 if t == TAG_KERNEL && kernel_run_on() {
-                    // the kernel pages that follow (not PageLRU, not movable, not compound
-                    // heads: seed 004 (c)'s order-7 driver blocks) fail the same way, one
-                    // counted step each: taken together (host speed only). [low, end) lies
-                    // in one pageblock, so the run passes no pageblock start, where the
-                    // loop's isolation_suitable() check would come.
+                    // the kernel pages that follow (not PageLRU, not movable: seed 004
+                    // (c)'s order-7 driver blocks) fail the same way, one counted step
+                    // each: taken together (host speed only; a hugetlb head ends the run,
+                    // the loop steps over its folio). [low, end) lies in one pageblock, so
+                    // the run passes no pageblock start, where the loop's
+                    // isolation_suitable() check would come.
                     let from = pfn;
                     while pfn < end && plain_kernel(self.pm.frames[pfn as usize]) {
                         pfn += 1;
