@@ -190,6 +190,39 @@ def test_replay_saved_kernel_results(tmp_path, capsys):
         v.cmd(p.parse_args(["--kernel-results", str(tmp_path / "missing")]))
 
 
+def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys):
+    """Each live run's probe (a 4 KiB fault's time as it started) over the profile's
+    fault_4k_ns + clear_4k_ns, median over the runs: per scenario, in the time table, and
+    its range in the summary; nothing without a profile or without probes."""
+    k = kernel_result(thp_fault_alloc=16)
+    k["kernel"] = {"probe_fault_4k_ns": 3000.0}
+    runs = [v.run_times(k), {"phases": {"p:fault": 8_000_000}, "probe_ns": 2000.0}]
+    runs.append({"phases": {"p:fault": 8_000_000}, "probe_ns": 4500.0})
+    costs = "fault_4k_ns = 1400\nclear_4k_ns = 100\n"
+    assert v.host_speed(runs, costs) == pytest.approx(2.0)
+    assert v.host_speed(runs, None) is None
+    assert v.host_speed([{"phases": {}, "probe_ns": None}], costs) is None
+    k["extra"]["time_runs"] = runs
+    k["extra"]["workload"] = {"name": "t", "processes": [{"name": "p", "ops": []}]}
+    (tmp_path / "enabled-always.json").write_text(json.dumps(k))
+    rep = v.validate(
+        v.load_scenarios("enabled-always"),
+        kernel_dir=str(tmp_path),
+        costs_text=costs,
+        run_model_fn=lambda w, kr, c: model_like(kr),
+    )
+    assert rep["scenarios"]["enabled-always"]["host_speed"] == pytest.approx(2.0)
+    assert rep["time_summary"]["host_speed"] == {"min": 2.0, "median": 2.0, "max": 2.0}
+    v.print_report(rep)
+    out = capsys.readouterr().out
+    assert "host speed" in out and "2.00x the profile's" in out
+    # replayed without a profile: no column values, no summary line
+    rep = v.validate(
+        v.load_scenarios("enabled-always"), kernel_dir=str(tmp_path), run_model_fn=lambda w, kr, c: model_like(kr)
+    )
+    assert rep["scenarios"]["enabled-always"]["host_speed"] is None and rep["time_summary"]["host_speed"] is None
+
+
 @pytest.mark.live
 def test_live_fault_path_scenarios_small(tmp_path):
     """Every fault-path scenario runs on the kernel at 16M; the kernel side is compared with a

@@ -953,5 +953,12 @@ mod tests {
         assert!(minflt() - min_faults >= (34 << 20) / PAGE as u64, "{} faults", minflt() - min_faults);
         // and all of it unmapped again (slack for other tests' threads: half of it)
         assert!(rss() < before + (17 << 10), "RssAnon {} kB after, {before} kB before", rss());
+        // the live runner's speed probe: 16 MiB backed (twice its size) and then faulted
+        // in 4 KiB pages, every one a fault of this thread, timed, and all of it unmapped
+        let min_faults = minflt();
+        let ns = crate::host::fault_4k_probe_ns(16 << 20).expect("the probe's mapping");
+        assert!(ns.is_finite() && ns > 0.0, "{ns} ns a fault");
+        assert!(minflt() - min_faults >= 3 * (16 << 20) / PAGE as u64, "{} faults", minflt() - min_faults);
+        assert!(rss() < before + (17 << 10), "RssAnon {} kB after the probe, {before} kB before", rss());
     }
 }

@@ -72,9 +72,15 @@ pub fn back_free_memory(bytes: u64) -> u64 {
 /// 2 s, before the worker reports them again). Returns the bytes faulted in (0 if the mmap
 /// failed).
 pub fn back_memory(bytes: u64, huge: bool) -> u64 {
+    touch_fresh(bytes, huge).0
+}
+
+/// back_memory()'s work: the bytes faulted in (0 if the mmap failed), and the writes' time
+/// per 4 KiB page (elapsed less this thread's run-queue wait, ns).
+fn touch_fresh(bytes: u64, huge: bool) -> (u64, f64) {
     const HPAGE: usize = 2 << 20;
     if bytes == 0 {
-        return 0;
+        return (0, 0.0);
     }
     let len = (bytes as usize).div_ceil(HPAGE) * HPAGE;
     unsafe {
@@ -88,16 +94,32 @@ pub fn back_memory(bytes: u64, huge: bool) -> u64 {
             0,
         );
         if raw == libc::MAP_FAILED {
-            return 0;
+            return (0, 0.0);
         }
         let base = (raw as usize).next_multiple_of(HPAGE);
         libc::madvise(base as *mut libc::c_void, len, if huge { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE });
-        for off in (0..len).step_by(4096) {
-            std::ptr::write_volatile((base + off) as *mut u8, 1);
-        }
+        let ns = crate::calibrate::timed(len / 4096, || {
+            for off in (0..len).step_by(4096) {
+                std::ptr::write_volatile((base + off) as *mut u8, 1);
+            }
+        });
         libc::munmap(raw, len + HPAGE);
+        (len as u64, ns)
     }
-    len as u64
+}
+
+/// The host's speed as a run starts: a 4 KiB write fault's time (ns, the page's clearing
+/// included) over `bytes` of memory backed just before, as `thplab calibrate` measures its
+/// fault_4k_total. `thplab validate` sets it beside the profile's fault_4k_ns + clear_4k_ns:
+/// this host's speed moves by tens of percent from one ten minutes to the next
+/// (python/thplab/validate.py, stop 35), and with it every live time. None if the mmap
+/// failed.
+pub fn fault_4k_probe_ns(bytes: u64) -> Option<f64> {
+    back_memory(2 * bytes, false);
+    match touch_fresh(bytes, false) {
+        (0, _) => None,
+        (_, ns) => Some(ns),
+    }
 }
 
 /// Every non-trigger knob's value as a live run starts: files read back, policies at the value

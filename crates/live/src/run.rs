@@ -397,6 +397,9 @@ fn kill_all(procs: &mut [ProcState]) {
     }
 }
 
+/// Memory the speed probe faults in before each run (4096 pages: ~10 ms).
+const PROBE_BYTES: u64 = 16 << 20;
+
 fn supervise(
     a: &RunArgs,
     p: &Plan,
@@ -429,6 +432,8 @@ fn supervise(
         .collect();
 
     *ZRAM_DEVS.lock().unwrap() = zram_devs.clone();
+    // the host's speed now (before the back-fill, which places the run's first blocks)
+    let probe_fault_4k_ns = host::fault_4k_probe_ns(PROBE_BYTES);
     // memory the host took back (free page reporting) backed again, as the model starts
     let backed_before_run = host::back_free_memory(p.footprint);
     let reported_kib_before = host::reported_kib();
@@ -679,6 +684,8 @@ fn supervise(
             "swaps": swaps_text,
             "free_page_reporting": host::free_page_reporting(),
             "backed_before_run_bytes": backed_before_run,
+            // a 4 KiB write fault's time as the run started (host::fault_4k_probe_ns)
+            "probe_fault_4k_ns": probe_fault_4k_ns,
             // KiB the guest reported to its host while the run went on (this host's counter)
             "reported_during_run_kib": reported_kib_before.zip(host::reported_kib()).map(|(a, b)| b.saturating_sub(a)),
             "mem_available_kb": meminfo().get("MemAvailable"),
