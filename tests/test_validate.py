@@ -199,9 +199,10 @@ def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys
     runs = [v.run_times(k), {"phases": {"p:fault": 8_000_000}, "probe_ns": 2000.0}]
     runs.append({"phases": {"p:fault": 8_000_000}, "probe_ns": 4500.0})
     costs = "fault_4k_ns = 1400\nclear_4k_ns = 100\n"
-    assert v.host_speed(runs, costs) == pytest.approx(2.0)
+    assert v.probe_reference_ns(costs) == 1500 and v.probe_reference_ns(None) is None
+    assert v.host_speed(runs, 1500) == pytest.approx(2.0)
     assert v.host_speed(runs, None) is None
-    assert v.host_speed([{"phases": {}, "probe_ns": None}], costs) is None
+    assert v.host_speed([{"phases": {}, "probe_ns": None}], 1500) is None
     k["extra"]["time_runs"] = runs
     k["extra"]["workload"] = {"name": "t", "processes": [{"name": "p", "ops": []}]}
     (tmp_path / "enabled-always.json").write_text(json.dumps(k))

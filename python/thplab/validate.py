@@ -781,22 +781,30 @@ def run_times(result: dict) -> dict:
     return {"phases": phases, "series": milestone_series(result), "probe_ns": probe}
 
 
-def host_speed(runs: list[dict] | None, costs_text: str | None) -> float | None:
-    """How slow the host was as the live runs started, against the cost profile it is
-    compared with: the median over ``runs`` (``run_times``) of the live runner's probe (a
-    4 KiB write fault over 16 MiB backed just before, as `calibrate` times its
-    fault_4k_total) over the profile's fault_4k_ns + clear_4k_ns. None without a profile
-    or probes (runs saved before the probe). 1.3 means every live time of the scenario
-    likely came out ~30 % above what the calibration would predict: the host's speed moves
-    by that much from one ten minutes to the next (the notes above, stop 35)."""
+def probe_reference_ns(costs_text: str | None) -> float | None:
+    """What the live runner's probe should take by the cost profile: its fault_4k_ns +
+    clear_4k_ns (calibrate's fault_4k_total). None without a profile."""
     import tomllib
 
-    probes = [r["probe_ns"] for r in runs or [] if r.get("probe_ns")]
-    if not costs_text or not probes:
+    if not costs_text:
         return None
     prof = tomllib.loads(costs_text)
     ref = prof.get("fault_4k_ns", 0) + prof.get("clear_4k_ns", 0)
-    return median(probes) / ref if ref > 0 else None
+    return ref if ref > 0 else None
+
+
+def host_speed(runs: list[dict] | None, ref_ns: float | None) -> float | None:
+    """How slow the host was as the live runs started, against the cost profile it is
+    compared with: the median over ``runs`` (``run_times``) of the live runner's probe (a
+    4 KiB write fault over 16 MiB backed just before, as `calibrate` times its
+    fault_4k_total) over ``ref_ns`` (``probe_reference_ns``). None without a reference or
+    probes (runs saved before the probe). 1.3 means every live time of the scenario likely
+    came out ~30 % above what the calibration would predict: the host's speed moves by
+    that much from one ten minutes to the next (the notes above, stop 35)."""
+    probes = [r["probe_ns"] for r in runs or [] if r.get("probe_ns")]
+    if not ref_ns or not probes:
+        return None
+    return median(probes) / ref_ns
 
 
 def milestone_series(result: dict) -> dict | None:
@@ -1380,6 +1388,7 @@ def validate(
     run_model_fn = run_model_fn or run_model
 
     report = {"tolerance": TOLERANCE_TEXT, "time_tolerance": TIME_TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
+    probe_ref = probe_reference_ns(costs_text)
     for name, w0 in scenarios.items():
         fill = is_fill(name)
         if fill and size:
@@ -1439,7 +1448,7 @@ def validate(
                 write_atomic(Path(save_dir) / f"{name}.json", json.dumps(kernel, indent=1))
         cmp["attempts"] = attempts
         cmp["description"] = w0.get("description", "")
-        cmp["host_speed"] = host_speed(kernel.get("extra", {}).get("time_runs"), costs_text)
+        cmp["host_speed"] = host_speed(kernel.get("extra", {}).get("time_runs"), probe_ref)
         report["scenarios"][name] = cmp
     report["ok"] = bool(report["scenarios"]) and all(s["ok"] for s in report["scenarios"].values())
     report["time_summary"] = time_summary(report)
@@ -1518,7 +1527,7 @@ def print_time_table(report: dict, con=None, out=None) -> None:
 
         t = Table(title="times: model / live kernel (elapsed less run-queue wait; median of the live runs)")
         numeric = ("kernel", "model", "ratio", "live spread", "host speed")
-        for c in ("scenario", "phase", *numeric[:4], "status", numeric[4]):
+        for c in ("scenario", "phase", "kernel", "model", "ratio", "live spread", "status", "host speed"):
             t.add_column(c, justify="right" if c in numeric else "left")
         for name, tm in rows:
             hs = report["scenarios"][name].get("host_speed")
