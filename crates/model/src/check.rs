@@ -95,7 +95,11 @@ fn check_buddy(k: &Kernel) -> Result<(u64, Held), String> {
                 if p & ((1 << o) - 1) != 0 || p + (1 << o) > z.end_pfn() {
                     return Err(format!("free block at pfn {p} order {o} is misaligned or crosses zone {}", z.name));
                 }
-                for q in p + 1..p + (1 << o) {
+                // the second frame of a block of order >= 1 holds its list links (TailCells)
+                if o > 0 && tag(pm.frames[p as usize + 1]) != TAG_FREE_TAIL {
+                    return Err(format!("pfn {} inside free block {p}/{o} is not a free tail", p + 1));
+                }
+                for q in p + 2..p + (1 << o) {
                     if pm.frames[q as usize] != 0 {
                         return Err(format!("pfn {q} inside free block {p}/{o} is not a free tail"));
                     }
@@ -134,7 +138,7 @@ fn check_free_lists(k: &Kernel) -> Result<(), String> {
                     if !is_free_head(f) || free_order(f) as usize != o || free_mt(f) as usize != mt {
                         return Err(format!("zone {} free list {o}/{mt} holds pfn {p} (frame {f:#x})", z.name));
                     }
-                    if List::prev(&pm.links, p) != prev {
+                    if pm.free_prev(o as u32, p) != prev {
                         return Err(format!("zone {} free list {o}/{mt}: broken back link at pfn {p}", z.name));
                     }
                     n += 1;
@@ -145,7 +149,7 @@ fn check_free_lists(k: &Kernel) -> Result<(), String> {
                         ));
                     }
                     prev = p;
-                    p = List::next(&pm.links, p);
+                    p = pm.free_next(o as u32, p);
                 }
                 if n != fa.nr_free[mt] || l.tail != prev || l.len != n {
                     return Err(format!("zone {} free list {o}/{mt}: {n} entries, nr_free {}", z.name, fa.nr_free[mt]));
@@ -478,7 +482,8 @@ fn check_lru_lists(k: &Kernel) -> Result<(), String> {
 }
 
 /// The links' per-chunk counts of cells in use (what a copy keeps) equal the entries of
-/// every list threaded through them: free lists, LRU lists, deferred split queues.
+/// every list threaded through them: order-0 free lists, LRU lists, deferred split queues
+/// (larger free blocks keep their cells in their second frame).
 fn check_link_cells(k: &Kernel) -> Result<(), String> {
     let pm = &k.pm;
     let mut want = vec![0u32; pm.links.nr_chunks()];
@@ -490,9 +495,7 @@ fn check_link_cells(k: &Kernel) -> Result<(), String> {
         }
     };
     for z in &pm.zones {
-        for fa in &z.free_area {
-            fa.lists.iter().for_each(&mut count);
-        }
+        z.free_area[0].lists.iter().for_each(&mut count);
     }
     for n in &k.pgdat {
         n.lruvec.iter().for_each(&mut count);

@@ -765,7 +765,7 @@ impl Kernel {
             }
             let mut fp = self.pm.free_list(cc.zi, o, MIGRATE_MOVABLE).head;
             while fp != NIL {
-                let next = List::next(&self.pm.links, fp);
+                let next = self.pm.free_next(o, fp);
                 let was = nr_scanned;
                 nr_scanned += 1;
                 if was >= limit {
@@ -1159,7 +1159,7 @@ impl Kernel {
                 if order_scanned >= limit {
                     break;
                 }
-                fp = List::prev(&self.pm.links, fp);
+                fp = self.pm.free_prev(o, fp);
             }
             if page.is_none() && high_pfn != 0 {
                 page = Some(high_pfn);

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  63..61 tag      FREE_TAIL(0) FREE(1) RESERVED(2) ANON(3) KERNEL(4) ZERO(5) PGTABLE(6)
-//!  FREE:    bits 0..3 order (a buddy block's first frame; the block's other frames are FREE_TAIL)
+//!  FREE:    bits 0..3 order (a buddy block's first frame; the block's other frames are FREE_TAIL,
+//!           the second of which, for order >= 1, holds the block's free-list links: TailCells)
 //!  KERNEL:  bits 0..3 order on the block's first frame, bit 4 = head, bit 5 = hugetlb
 //!           (a pool page of the 2 MiB hstate: every frame has order 9 and bit 5, see hugetlb.rs)
 //!  ANON:    bits 0..15  contents (see content.rs)
@@ -390,17 +391,17 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
     (f & !(RMAP_NONE << RMAP_SHIFT)) | (v << RMAP_SHIFT)
 }
 
-/// Doubly-linked list links for LRU folios, stored in lazily allocated chunks of 64
-/// frames so that memory holding THPs (one folio per 512 frames) costs ~1 byte per page
-/// and free memory costs nothing. O(1) insert and remove. The chunks live in one pool
+/// Doubly-linked list links for LRU folios, the deferred split queue and order-0 free
+/// pages, stored in lazily allocated chunks of 64 frames so that memory holding THPs (one
+/// folio per 512 frames) costs ~1 byte per page and free memory costs nothing. O(1) insert and remove. The chunks live in one pool
 /// (a chunk's place in it is the order chunks were first needed), so that a model
 /// state's links are one large allocation: cloned with one copy, and backed by huge
 /// pages on the host (host_alloc.rs) instead of millions of small heap blocks. The pool's
 /// room for every chunk is reserved up front (address space only: the host backs what
 /// is written), so it never moves. A copy (Clone) leaves out the chunks with no cell in
-/// use: after seed 004's fragmentation half of them (the unmapped 3/4 of every 2 MiB
-/// keeps one cell per free block), ~1 GiB of a 1 TiB machine's state that each copy would
-/// otherwise have the host back (docs/compaction.md).
+/// use: after seed 004's fragmentation three quarters of them (the unmapped 3/4 of every
+/// 2 MiB; its free blocks keep their links in their own frames), ~1.5 GiB of a 1 TiB
+/// machine's state that each copy would otherwise have the host back (docs/compaction.md).
 pub struct Links {
     /// Per 64 frames, its chunk's index in `pool`, or NO_CHUNK.
     chunk_of: Vec<u32>,
@@ -488,16 +489,110 @@ impl Links {
             debug_assert!(false, "set on unattached link {pfn}");
         }
     }
-    /// The layout of the cells' pool (its reserved room), which a copy allocates again.
-    pub fn pool_layout(&self) -> std::alloc::Layout {
-        std::alloc::Layout::array::<[[u32; 2]; 64]>(self.pool.capacity()).expect("the pool's layout")
-    }
     pub fn heap_bytes(&self) -> usize {
         self.chunk_of.len() * 5 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
 }
 
-/// A doubly-linked list of folios (head pfns) threaded through `Links`.
+/// Where a list keeps its entries' links: a cell of two pfns, [prev, next], per entry.
+/// `Links` (the lazily allocated pool) holds them for LRU folios, the deferred split queue
+/// and order-0 free pages; `TailCells` keeps a free buddy block of order >= 1's cell in
+/// its second frame, a free tail nothing else reads.
+pub trait Cells {
+    /// The cell of a listed `pfn`.
+    fn cell(&self, pfn: u32) -> [u32; 2];
+    fn set_prev(&mut self, pfn: u32, prev: u32);
+    fn set_next(&mut self, pfn: u32, next: u32);
+    /// `pfn` goes onto a list with cell `v`.
+    fn attach(&mut self, pfn: u32, v: [u32; 2]);
+    /// `pfn` leaves its list: its cell, which is reset.
+    fn detach(&mut self, pfn: u32) -> [u32; 2];
+}
+
+impl Cells for Links {
+    #[inline(always)]
+    fn cell(&self, pfn: u32) -> [u32; 2] {
+        self.get(pfn)
+    }
+    #[inline(always)]
+    fn set_prev(&mut self, pfn: u32, prev: u32) {
+        self.cell_mut(pfn)[0] = prev;
+    }
+    #[inline(always)]
+    fn set_next(&mut self, pfn: u32, next: u32) {
+        self.cell_mut(pfn)[1] = next;
+    }
+    #[inline(always)]
+    fn attach(&mut self, pfn: u32, v: [u32; 2]) {
+        *self.attach_cell(pfn) = v;
+    }
+    #[inline(always)]
+    fn detach(&mut self, pfn: u32) -> [u32; 2] {
+        std::mem::replace(self.detach_cell(pfn), [NIL, NIL])
+    }
+}
+
+/// The links of free buddy blocks of order >= 1, in the block's second frame (pfn + 1):
+/// a free tail (tag 0), which only says "inside a free block", so its other 61 bits are
+/// free to hold [prev, next] in 30 bits each (TAIL_NIL for NIL). A walk of a free list then
+/// reads one frame per entry, next to the head frame the walker reads anyway, instead of a
+/// chunk index and a pool cell; and the pool keeps no chunk alive for a free block.
+/// Leaving the list writes the frame back to 0 (check.rs: every other tail is 0).
+pub struct TailCells<'a>(pub &'a mut [u64]);
+/// NIL in a tail cell's 30-bit field; machines have at most 2 TiB (2^29 frames), so no
+/// pfn reaches it (PhysMem::new checks).
+pub const TAIL_NIL: u64 = (1 << 30) - 1;
+#[inline(always)]
+fn tail_enc(p: u32) -> u64 {
+    if p == NIL {
+        TAIL_NIL
+    } else {
+        p as u64
+    }
+}
+#[inline(always)]
+fn tail_dec(v: u64) -> u32 {
+    if v == TAIL_NIL {
+        NIL
+    } else {
+        v as u32
+    }
+}
+/// The [prev, next] cell kept in a free block's second frame `f1`.
+#[inline(always)]
+pub fn tail_cell(f1: u64) -> [u32; 2] {
+    [tail_dec(f1 & TAIL_NIL), tail_dec((f1 >> 30) & TAIL_NIL)]
+}
+#[inline(always)]
+fn make_tail_cell(v: [u32; 2]) -> u64 {
+    tail_enc(v[0]) | tail_enc(v[1]) << 30
+}
+impl Cells for TailCells<'_> {
+    #[inline(always)]
+    fn cell(&self, pfn: u32) -> [u32; 2] {
+        tail_cell(self.0[pfn as usize + 1])
+    }
+    #[inline(always)]
+    fn set_prev(&mut self, pfn: u32, prev: u32) {
+        let f = &mut self.0[pfn as usize + 1];
+        *f = (*f & !TAIL_NIL) | tail_enc(prev);
+    }
+    #[inline(always)]
+    fn set_next(&mut self, pfn: u32, next: u32) {
+        let f = &mut self.0[pfn as usize + 1];
+        *f = (*f & TAIL_NIL) | tail_enc(next) << 30;
+    }
+    #[inline(always)]
+    fn attach(&mut self, pfn: u32, v: [u32; 2]) {
+        self.0[pfn as usize + 1] = make_tail_cell(v);
+    }
+    #[inline(always)]
+    fn detach(&mut self, pfn: u32) -> [u32; 2] {
+        tail_cell(std::mem::take(&mut self.0[pfn as usize + 1]))
+    }
+}
+
+/// A doubly-linked list of folios or free blocks (head pfns) threaded through `Cells`.
 #[derive(Clone, Copy, Debug)]
 pub struct List {
     pub head: u32,
@@ -515,10 +610,10 @@ impl Default for List {
 impl List {
     /// Add at the head (most recently used end), like list_add.
     #[inline(always)]
-    pub fn push_head(&mut self, links: &mut Links, pfn: u32, nr: u64) {
-        *links.attach_cell(pfn) = [NIL, self.head];
+    pub fn push_head<C: Cells>(&mut self, links: &mut C, pfn: u32, nr: u64) {
+        links.attach(pfn, [NIL, self.head]);
         if self.head != NIL {
-            links.cell_mut(self.head)[0] = pfn;
+            links.set_prev(self.head, pfn);
         } else {
             self.tail = pfn;
         }
@@ -528,10 +623,10 @@ impl List {
     }
     /// Add at the tail (next to be scanned), like list_add_tail.
     #[inline(always)]
-    pub fn push_tail(&mut self, links: &mut Links, pfn: u32, nr: u64) {
-        *links.attach_cell(pfn) = [self.tail, NIL];
+    pub fn push_tail<C: Cells>(&mut self, links: &mut C, pfn: u32, nr: u64) {
+        links.attach(pfn, [self.tail, NIL]);
         if self.tail != NIL {
-            links.cell_mut(self.tail)[1] = pfn;
+            links.set_next(self.tail, pfn);
         } else {
             self.head = pfn;
         }
@@ -541,36 +636,32 @@ impl List {
     }
     /// The entry after `pfn` (towards the tail), NIL at the tail.
     #[inline]
-    pub fn next(links: &Links, pfn: u32) -> u32 {
-        links.get(pfn)[1]
+    pub fn next<C: Cells>(links: &C, pfn: u32) -> u32 {
+        links.cell(pfn)[1]
     }
     /// The entry before `pfn` (towards the head), NIL at the head.
     #[inline]
-    pub fn prev(links: &Links, pfn: u32) -> u32 {
-        links.get(pfn)[0]
+    pub fn prev<C: Cells>(links: &C, pfn: u32) -> u32 {
+        links.cell(pfn)[0]
     }
     /// move_freelist_tail(): move the entries from the head up to and including `pfn`
     /// behind the tail (list_cut_position + list_splice_tail).
-    pub fn rotate_through(&mut self, links: &mut Links, pfn: u32) {
+    pub fn rotate_through<C: Cells>(&mut self, links: &mut C, pfn: u32) {
         let next = Self::next(links, pfn);
         if next == NIL {
             return;
         }
         let (old_head, old_tail) = (self.head, self.tail);
-        let t = links.get(old_tail);
-        links.set(old_tail, [t[0], old_head]);
-        let h = links.get(old_head);
-        links.set(old_head, [old_tail, h[1]]);
-        let p = links.get(pfn);
-        links.set(pfn, [p[0], NIL]);
-        let n = links.get(next);
-        links.set(next, [NIL, n[1]]);
+        links.set_next(old_tail, old_head);
+        links.set_prev(old_head, old_tail);
+        links.set_next(pfn, NIL);
+        links.set_prev(next, NIL);
         self.head = next;
         self.tail = pfn;
     }
     /// move_freelist_head(): move the entries before `pfn` behind the tail, so that `pfn`
     /// becomes the head (list_cut_before + list_splice_tail).
-    pub fn rotate_to(&mut self, links: &mut Links, pfn: u32) {
+    pub fn rotate_to<C: Cells>(&mut self, links: &mut C, pfn: u32) {
         let prev = Self::prev(links, pfn);
         if prev != NIL {
             self.rotate_through(links, prev);
@@ -578,15 +669,15 @@ impl List {
     }
     /// Take `pfn` off the list (its cell is reset, as detach() does).
     #[inline(always)]
-    pub fn remove(&mut self, links: &mut Links, pfn: u32, nr: u64) {
-        let [prev, next] = std::mem::replace(links.detach_cell(pfn), [NIL, NIL]);
+    pub fn remove<C: Cells>(&mut self, links: &mut C, pfn: u32, nr: u64) {
+        let [prev, next] = links.detach(pfn);
         if prev != NIL {
-            links.cell_mut(prev)[1] = next;
+            links.set_next(prev, next);
         } else {
             self.head = next;
         }
         if next != NIL {
-            links.cell_mut(next)[0] = prev;
+            links.set_prev(next, prev);
         } else {
             self.tail = prev;
         }
@@ -670,8 +761,13 @@ mod tests {
         l.remove(&mut copy, 3, 1);
         l.remove(&mut copy, 901, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
-        // rotations: [1 2 3 4] -> through 2 -> [3 4 1 2] -> to 1 -> [1 2 3 4]
-        let order = |l: &List, links: &Links| {
+        rotations(&mut links);
+    }
+
+    /// [1 2 3 4] -> through 2 -> [3 4 1 2] -> to 1 -> [1 2 3 4], on either store; the
+    /// list's links agree both ways after each step.
+    fn rotations<C: Cells>(links: &mut C) {
+        let order = |l: &List, links: &C| {
             let mut v = vec![];
             let mut p = l.head;
             while p != NIL {
@@ -680,19 +776,62 @@ mod tests {
             }
             v
         };
+        let back = |l: &List, links: &C| {
+            let mut v = vec![];
+            let mut p = l.tail;
+            while p != NIL {
+                v.push(p);
+                p = List::prev(links, p);
+            }
+            v.reverse();
+            v
+        };
         let mut l = List::default();
-        for p in 1..=4 {
-            l.push_tail(&mut links, p, 1);
+        for p in [2, 4, 6, 8] {
+            l.push_tail(links, p, 2);
         }
-        l.rotate_through(&mut links, 2);
-        assert_eq!(order(&l, &links), [3, 4, 1, 2]);
-        assert_eq!((l.head, l.tail), (3, 2));
-        assert_eq!(List::prev(&links, 3), NIL);
-        l.rotate_to(&mut links, 1);
-        assert_eq!(order(&l, &links), [1, 2, 3, 4]);
-        l.rotate_through(&mut links, 4);
-        assert_eq!(order(&l, &links), [1, 2, 3, 4]);
-        l.rotate_to(&mut links, 1);
-        assert_eq!(order(&l, &links), [1, 2, 3, 4]);
+        l.rotate_through(links, 4);
+        assert_eq!(order(&l, links), [6, 8, 2, 4]);
+        assert_eq!(back(&l, links), order(&l, links));
+        assert_eq!((l.head, l.tail), (6, 4));
+        assert_eq!(List::prev(links, 6), NIL);
+        l.rotate_to(links, 2);
+        assert_eq!(order(&l, links), [2, 4, 6, 8]);
+        l.rotate_through(links, 8);
+        assert_eq!(order(&l, links), [2, 4, 6, 8]);
+        l.rotate_to(links, 2);
+        assert_eq!(order(&l, links), [2, 4, 6, 8]);
+        assert_eq!(back(&l, links), [2, 4, 6, 8]);
+        l.remove(links, 4, 2);
+        l.push_head(links, 10, 2);
+        assert_eq!(order(&l, links), [10, 2, 6, 8]);
+        assert_eq!(back(&l, links), [10, 2, 6, 8]);
+        for p in [10, 2, 6, 8] {
+            l.remove(links, p, 2);
+        }
+        assert_eq!((l.head, l.tail, l.len, l.pages), (NIL, NIL, 0, 0));
+    }
+
+    /// Free blocks' cells in their second frame: the frame stays a free tail while listed
+    /// (the largest pfn a machine can have included), and is 0 again once off the list.
+    #[test]
+    fn tail_cells() {
+        let mut frames = vec![0u64; 16];
+        rotations(&mut TailCells(&mut frames));
+        assert!(frames.iter().all(|&f| f == 0), "every block left its list: {frames:?}");
+        let top = (TAIL_NIL - 1) as u32;
+        for v in [[NIL, NIL], [top, NIL], [NIL, top], [top, 0], [5, top]] {
+            let f = make_tail_cell(v);
+            assert_eq!((tag(f), tail_cell(f)), (TAG_FREE_TAIL, v));
+        }
+        let mut l = List::default();
+        let mut cells = TailCells(&mut frames);
+        l.push_head(&mut cells, 4, 4);
+        l.push_head(&mut cells, 0, 4);
+        assert_eq!(tail_cell(frames[1]), [NIL, 4]);
+        assert_eq!(tail_cell(frames[5]), [0, NIL]);
+        assert_ne!(frames[1], 0);
+        l.remove(&mut TailCells(&mut frames), 0, 4);
+        assert_eq!((frames[1], tail_cell(frames[5])), (0, [NIL, NIL]));
     }
 }

@@ -43,7 +43,8 @@ pub const WMARK_HIGH: usize = 2;
 pub const WMARK_PROMO: usize = 3;
 
 /// One free_area: a free list per migratetype (struct list_head free_list[]), threaded
-/// through the blocks' first frames (PhysMem's links), plus nr_free per migratetype.
+/// through PhysMem's links for order 0 and through each block's second frame above it
+/// (mm_types.rs `TailCells`), plus nr_free per migratetype.
 /// Allocation takes the head; frees go to the head, or to the tail when the block is
 /// likely to merge soon (buddy_merge_likely) or at boot (FPI_TO_TAIL).
 #[derive(Clone, Default)]

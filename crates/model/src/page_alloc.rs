@@ -4,7 +4,8 @@
 //! zonelist walk of get_page_from_freelist. The slow path (kswapd, direct reclaim,
 //! direct compaction, OOM) is `Kernel::alloc_pages` below.
 //!
-//! Free lists are real lists threaded through `links`: blocks go to the head, or to the
+//! Free lists are real lists, threaded through `links` for order-0 pages and through each
+//! block's second frame for larger blocks (`TailCells`): blocks go to the head, or to the
 //! tail when buddy_merge_likely() or FPI_TO_TAIL (boot memory, so a fresh machine hands
 //! out memory lowest address first; `MachineSpec::aged` shuffles them). Per-CPU page
 //! lists (struct per_cpu_pages) hold orders 0..=3 per migratetype and order-9 THPs,
@@ -253,6 +254,10 @@ impl PhysMem {
     pub fn new(m: &MachineSpec) -> Result<PhysMem, String> {
         let lay = layout(m)?;
         let max_pfn = lay.iter().map(|z| z.start_pfn + z.spanned).max().unwrap_or(0);
+        // a free block's links in its second frame name pfns in 30 bits (TailCells)
+        if max_pfn >= TAIL_NIL {
+            return Err(format!("machine: {max_pfn} page frames, more than the model's free lists can name"));
+        }
         let frames = vec![0u64; max_pfn as usize];
         let npb = max_pfn.div_ceil(PAGEBLOCK_NR_PAGES) as usize;
         let mut pm = PhysMem {
@@ -454,10 +459,12 @@ impl PhysMem {
         self.frames[pfn as usize] = make_free(order, mt);
         self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize].count_free_head(pfn, true);
         let fa = &mut self.zones[zi].free_area[order as usize];
-        if tail {
-            fa.lists[mt as usize].push_tail(&mut self.links, pfn as u32, 1 << order);
-        } else {
-            fa.lists[mt as usize].push_head(&mut self.links, pfn as u32, 1 << order);
+        let l = &mut fa.lists[mt as usize];
+        match (order, tail) {
+            (0, true) => l.push_tail(&mut self.links, pfn as u32, 1),
+            (0, false) => l.push_head(&mut self.links, pfn as u32, 1),
+            (_, true) => l.push_tail(&mut TailCells(&mut self.frames), pfn as u32, 1 << order),
+            (_, false) => l.push_head(&mut TailCells(&mut self.frames), pfn as u32, 1 << order),
         }
         fa.nr_free[mt as usize] += 1;
     }
@@ -471,7 +478,11 @@ impl PhysMem {
         self.frames[pfn as usize] = 0;
         self.pb_sum[(pfn >> PAGEBLOCK_ORDER) as usize].count_free_head(pfn, false);
         let fa = &mut self.zones[zi].free_area[order as usize];
-        fa.lists[mt as usize].remove(&mut self.links, pfn as u32, 1 << order);
+        if order == 0 {
+            fa.lists[mt as usize].remove(&mut self.links, pfn as u32, 1);
+        } else {
+            fa.lists[mt as usize].remove(&mut TailCells(&mut self.frames), pfn as u32, 1 << order);
+        }
         fa.nr_free[mt as usize] -= 1;
         // clear reported state
         self.pr.clear_reported(pfn, order);
@@ -489,14 +500,35 @@ impl PhysMem {
     pub fn free_list(&self, zi: usize, order: u32, mt: u8) -> &List {
         &self.zones[zi].free_area[order as usize].lists[mt as usize]
     }
+    /// The entry after free block `pfn` of `order` on its list (towards the tail), NIL
+    /// at the tail: an order-0 page's cell is in the links' pool, a larger block's in its
+    /// second frame (`TailCells`).
+    #[inline(always)]
+    pub fn free_next(&self, order: u32, pfn: u32) -> u32 {
+        if order == 0 {
+            List::next(&self.links, pfn)
+        } else {
+            tail_cell(self.frames[pfn as usize + 1])[1]
+        }
+    }
+    /// The entry before free block `pfn` of `order` (towards the head), NIL at the head.
+    #[inline(always)]
+    pub fn free_prev(&self, order: u32, pfn: u32) -> u32 {
+        if order == 0 {
+            List::prev(&self.links, pfn)
+        } else {
+            tail_cell(self.frames[pfn as usize + 1])[0]
+        }
+    }
     /// move_freelist_head() / move_freelist_tail(): rotate a free list so that `pfn`
     /// comes first (`through` false) or the entries up to `pfn` go last (`through` true).
     pub fn rotate_free_list(&mut self, zi: usize, order: u32, mt: u8, pfn: u64, through: bool) {
         let l = &mut self.zones[zi].free_area[order as usize].lists[mt as usize];
-        if through {
-            l.rotate_through(&mut self.links, pfn as u32);
-        } else {
-            l.rotate_to(&mut self.links, pfn as u32);
+        match (order, through) {
+            (0, true) => l.rotate_through(&mut self.links, pfn as u32),
+            (0, false) => l.rotate_to(&mut self.links, pfn as u32),
+            (_, true) => l.rotate_through(&mut TailCells(&mut self.frames), pfn as u32),
+            (_, false) => l.rotate_to(&mut TailCells(&mut self.frames), pfn as u32),
         }
     }
 
@@ -510,7 +542,7 @@ impl PhysMem {
                 let mut p = self.zones[zi].free_area[o as usize].lists[mt as usize].head;
                 while p != NIL {
                     v.push(p as u64);
-                    p = List::next(&self.links, p);
+                    p = self.free_next(o, p);
                 }
                 for i in (1..v.len()).rev() {
                     let j = rng.below(i as u64 + 1) as usize;
@@ -2213,7 +2245,11 @@ mod tests {
                     let o = free_order(f);
                     assert_eq!(p & ((1 << o) - 1), 0, "misaligned block");
                     free += 1 << o;
-                    for q in p + 1..p + (1 << o) {
+                    // the second frame holds the block's list links (TailCells): a free tail
+                    if o > 0 {
+                        assert_eq!(tag(pm.frames[p as usize + 1]), TAG_FREE_TAIL, "second frame of free block");
+                    }
+                    for q in p + 2..p + (1 << o) {
                         assert_eq!(pm.frames[q as usize], 0, "tail of free block");
                     }
                     p += 1 << o;

@@ -332,7 +332,7 @@ impl Kernel {
             let mut report = false;
             while p != NIL {
                 let pfn = p as u64;
-                let next = List::next(&self.pm.links, p);
+                let next = self.pm.free_next(order, p);
                 if self.pm.pr.page_reported(pfn) {
                     p = next;
                     continue;

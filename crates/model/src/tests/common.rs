@@ -48,26 +48,30 @@ pub fn go_keep(w: &str, machine: &str) -> (RunResult, Kernel) {
 /// frame, each CPU's per-CPU lists and counters, every free list and LRU list in list order.
 pub fn page_state(k: &Kernel) -> String {
     use crate::mm_types::{List, NIL};
-    let walk = |l: &List| {
+    // `order`: a free list's (its cells' place), None for the LRU lists
+    let walk = |l: &List, order: Option<u32>| {
         let mut v = vec![];
         let mut p = l.head;
         while p != NIL {
             v.push(p);
-            p = List::next(&k.pm.links, p);
+            p = match order {
+                Some(o) => k.pm.free_next(o, p),
+                None => List::next(&k.pm.links, p),
+            };
         }
         v
     };
     let mut s = format!("{:?}\n{:?}\n", k.pm.frames, k.pm.pcp);
     for z in &k.pm.zones {
-        for fa in &z.free_area {
+        for (o, fa) in z.free_area.iter().enumerate() {
             for l in &fa.lists {
-                s += &format!("{:?}\n", walk(l));
+                s += &format!("{:?}\n", walk(l, Some(o as u32)));
             }
         }
     }
     for n in &k.pgdat {
         for l in &n.lruvec {
-            s += &format!("{:?}\n", walk(l));
+            s += &format!("{:?}\n", walk(l, None));
         }
     }
     s

@@ -611,7 +611,7 @@ fn free_lists(k: &Kernel) -> Vec<(u32, Vec<(u32, u64)>)> {
                 let mut p = k.pm.free_list(zi, o, mt).head;
                 while p != NIL {
                     l.push((p, k.pm.frames[p as usize]));
-                    p = List::next(&k.pm.links, p);
+                    p = k.pm.free_next(o, p);
                 }
                 v.push((o, l));
             }

@@ -33,7 +33,7 @@ fn blocks(k: &Kernel, zi: usize) -> (u64, u64) {
             while p != NIL {
                 n += 1;
                 rep += k.pm.pr.page_reported(p as u64) as u64;
-                p = List::next(&k.pm.links, p);
+                p = k.pm.free_next(o, p);
             }
         }
     }
@@ -67,7 +67,7 @@ fn reporting_is_budgeted_and_reported_blocks_go_to_the_tail() {
     let mut p = l.head;
     while p != NIL {
         rep10 += k.pm.pr.page_reported(p as u64) as u64;
-        p = List::next(&k.pm.links, p);
+        p = k.pm.free_next(MAX_PAGE_ORDER, p);
     }
     assert_eq!(rep10, (budget10 + 1) * PAGE_REPORTING_CAPACITY as u64, "{calls} calls");
     assert!(rep1 < total / 2, "one pass reports a budget, not everything ({rep1} of {total})");
