@@ -128,6 +128,25 @@ impl Boot {
     }
 }
 
+/// A copy of the prefix's state for a continuation. `split`: every other worker waits for
+/// this copy (the first), so a second thread copies the list cells beside the rest: the
+/// copy's pool is fresh memory the prewarm did not back, most of its time the host's
+/// first touches.
+fn copy_prefix<'w>(st: &mut Engine<'w>, split: bool) -> Engine<'w> {
+    if !split {
+        return st.clone();
+    }
+    let links = std::mem::replace(&mut st.k.pm.links, crate::mm_types::Links::new(0));
+    let (mut e, cells) = std::thread::scope(|s| {
+        let h = s.spawn(|| links.clone());
+        let e = st.clone();
+        (e, h.join().expect("the copy of the list cells"))
+    });
+    e.k.pm.links = cells;
+    st.k.pm.links = links;
+    e
+}
+
 /// Run several workloads that differ only from some op of their processes onwards (and
 /// in name and `record.fault_latency`): the common prefix runs once, its whole state
 /// (kernel, processes, kernel threads, event queue, recorder, sampler) is copied at the
@@ -167,17 +186,21 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
     let check_of = |w| checker(w, o, &boot);
     // While the prefix runs, a thread at the lowest priority backs what the first copies
     // will take, on a CPU the prefix leaves idle: for each copy alive at once, a frame
-    // array, PTE tables (at most one per 2 MiB of the machine) and a list cells' pool, in
-    // the order a copy fills them. On a guest whose host takes free memory back, a copy's
-    // first touches are most of its time (host_alloc.rs). Results do not depend on it.
+    // array and PTE tables (at most one per 2 MiB of the machine), in the order a copy
+    // fills them. On a guest whose host takes free memory back, a copy's first touches
+    // are most of its time (host_alloc.rs). Not the list cells' pool: its room is one
+    // block for every chunk, and a copy writes only the chunks with a cell in use (a
+    // quarter of it after seed 004's fragmentation), so backing the room would be work
+    // no copy uses. Results do not depend on it.
     use crate::host_alloc::Warm;
     let frames = std::alloc::Layout::array::<u64>(prefix.k.pm.frames.capacity()).expect("the frames' layout");
     let tables = prefix.k.pm.frames.len() / crate::consts::PTRS_PER_PTE;
     // the prefix's own tables first (it takes them from the slab as it maps)
     let plan: Vec<Warm> = std::iter::once(Warm::Tables(tables))
-        .chain((1..=threads.clamp(1, ws.len()).min(ws.len() - 1)).flat_map(|c| {
-            [Warm::Blocks(frames, c), Warm::Tables(c * tables), Warm::Blocks(prefix.k.pm.links.pool_layout(), c)]
-        }))
+        .chain(
+            (1..=threads.clamp(1, ws.len()).min(ws.len() - 1))
+                .flat_map(|c| [Warm::Blocks(frames, c), Warm::Tables(c * tables)]),
+        )
         .collect();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let prefix_run = std::thread::scope(|s| {
@@ -234,8 +257,9 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
     let take = |t: usize| -> Engine<'w> {
         let mut p = cell.lock().expect("the prefix");
         if t + 1 < n {
-            let e = p.state.as_ref().expect("the prefix").clone();
-            tm(format_args!("copy {} made", t + 1));
+            let st = p.state.as_mut().expect("the prefix");
+            let e = copy_prefix(st, t == 0 && threads > 1);
+            tm(format_args!("copy {} made (links {} MiB)", t + 1, e.k.pm.links.heap_bytes() >> 20));
             p.copies_left -= 1;
             copied.notify_all();
             return e;
