@@ -4,6 +4,10 @@ furthest off. Prints ratios; no thresholds (`thplab validate` gates them). Phase
 1 ms live (validate.TIME_RATIO_FLOOR_NS: mostly the runner's phase-boundary cost) are left
 out of the mean.
 
+With --costs, a "host" column gives each scenario's host speed: the live runner's 4 KiB fault
+probe as its runs started against the profile's (validate.host_speed); runs saved before the
+probe show "-".
+
 The kernel side comes from saved live runs (`thplab validate --save-kernel-results DIR`,
 each with its repetitions' times), replayed through the model with the same knobs and
 machine; with --live (root) the scenarios run on this machine's kernel first.
@@ -62,17 +66,27 @@ def main() -> int:
     gm = math.exp(sum(logs) / len(logs))
     spread = math.exp((sum(x * x for x in logs) / len(logs)) ** 0.5)
     within = sum(1 for _, t in rows if t["status"] == "ok")
-    print(f"{'scenario':40s} {'phase':36s} {'kernel ms':>11s} {'model ms':>11s} {'ratio':>7s}")
+    # the host's speed as each scenario's live runs started, against the profile (validate.host_speed)
+    speed = {name: s.get("host_speed") for name, s in rep["scenarios"].items()}
+    print(f"{'scenario':40s} {'phase':36s} {'kernel ms':>11s} {'model ms':>11s} {'ratio':>7s} {'host':>6s}")
     for name, t in sorted(rows, key=lambda r: abs(math.log(r[1]["ratio"])), reverse=True):
+        hs = f"{speed[name]:5.2f}x" if speed.get(name) else "     -"
         print(
             f"{name:40s} {t['phase'][:36]:36s} {t['kernel_ns'] / 1e6:11.2f} {t['model_ns'] / 1e6:11.2f} "
-            f"{t['ratio']:6.2f}x{'' if t['status'] == 'ok' else '  ' + t['status']}"
+            f"{t['ratio']:6.2f}x {hs}{'' if t['status'] == 'ok' else '  ' + t['status']}"
         )
     print(
         f"geometric mean model/kernel over {len(rows)} phase times of {len(rep['scenarios'])} scenarios: {gm:.3f}x "
         f"(geometric spread {spread:.2f}x); within ±{v.TIME_TOLERANCE:.0%}: {within}/{len(rows)}"
         + (f"; costs {a.costs}" if a.costs else "; default costs")
     )
+    h = v.time_summary(rep).get("host_speed")
+    if h:
+        print(
+            f"host speed (the live runner's 4 KiB fault probe against the profile's fault_4k_ns + clear_4k_ns): "
+            f"median {h['median']:.2f}x, {h['min']:.2f}-{h['max']:.2f}x; above 1 the live side ran slow against "
+            "the calibration"
+        )
     return 0
 
 
