@@ -240,7 +240,7 @@ pub fn text_corpus() -> Vec<u8> {
 #[inline(always)]
 unsafe fn store_bytes(p: *mut u8, len: usize, byte: impl Fn(usize) -> u8) {
     let mut i = 0;
-    while i < len && (p as usize + i) % 8 != 0 {
+    while i < len && !(p as usize + i).is_multiple_of(8) {
         std::ptr::write_volatile(p.add(i), byte(i));
         i += 1;
     }
