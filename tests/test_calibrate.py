@@ -227,6 +227,24 @@ def test_thp_faults_and_collapses_leave_out_the_units_a_host_refault_slowed():
     assert prof["refault_reported_2m_ns"] == 6_000_000 - 300_000
 
 
+def test_no_reported_block_timed_keeps_the_base_refault_cost_on_a_reporting_guest():
+    """A calibration none of whose idle blocks had been reported (out/cal-h13) measured no
+    refault: on a guest that reports free pages the profile keeps the base's figure (a zero
+    would make every THP fault onto a reported block free); without reporting it is 0."""
+    import copy
+
+    base = tomllib.loads(n.default_costs())["refault_reported_2m_ns"]
+    fx = copy.deepcopy(FIXTURE)
+    fx["samples"]["refault_reported_2m_total"] = [105_000, 110_000, 100_000]
+    fx["values"]["free_page_reporting"] = True
+    prof, rows = calibrate.profile_from_samples(fx)
+    assert base > 0 and prof["refault_reported_2m_ns"] == base
+    assert any(r[0] == "refault_reported_2m_ns" and "not measured" in r[3] for r in rows)
+    fx["values"]["free_page_reporting"] = False
+    prof, _ = calibrate.profile_from_samples(fx)
+    assert prof["refault_reported_2m_ns"] == 0
+
+
 def test_profile_from_samples_and_toml_roundtrip():
     prof, rows = calibrate.profile_from_samples(FIXTURE)
     assert prof["clear_4k_ns"] == 160

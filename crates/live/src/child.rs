@@ -237,16 +237,16 @@ pub fn text_corpus() -> Vec<u8> {
 /// model does not charge. With `fill` out of line and memset, the runner's 4 KiB faults
 /// took 1.85-2.1 us against calibrate's 1.5-1.6, every 4 KiB fault phase of `thplab
 /// validate` ~0.8x; inline, 1.52-1.59 us beside a probe of 1.46-1.50.
+/// `word(i)` is the 8 bytes from offset i in memory order (`byte(i)` .. `byte(i + 7)`).
 #[inline(always)]
-unsafe fn store_bytes(p: *mut u8, len: usize, byte: impl Fn(usize) -> u8) {
+unsafe fn store_bytes(p: *mut u8, len: usize, byte: impl Fn(usize) -> u8, word: impl Fn(usize) -> u64) {
     let mut i = 0;
     while i < len && !(p as usize + i).is_multiple_of(8) {
         std::ptr::write_volatile(p.add(i), byte(i));
         i += 1;
     }
     while i + 8 <= len {
-        let w = u64::from_le_bytes(std::array::from_fn(|k| byte(i + k)));
-        std::ptr::write_volatile(p.add(i) as *mut u64, w);
+        std::ptr::write_volatile(p.add(i) as *mut u64, word(i));
         i += 8;
     }
     while i < len {
@@ -260,7 +260,10 @@ unsafe fn store_bytes(p: *mut u8, len: usize, byte: impl Fn(usize) -> u8) {
 #[inline(always)]
 pub unsafe fn fill(p: *mut u8, len: usize, data: &WriteData, seed: u64, page_key: u64, corpus: &[u8]) {
     match data {
-        WriteData::Byte(b) => store_bytes(p, len, |_| *b),
+        WriteData::Byte(b) => {
+            let w = u64::from_ne_bytes([*b; 8]);
+            store_bytes(p, len, |_| *b, |_| w)
+        }
         WriteData::Kind(DataKind::Random) => {
             let mut r = Rng::new(seed ^ page_key.wrapping_mul(0x2545_f491_4f6c_dd1d));
             let mut i = 0;
@@ -275,8 +278,8 @@ pub unsafe fn fill(p: *mut u8, len: usize, data: &WriteData, seed: u64, page_key
         }
         WriteData::Kind(DataKind::Text) => {
             let start = ((page_key.wrapping_mul(1237) * 8) % ((corpus.len() - 4096) as u64)) as usize;
-            let src = &corpus[start..start + len];
-            store_bytes(p, len, |i| src[i]);
+            let src = corpus[start..start + len].as_ptr();
+            store_bytes(p, len, |i| *src.add(i), |i| std::ptr::read_unaligned(src.add(i) as *const u64));
         }
     }
 }
