@@ -80,7 +80,7 @@ def main() -> int:
         f"(geometric spread {spread:.2f}x); within ±{v.TIME_TOLERANCE:.0%}: {within}/{len(rows)}"
         + (f"; costs {a.costs}" if a.costs else "; default costs")
     )
-    h = v.time_summary(rep).get("host_speed")
+    h = rep["time_summary"].get("host_speed")
     if h:
         print(
             f"host speed (the live runner's 4 KiB fault probe against the profile's fault_4k_ns + clear_4k_ns): "

@@ -122,15 +122,6 @@ fn plain_kernel(f: u64) -> bool {
     tag(f) == TAG_KERNEL && !is_hugetlb_head(f)
 }
 
-/// The migrate scanner's runs of kernel pages in use (tests turn them off: USE_KERNEL_RUN).
-#[inline(always)]
-fn kernel_run_on() -> bool {
-    #[cfg(test)]
-    return USE_KERNEL_RUN.with(|c| c.get());
-    #[cfg(not(test))]
-    true
-}
-
 #[inline]
 fn pageblock_start(pfn: u64) -> u64 {
     pfn & !(PB - 1)
@@ -948,7 +939,7 @@ impl Kernel {
             // isolate_fail
             pfn += 1;
             if !skip_on_failure {
-                if t == TAG_KERNEL && kernel_run_on() {
+                if t == TAG_KERNEL && test_switch!(USE_KERNEL_RUN) {
                     // the kernel pages that follow (not PageLRU, not movable: seed 004
                     // (c)'s order-7 driver blocks) fail the same way, one counted step
                     // each: taken together (host speed only; a hugetlb head ends the run,

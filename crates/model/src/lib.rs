@@ -3,6 +3,18 @@
 
 #![warn(clippy::too_many_lines)]
 
+/// `test_switch!(USE_X)`: a fast path's debug switch, a `#[cfg(test)]` thread-local bool
+/// that tests turn off to compare runs with the plain path; always on outside tests.
+macro_rules! test_switch {
+    ($key:path) => {{
+        #[cfg(test)]
+        let on = $key.with(|c| c.get());
+        #[cfg(not(test))]
+        let on = true;
+        on
+    }};
+}
+
 pub mod aged;
 pub mod bitmap;
 pub mod blk_core;

@@ -942,7 +942,10 @@ impl Kernel {
                     };
                     self.charge(self.costs.pte_walk_ns);
                     match pte_kind(pte) {
-                        K_PRESENT if Self::zaps_alone(self.pm.frames[pte_payload(pte) as usize]) && zap_run_on() => {
+                        K_PRESENT
+                            if Self::zaps_alone(self.pm.frames[pte_payload(pte) as usize])
+                                && test_switch!(USE_ZAP_RUN) =>
+                        {
                             // a run of PTEs mapping order-0 folios outside the swap cache:
                             // each zapped and freed as below, page after page
                             flush = true;
@@ -1431,15 +1434,6 @@ impl Kernel {
             self.folio_free_swap(head);
         }
     }
-}
-
-/// zap_base_run() in use (tests turn it off: USE_ZAP_RUN).
-#[inline(always)]
-fn zap_run_on() -> bool {
-    #[cfg(test)]
-    return USE_ZAP_RUN.with(|c| c.get());
-    #[cfg(not(test))]
-    true
 }
 
 #[inline]

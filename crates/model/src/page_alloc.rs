@@ -500,25 +500,26 @@ impl PhysMem {
     pub fn free_list(&self, zi: usize, order: u32, mt: u8) -> &List {
         &self.zones[zi].free_area[order as usize].lists[mt as usize]
     }
+    /// The [prev, next] cell of free block `pfn` of `order` on its list: an order-0 page's
+    /// is in the links' pool, a larger block's in its second frame (`TailCells`).
+    #[inline(always)]
+    fn free_cell(&self, order: u32, pfn: u32) -> [u32; 2] {
+        if order == 0 {
+            self.links.cell(pfn)
+        } else {
+            tail_cell(self.frames[pfn as usize + 1])
+        }
+    }
     /// The entry after free block `pfn` of `order` on its list (towards the tail), NIL
-    /// at the tail: an order-0 page's cell is in the links' pool, a larger block's in its
-    /// second frame (`TailCells`).
+    /// at the tail.
     #[inline(always)]
     pub fn free_next(&self, order: u32, pfn: u32) -> u32 {
-        if order == 0 {
-            List::next(&self.links, pfn)
-        } else {
-            tail_cell(self.frames[pfn as usize + 1])[1]
-        }
+        self.free_cell(order, pfn)[1]
     }
     /// The entry before free block `pfn` of `order` (towards the head), NIL at the head.
     #[inline(always)]
     pub fn free_prev(&self, order: u32, pfn: u32) -> u32 {
-        if order == 0 {
-            List::prev(&self.links, pfn)
-        } else {
-            tail_cell(self.frames[pfn as usize + 1])[0]
-        }
+        self.free_cell(order, pfn)[0]
     }
     /// move_freelist_head() / move_freelist_tail(): rotate a free list so that `pfn`
     /// comes first (`through` false) or the entries up to `pfn` go last (`through` true).
