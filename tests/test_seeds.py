@@ -142,3 +142,17 @@ def test_show_html_renders_in_headless_chromium(tmp_path):
         [*THPLAB, "show", str(res), str(res), "--html", str(page)], capture_output=True, text=True, check=False
     )
     assert bad.returncode == 2 and "exactly one" in bad.stderr
+
+
+def test_warm_in_background_imports_what_the_report_draws_with():
+    """The warm-up thread `thplab seeds` starts beside the model runs ends having imported
+    pyplot (Agg), pandas and pyarrow and drawn a figure without error."""
+    import sys
+
+    from thplab import plotting
+
+    t = plotting.warm_in_background()
+    t.join(timeout=120)
+    assert not t.is_alive()
+    assert {"matplotlib.pyplot", "pandas", "pyarrow"} <= set(sys.modules)
+    assert sys.modules["matplotlib"].get_backend().lower() == "agg"

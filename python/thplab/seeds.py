@@ -174,7 +174,9 @@ def load_experiment(seed: str) -> Experiment:
     return importlib.import_module(SEEDS[seed]).EXPERIMENT
 
 
-def run_section(seed: str, quick: bool) -> Section:
+def run_section(seed: str, quick: bool, warm=None) -> Section:
+    """Run one seed's experiments and draw its figures; `warm`: a thread from
+    plotting.warm_in_background() to join before drawing."""
     from thplab import plotting
 
     t0 = time.monotonic()
@@ -186,6 +188,8 @@ def run_section(seed: str, quick: bool) -> Section:
         return Section(seed, seed, error=f"experiment module {SEEDS[seed]} is not available")
     sec = Section(seed, exp.title, exp.summary)
     sec.outcome = exp.run(quick)
+    if warm is not None:
+        warm.join()
     for f in exp.figures(sec.outcome):
         sec.figures.append((f.title, f.caption, plotting.png(f.figure)))
     sec.host_seconds = time.monotonic() - t0
@@ -322,8 +326,10 @@ def run_seeds(only: list[str], quick: bool, out: Path | None, console=None, cens
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     import thplab
+    from thplab import plotting
 
     console = console or Console(width=max(160, shutil.get_terminal_size((160, 40)).columns))
+    warm = plotting.warm_in_background()
     sections: list[Section] = []
     t_all = time.monotonic()
     with Progress(
@@ -337,7 +343,7 @@ def run_seeds(only: list[str], quick: bool, out: Path | None, console=None, cens
         tasks = {s: prog.add_task(f"seed {s}", total=1, status="waiting") for s in only}
         for s in only:
             prog.update(tasks[s], status="running")
-            sec = run_section(s, quick)
+            sec = run_section(s, quick, warm)
             status = (
                 "not available"
                 if sec.error

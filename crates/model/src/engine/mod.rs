@@ -191,7 +191,10 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
     // are most of its time (host_alloc.rs). Not the list cells' pool: its room is one
     // block for every chunk, and a copy writes only the chunks with a cell in use (a
     // quarter of it after seed 004's fragmentation), so backing the room would be work
-    // no copy uses. Results do not depend on it.
+    // no copy uses. (Backing the first half of each copy's room too, where seed 004's
+    // continuations attach cells, was tried: b-p0 gained a few seconds cold but the
+    // prefix lost 3-4 s warm, its own first touches slowed by the prewarm's.) Results do
+    // not depend on it.
     use crate::host_alloc::Warm;
     let frames = std::alloc::Layout::array::<u64>(prefix.k.pm.frames.capacity()).expect("the frames' layout");
     let tables = prefix.k.pm.frames.len() / crate::consts::PTRS_PER_PTE;
@@ -236,8 +239,9 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
         e.w = w;
         e.k.rec.record_latency = w.record.fault_latency;
         tm(format_args!("{} starts", w.name));
-        let r = e.run_loop(&check, o.check, None).and_then(|_| e.finish(&check, o.check)).map(|_| e.conclude(boot).0);
-        tm(format_args!("{} done", w.name));
+        let r = e.run_loop(&check, o.check, None).and_then(|_| e.finish(&check, o.check));
+        tm(format_args!("{} done (links {} MiB)", w.name, e.k.pm.links.heap_bytes() >> 20));
+        let r = r.map(|_| e.conclude(boot).0);
         (i, r)
     };
     // A queue of continuations for `threads` workers: each takes the next workload, copies
