@@ -466,3 +466,25 @@ def test_quick_calibration_writes_a_valid_profile(tmp_path, capsys):
     assert "calibrated on" in prof["source"]
     assert "wrote" in capsys.readouterr().out
     assert state() == before
+
+
+def test_only_refault_refits_the_refault_of_reported_blocks_against_its_own_warm_faults():
+    """`calibrate --only refault`: the base profile with refault_reported_2m_ns alone
+    refitted, as the median of the blocks that refaulted (over 10x a warm THP fault, which
+    the step times on backed memory beside them) less that warm fault; the row says how
+    many were reported and how much the guest reported while they waited."""
+    base_prof, _ = calibrate.profile_from_samples(FIXTURE)
+    base_prof["fault_2m_ns"] = 4321
+    base = calibrate.to_toml(base_prof)
+    samples = {
+        "fault_2m_total": [250_000] * 60 + [5_000_000] * 4,  # four refaults, left out
+        "refault_reported_2m_total": [4_000_000] * 300 + [6_000_000] * 100 + [260_000] * 112,
+    }
+    cal = {**FIXTURE, "samples": samples, "values": {"free_page_reporting": True, "refault_reported_kib": 786432}}
+    prof, rows = calibrate.profile_only_refault(cal, base)
+    assert prof["refault_reported_2m_ns"] == 4_000_000 - 250_000
+    assert prof["fault_2m_ns"] == 4321, "every other field is the base's"
+    assert [r[0] for r in rows] == ["refault_reported_2m_ns"]
+    assert "78% of 512 idle blocks" in rows[0][3] and "768 MiB reported" in rows[0][3]
+    assert "--only refault" in prof["source"]
+    tomllib.loads(n.parse_costs(calibrate.to_toml(prof)))

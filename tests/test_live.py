@@ -45,6 +45,11 @@ def test_seed000_counters_and_restore():
     assert r["backend"] == "kernel" and r["workload"] == "seed000"
     assert r["vmstat_delta"].get("thp_fault_alloc", 0) >= 32
     assert r["kernel"]["release"] == os.uname().release
+    # its one process ran on the first CPU this process may use, as the model runs process 0
+    # on CPU 0, and the back-fill (where the guest reports free pages) ran there too
+    first = min(os.sched_getaffinity(0))
+    assert r["kernel"]["process_cpus"] == [first]
+    assert r["kernel"]["backfill_cpu"] == first
     assert r["knobs"]["transparent_hugepage/defrag"] == w["knobs"]["transparent_hugepage/defrag"]
     assert r["latency"]["thp_fault"]["count"] == 32
     assert r["processes"][0]["errors"] == [] and "Rss" in r["processes"][0]["smaps_rollup"]

@@ -691,6 +691,32 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   next thing to make reliable. Also out: split_underused_409/511 p:fault 0.46-0.50x (live
   91-99 ms for 64 THP faults, host speed 0.97-1.29x), the mTHP 64 KiB phases 0.60-0.73x and
   1.61x (1-12 ms), seed 000 zram_best p:pageout_thp/4k 0.66-0.69x.
+* 2026-11-29 (stop 37): `calibrate` times the refault of reported blocks after freeing 512
+  THPs and waiting for the guest's `reported_kib` to rise by 3/4 of them (78-86 % of the
+  blocks reported in four calibrations, 4.2-5.9 ms; was 0-6 % with 64 blocks and a fixed
+  8 s); `calibrate --only refault --base P` refits that field alone (~7 s). Replayed on
+  out/vk-h13 with it (out/host-h14r.toml, 4.34 ms): 130 -> 132 of 145, the fills' p:eat
+  within. split_underused_409/511 p:fault (0.46-0.50x, live 91-99 ms for 256 THP faults)
+  were host refaults in every live run: 2-10 % of the faults at 4.4-8.7 ms after the
+  back-fill's THPs had filled the runner's CPU's order-9 per-CPU list, none of six runs
+  under taskset. The live runner now pins each process to the CPU the model gives it and
+  runs the probe and the back-fill on the first one's; calibrate runs on one CPU
+  (docs/page_reporting.md, "Pinned runs"). A pair with both (`calibrate --out
+  out/host-h14.toml`, 1.4 min; `validate --costs out/host-h14.toml --save-kernel-results
+  out/vk-h14`, 21 min): every counter within, 30/45 scenarios, 135 of 151 gated phase
+  times (11 unstable, 17 in vk-h13), geomean 0.86x, host speed 1.04x (0.91-1.43x). Every
+  split_underused p:fault and the mTHP 64 KiB fault/unmap/shrink phases within now. Out:
+  compaction-frag-p0/-p20/-manual p:fault 0.12-0.13x, now in every live run: the
+  back-fill's frees request a reporting pass, which runs in the 2 s settle and reports
+  1.4 GiB from the heads of the lists, and ~30 % of the 256 THP faults that follow
+  refault (4.6-6.9 ms); the model at `backed` has no back-fill and no pass, and at
+  `idle` (replayed: 133 of 151) its pass (1.28 GiB) leaves enough back-filled blocks at
+  the heads for all 256 (the fragment phase's 4 KiB faults take the 113 reported order-9
+  blocks first). Which back-filled blocks the live fragment phase consumes is the next
+  question. Also out: the fills' p:fragment 0.66x (host speed 1.40x in that scenario's
+  runs), defrag-always p:fault 0.58x (live spread 1.60x), khugepaged_collapse_time_100
+  p:fault 0.69x, mthp_64k_pageout_zram p:pageout/p:munmap 0.65-0.68x (host speed 1.43x),
+  the swap munmaps of seed 000 1.25-1.38x, split_partial_munmap p:shrink 0.62x.
 """
 
 from __future__ import annotations

@@ -50,6 +50,46 @@ pub fn reported_kib() -> Option<u64> {
     read_trim("/sys/module/page_reporting/parameters/reported_kib").and_then(|t| t.parse().ok())
 }
 
+/// The CPUs the calling thread may run on, in order (sched_getaffinity); [0] if unknown.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most its size
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        let v: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect();
+        if v.is_empty() {
+            vec![0]
+        } else {
+            v
+        }
+    }
+}
+
+/// The CPU workload process `i` runs on: as the model places its processes (engine/mod.rs:
+/// process i on CPU i modulo the machine's CPUs), the i-th of `cpus` modulo their count.
+pub fn process_cpu(cpus: &[usize], i: usize) -> usize {
+    cpus[i % cpus.len().max(1)]
+}
+
+/// Pin the calling thread to `cpu` (sched_setaffinity); false if the kernel refused.
+pub fn pin_to(cpu: usize) -> bool {
+    pin_to_set(&[cpu])
+}
+
+/// Let the calling thread run on `cpus` again (sched_setaffinity).
+pub fn pin_to_set(cpus: &[usize]) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET stays within CPU_SETSIZE
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 /// Free page reporting gives the host the guest's free 2 MiB blocks 2 s after they are freed
 /// (mm/page_reporting.c); the first touch of such a block costs a refault in the host
 /// (milliseconds). The model starts with its free memory backed, so on such a guest a run
@@ -348,4 +388,32 @@ pub fn kthread_cpu_ns_of(threads: &[(String, String)]) -> BTreeMap<String, u64> 
         out.insert(comm.clone(), ticks * 1_000_000_000 / tick);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Processes go round the allowed CPUs as the model's go round its CPUs (process i on
+    /// CPU i modulo their count), and pinning the calling thread shows in its affinity
+    /// until it is let run on the whole set again.
+    #[test]
+    fn processes_are_pinned_round_the_allowed_cpus() {
+        assert_eq!(process_cpu(&[0, 1], 0), 0);
+        assert_eq!(process_cpu(&[0, 1], 1), 1);
+        assert_eq!(process_cpu(&[0, 1], 2), 0);
+        assert_eq!(process_cpu(&[2, 5, 7], 4), 5);
+        // on a thread of its own, so that no other test runs with its affinity changed
+        std::thread::spawn(|| {
+            let cpus = allowed_cpus();
+            assert!(!cpus.is_empty());
+            let last = *cpus.last().unwrap();
+            assert!(pin_to(last));
+            assert_eq!(allowed_cpus(), vec![last]);
+            assert!(pin_to_set(&cpus));
+            assert_eq!(allowed_cpus(), cpus);
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -6,7 +6,7 @@
 //!                 [--max-mem-share F] [--dry-run] --out R.json
 //! thplab-live restore        # undo what an interrupted run left (from the restore journal)
 //! thplab-live state          # knob values, swaps and zram state as JSON (for checks)
-//! thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram|compaction] --out SAMPLES.json
+//! thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram|compaction|refault] --out SAMPLES.json
 //! thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out CENSUS.json]
 //! ```
 //! Exit status: 0 ok; 1 failed during the run (machine restored); 2 bad input or refused
@@ -28,7 +28,7 @@ use serde_json::json;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: thplab-live run --workload FILE [--machine M] [--knob NAME=VALUE ...] [--timeout SECS] [--max-mem-share F] [--dry-run] [--out FILE]\n       thplab-live restore\n       thplab-live state\n       thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram|compaction] [--out FILE]\n       thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out FILE]"
+        "usage: thplab-live run --workload FILE [--machine M] [--knob NAME=VALUE ...] [--timeout SECS] [--max-mem-share F] [--dry-run] [--out FILE]\n       thplab-live restore\n       thplab-live state\n       thplab-live calibrate [--quick] [--reps N] [--no-zram] [--no-swapfile] [--only zram|compaction|refault] [--out FILE]\n       thplab-live census (--pid PID ... | --all) [--buffer BYTES] [--no-layout] [--proc-mem] [--out FILE]"
     );
     std::process::exit(2)
 }
@@ -114,8 +114,8 @@ fn main() {
             "--no-swapfile" => swapfile = false,
             "--only" => {
                 let v = val("--only");
-                if v != "zram" && v != "compaction" {
-                    fail(&format!("--only expects `zram` or `compaction`, got `{v}`"), 2)
+                if !matches!(v.as_str(), "zram" | "compaction" | "refault") {
+                    fail(&format!("--only expects `zram`, `compaction` or `refault`, got `{v}`"), 2)
                 }
                 only = Some(v);
             }
@@ -209,13 +209,22 @@ fn main() {
                 }
             }
             safety::install_signal_handlers();
+            // on one CPU throughout, as a run's processes are (run.rs): a measurement that
+            // backs memory and then allocates it finds the blocks on the same CPU's lists
+            let cpus = host::allowed_cpus();
+            let pinned = host::pin_to(cpus[0]);
             let r = if only.as_deref() == Some("zram") {
                 calibrate::calibrate_zram_only(quick, reps)
             } else if only.as_deref() == Some("compaction") {
                 calibrate::calibrate_compaction_only(quick, reps)
+            } else if only.as_deref() == Some("refault") {
+                calibrate::calibrate_refault_only(quick, reps)
             } else {
                 calibrate::calibrate(quick, reps, zram, swapfile)
             };
+            if pinned {
+                host::pin_to_set(&cpus);
+            }
             match r {
                 Ok(v) => write_out(out.as_deref(), &v),
                 Err(calibrate::CalError::Input(m)) => fail(&m, 2),

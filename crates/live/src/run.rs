@@ -432,10 +432,22 @@ fn supervise(
         .collect();
 
     *ZRAM_DEVS.lock().unwrap() = zram_devs.clone();
+    // Each workload process runs pinned to the CPU the model gives it (host::process_cpu),
+    // and the probe and the back-fill run on the first process's CPU: the THPs the
+    // back-fill frees go to that CPU's per-CPU list first (pcp_allowed_order(): order 9 is
+    // a per-CPU order), where a process on the other CPU would not find them and would
+    // take reported blocks instead (split_underused_511's 256 THP faults: 2-10 % host
+    // refaults in each of 6 runs unpinned, in none of 6 pinned; docs/page_reporting.md)
+    let cpus = host::allowed_cpus();
+    let first = (0..w.processes.len()).min_by_key(|&i| (w.processes[i].start.0, i)).unwrap_or(0);
+    let pinned = host::pin_to(host::process_cpu(&cpus, first));
     // the host's speed now (before the back-fill, which places the run's first blocks)
     let probe_fault_4k_ns = host::fault_4k_probe_ns(PROBE_BYTES);
     // memory the host took back (free page reporting) backed again, as the model starts
     let backed_before_run = host::back_free_memory(p.footprint);
+    if pinned {
+        host::pin_to_set(&cpus);
+    }
     let reported_kib_before = host::reported_kib();
     check_abort(deadline, "while backing free memory")?;
     let knobs_at_start = host::knob_values(&p.lk);
@@ -530,7 +542,7 @@ fn supervise(
             }
             for (pi, ps) in procs.iter_mut().enumerate() {
                 if !ps.started && now >= ps.start_at {
-                    start_process(pi, ps, w, t0)?;
+                    start_process(pi, ps, w, t0, host::process_cpu(&cpus, pi))?;
                 }
             }
             if procs.iter().all(|ps| ps.finished) {
@@ -686,6 +698,9 @@ fn supervise(
             "backed_before_run_bytes": backed_before_run,
             // a 4 KiB write fault's time as the run started (host::fault_4k_probe_ns)
             "probe_fault_4k_ns": probe_fault_4k_ns,
+            // the CPU each process was pinned to, and where the probe and back-fill ran
+            "process_cpus": (0..w.processes.len()).map(|i| host::process_cpu(&cpus, i)).collect::<Vec<_>>(),
+            "backfill_cpu": pinned.then(|| host::process_cpu(&cpus, first)),
             // KiB the guest reported to its host while the run went on (this host's counter)
             "reported_during_run_kib": reported_kib_before.zip(host::reported_kib()).map(|(a, b)| b.saturating_sub(a)),
             "mem_available_kb": meminfo().get("MemAvailable"),
@@ -718,7 +733,7 @@ fn pipe() -> Result<(RawFd, RawFd), RunError> {
     Ok((fds[0], fds[1]))
 }
 
-fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64) -> Result<(), RunError> {
+fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64, cpu: usize) -> Result<(), RunError> {
     let (msg_r, msg_w) = pipe()?;
     let (ack_r, ack_w) = pipe()?;
     let ppid = unsafe { libc::getpid() };
@@ -740,6 +755,8 @@ fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64) -> Result
             libc::close(ack_w);
         }
         safety::default_signal_handlers();
+        // on its CPU for the whole run, as the model runs it (a refusal leaves it unpinned)
+        host::pin_to(cpu);
         let name =
             std::ffi::CString::new(format!("thplab:{}", w.processes[pi].name).chars().take(15).collect::<String>())
                 .unwrap_or_default();
