@@ -7,7 +7,10 @@
 //! kernel's and the other tenants' memory holds: ~0.7-3 GiB in blocks below
 //! pageblock_order on the reference host (docs/page_reporting.md, "The small free blocks").
 //! They matter because `__rmqueue_smallest()` takes the smallest order that fits first: the
-//! 4 KiB faults of a run take those blocks before they split a 2 MiB one.
+//! 4 KiB faults of a run take those blocks before they split a 2 MiB one. The free 2 MiB
+//! blocks whose buddy is in use (order 9) are laid out the same way (since 2026-11-29): the
+//! first THP faults take them before they split a 4 MiB block, and on an idle guest they
+//! are reported blocks (compaction-frag's runs: 113 of them).
 //!
 //! `Kernel::hold_small_free_blocks` lays them out: it takes MAX_PAGE_ORDER blocks off the
 //! free lists (spread evenly over the zone), holds every page as the kernel's
@@ -15,8 +18,8 @@
 //! compaction cannot move), and frees back, in each block, one block of each order still
 //! wanted with its buddy held: a region of 2^(o+1) pages frees its first half as an order-o
 //! block and recurses into the second (whose held page keeps the first from merging), so a
-//! pageblock gives one free block of each order 8..0 for a single held page while every
-//! order is still wanted. What is left of the last block when every order has its count
+//! MAX_PAGE_ORDER block gives one free block of each order 9..0 for a single held page while
+//! every order is still wanted. What is left of the last block when every order has its count
 //! stays held.
 
 use crate::consts::*;
@@ -24,13 +27,16 @@ use crate::kernel::Kernel;
 use crate::mm_types::{free_order, is_free_head, make_kernel, Pfn};
 use crate::vmstat::NodeStat;
 
-/// The free block counts of orders below pageblock_order of `node`'s `zone` in a
-/// /proc/buddyinfo text (`Node 0, zone   Normal  15218  14278 ...`).
-pub fn small_free_blocks(buddyinfo: &str, node: usize, zone: &str) -> Option<[u64; PAGEBLOCK_ORDER as usize]> {
+/// The free block counts of orders below MAX_PAGE_ORDER of `node`'s `zone` in a
+/// /proc/buddyinfo text (`Node 0, zone   Normal  15218  14278 ...`): the small blocks and
+/// the free 2 MiB blocks whose buddy is in use (113 of them on the reference host in
+/// compaction-frag's runs, where they are the first THP faults' blocks: __rmqueue_smallest()
+/// takes order 9 before it splits an order-10 block; idle, the guest has reported them).
+pub fn small_free_blocks(buddyinfo: &str, node: usize, zone: &str) -> Option<[u64; MAX_PAGE_ORDER as usize]> {
     let (_, _, counts) = thplab_workload::machine::parse_buddyinfo(buddyinfo)
         .into_iter()
         .find(|(n, z, _)| *n as usize == node && z == zone)?;
-    counts.get(..PAGEBLOCK_ORDER as usize)?.try_into().ok()
+    counts.get(..MAX_PAGE_ORDER as usize)?.try_into().ok()
 }
 
 /// The free blocks (pfn, order) the layout gives a region of 2^(level+1) pages at `pfn`,
