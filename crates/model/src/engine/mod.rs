@@ -105,10 +105,13 @@ impl Boot {
         // free memory reported; then the live runner backs the run's footprint
         // (page_reporting.rs) and forks the workload's processes, the first of which met
         // the runner's freed THPs on its CPU's per-CPU lists in most live runs
-        // (docs/page_reporting.md): the runner is on CPU 0, the first process's
+        // (docs/page_reporting.md); the runner backs it on the CPU of the process that
+        // starts first (live: pinned there, run.rs), which runs on CPU i modulo the CPUs
         if k.pm.pr.enabled && k.cfg.reporting_idle_start {
             k.page_reporting_settle();
-            k.back_free_memory(backfill_bytes(w, &ks), 0, &machine.tlb);
+            let first = (0..w.processes.len()).min_by_key(|&i| (w.processes[i].start.0, i)).unwrap_or(0);
+            let cpu = first as u32 % k.pm.nr_cpus.max(1);
+            k.back_free_memory(backfill_bytes(w, &ks), cpu, &machine.tlb);
         }
         k.rec.record_latency = record_latency;
         k.rec.trace = match &o.trace {
