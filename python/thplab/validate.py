@@ -713,7 +713,11 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   `idle` (replayed: 133 of 151) its pass (1.28 GiB) leaves enough back-filled blocks at
   the heads for all 256 (the fragment phase's 4 KiB faults take the 113 reported order-9
   blocks first). Which back-filled blocks the live fragment phase consumes is the next
-  question. Also out: the fills' p:fragment 0.66x (host speed 1.40x in that scenario's
+  question: in vk-h14's runs (2 GiB of small free blocks at the start) it left the order-9
+  and order-10 counts as they were, while the model's took order-7 to 10 blocks; in a run
+  at 02:55 with a phase marker before the munmap (0.6 GiB of small blocks) it took 502
+  order-10 blocks and the model 470 (`backed`) or 468 (`idle`), and that run's p:fault
+  (1175 ms live) was 46 ms in the model at `backed`, 662 ms at `idle`. Also out: the fills' p:fragment 0.66x (host speed 1.40x in that scenario's
   runs), defrag-always p:fault 0.58x (live spread 1.60x), khugepaged_collapse_time_100
   p:fault 0.69x, mthp_64k_pageout_zram p:pageout/p:munmap 0.65-0.68x (host speed 1.43x),
   the swap munmaps of seed 000 1.25-1.38x, split_partial_munmap p:shrink 0.62x.
