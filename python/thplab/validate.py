@@ -717,7 +717,15 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   and order-10 counts as they were, while the model's took order-7 to 10 blocks; in a run
   at 02:55 with a phase marker before the munmap (0.6 GiB of small blocks) it took 502
   order-10 blocks and the model 470 (`backed`) or 468 (`idle`), and that run's p:fault
-  (1175 ms live) was 46 ms in the model at `backed`, 662 ms at `idle`. Also out: the fills' p:fragment 0.66x (host speed 1.40x in that scenario's
+  (1175 ms live) was 46 ms in the model at `backed`, 662 ms at `idle`.
+  A second pinned pair an hour later (`calibrate --out out/host-h15.toml`, 1.4 min: 100 %
+  of 512 idle blocks reported, refault 4.5 ms; `validate ... --save-kernel-results
+  out/vk-h15`, 24 min): 33/45 scenarios, 127 of 144 gated (18 unstable), geomean 0.92x,
+  host speed 1.07x (0.94-2.35x). Its disk write_segment_ns came out 48055 (h14: 2582;
+  disk write rate spread 63 % in that calibration) and put seed 000 disk_worst
+  p:pageout_4k at 16x; the same live runs with out/host-h14.toml: 36/45, 132 of 144,
+  0.89x. compaction-frag/-manual p:fault were unstable there (live spread 1.76-2.14x,
+  0.32-0.44x). A fit of write_segment_ns that survives one slow repetition is still to do. Also out: the fills' p:fragment 0.66x (host speed 1.40x in that scenario's
   runs), defrag-always p:fault 0.58x (live spread 1.60x), khugepaged_collapse_time_100
   p:fault 0.69x, mthp_64k_pageout_zram p:pageout/p:munmap 0.65-0.68x (host speed 1.43x),
   the swap munmaps of seed 000 1.25-1.38x, split_partial_munmap p:shrink 0.62x.
