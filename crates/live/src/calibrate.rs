@@ -751,28 +751,26 @@ fn calibrate_refault(quick: bool, s: &mut Samples, values: &mut Map<String, Valu
         10000
     });
     let nb = if quick { 256 } else { 512 };
-    {
-        let w = Map_::new(nb * HPAGE, Some(true))?;
-        w.touch(1);
-        let before = crate::host::reported_kib();
-        drop(w);
-        let want = (nb * HPAGE / 1024) as u64 * 3 / 4;
-        let t_end = now_ns() + idle * 1_000_000;
-        while now_ns() < t_end {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            check_sig()?;
-            if before.zip(crate::host::reported_kib()).is_some_and(|(a, b)| b.saturating_sub(a) >= want) {
-                break;
-            }
+    let w = Map_::new(nb * HPAGE, Some(true))?;
+    w.touch(1);
+    let before = crate::host::reported_kib();
+    drop(w);
+    let want = (nb * HPAGE / 1024) as u64 * 3 / 4;
+    let t_end = now_ns() + idle * 1_000_000;
+    while now_ns() < t_end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        check_sig()?;
+        if before.zip(crate::host::reported_kib()).is_some_and(|(a, b)| b.saturating_sub(a) >= want) {
+            break;
         }
-        if let Some((a, b)) = before.zip(crate::host::reported_kib()) {
-            values.insert("refault_reported_kib".into(), json!(b.saturating_sub(a)));
-        }
-        let m = Map_::new(nb * HPAGE, Some(true))?;
-        for i in 0..nb {
-            let v = timed(1, || unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
-            s.add("refault_reported_2m_total", v);
-        }
+    }
+    if let Some((a, b)) = before.zip(crate::host::reported_kib()) {
+        values.insert("refault_reported_kib".into(), json!(b.saturating_sub(a)));
+    }
+    let m = Map_::new(nb * HPAGE, Some(true))?;
+    for i in 0..nb {
+        let v = timed(1, || unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
+        s.add("refault_reported_2m_total", v);
     }
     Ok(())
 }

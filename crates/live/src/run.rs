@@ -439,7 +439,7 @@ fn supervise(
     // take reported blocks instead (split_underused_511's 256 THP faults: 2-10 % host
     // refaults in each of 6 runs unpinned, in none of 6 pinned; docs/page_reporting.md)
     let cpus = host::allowed_cpus();
-    let first = (0..w.processes.len()).min_by_key(|&i| (w.processes[i].start.0, i)).unwrap_or(0);
+    let first = w.first_to_start();
     let pinned = host::pin_to(host::process_cpu(&cpus, first));
     // the host's speed now (before the back-fill, which places the run's first blocks)
     let probe_fault_4k_ns = host::fault_4k_probe_ns(PROBE_BYTES);

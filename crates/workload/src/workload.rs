@@ -746,6 +746,12 @@ fn check_ops<'a>(
 }
 
 impl Workload {
+    /// The index of the process that starts first (the lowest index among equal starts):
+    /// the one whose CPU the live runner backs the run's memory on before it starts, and
+    /// the model's idle start with it (docs/page_reporting.md, "Pinned runs").
+    pub fn first_to_start(&self) -> usize {
+        (0..self.processes.len()).min_by_key(|&i| (self.processes[i].start.0, i)).unwrap_or(0)
+    }
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(&self.to_value()).expect("serialise")
     }

@@ -109,8 +109,7 @@ impl Boot {
         // starts first (live: pinned there, run.rs), which runs on CPU i modulo the CPUs
         if k.pm.pr.enabled && k.cfg.reporting_idle_start {
             k.page_reporting_settle();
-            let first = (0..w.processes.len()).min_by_key(|&i| (w.processes[i].start.0, i)).unwrap_or(0);
-            let cpu = first as u32 % k.pm.nr_cpus.max(1);
+            let cpu = w.first_to_start() as u32 % k.pm.nr_cpus.max(1);
             k.back_free_memory(backfill_bytes(w, &ks), cpu, &machine.tlb);
         }
         k.rec.record_latency = record_latency;
