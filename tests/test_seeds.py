@@ -152,7 +152,6 @@ def test_warm_in_background_imports_what_the_report_draws_with():
     from thplab import plotting
 
     t = plotting.warm_in_background()
-    t.join(timeout=120)
-    assert not t.is_alive()
+    t.join()  # no time bound: a wall-clock threshold does not belong in a test
     assert {"matplotlib.pyplot", "pandas", "pyarrow"} <= set(sys.modules)
     assert sys.modules["matplotlib"].get_backend().lower() == "agg"
