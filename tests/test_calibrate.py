@@ -203,6 +203,28 @@ def test_write_segment_cost_is_fitted_only_against_a_thp_swap_write_rate():
     assert calibrate.profile_from_samples(fx)[0]["disk"]["write_segment_ns"] == 0
 
 
+def test_write_segment_cost_comes_from_the_fastest_repetition_not_a_stalled_drain():
+    """Two of three 4 KiB swap-outs whose writeback drain stalled (the loop device's writes
+    waiting on the guest's dirty-page flush, 46.5 us a page: out/host-h15) leave the
+    per-segment cost at the unstalled repetition's, not 15x it."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    disk = {k.replace("file.", "disk.", 1): v for k, v in fx["samples"].items() if k.startswith("file.")}
+    disk.update(
+        {
+            "disk.thp_pageout_random": [800_000] * 3,
+            "disk.thp_drain_random": [200_000] * 3,
+            "disk.pageout_4k": [2300, 2400, 2350],
+            "disk.writeback_drain_4k": [46_500, 30, 48_000],
+        }
+    )
+    fx["samples"].update(disk)
+    fx["values"]["disk.thp_random.thp_swpout"] = 1.0
+    d = calibrate.profile_from_samples(fx)[0]["disk"]
+    assert d["write_segment_ns"] == round(2430 - 4096 / (2097 * 1e6) * 1e9)
+
+
 def test_thp_faults_and_collapses_leave_out_the_units_a_host_refault_slowed():
     """calibrate times each THP fault and each MADV_COLLAPSE range alone (free page
     reporting: a block the host had discarded refaults, +3.5 ms); the profile takes the
