@@ -510,3 +510,18 @@ def test_only_refault_refits_the_refault_of_reported_blocks_against_its_own_warm
     assert "78% of 512 idle blocks" in rows[0][3] and "768 MiB reported" in rows[0][3]
     assert "--only refault" in prof["source"]
     tomllib.loads(n.parse_costs(calibrate.to_toml(prof)))
+
+
+def test_same_filled_slot_free_is_the_fastest_compressors_for_every_compressor():
+    """zram_free_page() of a same-filled slot never reaches the compressor, so with every
+    compressor's THP-written entries measured, a host slowdown that caught one of them
+    (lzo's 90 ns against lz4's 75) does not make its slot_free_ns dearer."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    fx["samples"]["zram.lzo.same.thp_free"] = [90.0] * 3
+    prof, _ = calibrate.profile_from_samples(fx)
+    pte = prof["pte_walk_ns"]
+    want = 75 - (60 - pte) - pte
+    assert prof["zram"]["lz4"]["slot_free_ns"] == want
+    assert prof["zram"]["lzo"]["slot_free_ns"] == want

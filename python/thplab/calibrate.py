@@ -645,10 +645,19 @@ def _fit_reclaim(prof, S, V, rows, spread):
     # zap_nonpresent_ptes() frees as one swap_pte_batch) where measured: ~75 ns an entry
     # here, as a 256 MiB munmap of 4 KiB-written ones takes (~77 ns); the 4096 4 KiB-written
     # entries of same.free cost ~106 ns, which made seed 000's zram munmaps 1.3-1.7x
+    # A same-filled slot's free never reaches the compressor (zram_free_page(): ZRAM_SAME
+    # clears its flags and same_pages, no zs_free), so the fastest compressor's figure from
+    # THP-written entries stands for each that has one: a slowdown of the host only adds, and
+    # the compressors' figures of one calibration differed by up to 1.3x (out/host-h14:
+    # lz4 57.6, lzo-rle 73, lzo 75 ns an entry; the same munmap, C loop on this guest after
+    # swapon, 52-57 ns at 16 MiB to 1 GiB with outliers of 65-79 ns; seed 000 zram_best's
+    # 262 K entries 58 ns live, 78 ns in the model with lzo-rle's 73)
+    thp_free = [x for a in (prof.get("zram") or {}) if (x := m(f"zram.{a}.same.thp_free")) is not None]
     for a, z in (prof.get("zram") or {}).items():
         src = next((k for k in (f"zram.{a}.same.thp_free", f"zram.{a}.same.free") if m(k) is not None), None)
         if src:
-            z["slot_free_ns"] = round(max(0.0, m(src) - prof["swap_free_ns"] - pte))
+            per_entry = min(thp_free) if src.endswith(".thp_free") else m(src)
+            z["slot_free_ns"] = round(max(0.0, per_entry - prof["swap_free_ns"] - pte))
             spread[f"zram.{a}.slot_free_ns"] = round(_spread(S[src]), 4)
     alg = _device_alg(S)
     x = None
