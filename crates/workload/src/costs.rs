@@ -59,8 +59,9 @@ pub struct CompressorCosts {
     /// (the slot lock, its flags and stats), beyond swap_free_ns: the whole free of a
     /// same-filled page, and the part of the others' free below their class's free_ns.
     /// calibrate: munmap of the swap entries of same-filled THPs written whole
-    /// (zram.<alg>.same.thp_free; where THPs are not usable, of 4 KiB pages: same.free)
-    /// less swap_free_ns and pte_walk_ns, per entry.
+    /// (zram.<alg>.same.thp_free, the fastest compressor's for each: a same-filled slot's
+    /// free never reaches the compressor; where THPs are not usable, of 4 KiB pages:
+    /// same.free) less swap_free_ns and pte_walk_ns, per entry.
     pub slot_free_ns: u64,
     /// Compressed bytes: calibrate (compr_data_size / pages stored).
     pub sparse_bytes: u64,
@@ -125,7 +126,8 @@ pub struct DeviceCosts {
     /// The device's time per segment of a write request beyond its bandwidth: a swap write
     /// request merged from 4 KiB pages carries one segment per page (page_io.rs), a THP's
     /// one. calibrate: the 4 KiB swap-out of random pages (MADV_PAGEOUT, then the writeback
-    /// drain: the device is behind the CPU throughout) per page less 4 KiB at
+    /// drain: the device is behind the CPU throughout) per page, in the fastest repetition
+    /// (a drain stalled behind the guest's dirty-page flush only adds), less 4 KiB at
     /// `write_mb_per_s`. On this project's VM a loop device over a file took a 4 KiB swap
     /// write in ~6.3 us of device time where its THP writes ran at ~3.7 GB/s (1.1 us per
     /// 4 KiB).
