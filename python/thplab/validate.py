@@ -1455,11 +1455,11 @@ def validate(
     (``retries``); the ``reps - 1`` more runs for the times come in rounds after every
     scenario has had that first run, one run of each scenario a round (each run's
     ``run_times`` go to the saved result's ``extra.time_runs``). This host's speed steps
-    by tens of percent for minutes at a time (python/thplab/validate.py, stop 35): back to
-    back, a scenario's repetitions all met the same step (out/vk-h16: the six mTHP 64 KiB
-    scenarios, run one after another, at host speed 1.07-1.33x and 0.57-0.78x off, where
-    runs at 0.93-0.96x were within), spread over the whole validation their median meets
-    the usual speed."""
+    by tens of percent for minutes at a time (the notes above, stop 35): back to back, a
+    scenario's repetitions all met the same step (out/vk-h16: the six mTHP 64 KiB scenarios,
+    run one after another, at host speed 1.04-1.33x, 9 of their 16 phases 0.57-0.79x; in
+    out/vk-h14, at 0.93-0.96x but one, 12 of 16 within); spread over the whole validation,
+    their median meets the usual speed."""
     if run_kernel is None:
         from thplab.live import run_kernel
     run_model_fn = run_model_fn or run_model
