@@ -1457,8 +1457,8 @@ def validate(
     ``run_times`` go to the saved result's ``extra.time_runs``). This host's speed steps
     by tens of percent for minutes at a time (the notes above, stop 35): back to back, a
     scenario's repetitions all met the same step (out/vk-h16: the six mTHP 64 KiB scenarios,
-    run one after another, at host speed 1.04-1.33x, 9 of their 16 phases 0.57-0.79x; in
-    out/vk-h14, at 0.93-0.96x but one, 12 of 16 within); spread over the whole validation,
+    run one after another, at host speed 1.04-1.33x, 7 of their 17 phases out at 0.58-0.73x;
+    in out/vk-h14, at 0.93-0.96x but one, 14 of 17 within); spread over the whole validation,
     their median meets the usual speed."""
     if run_kernel is None:
         from thplab.live import run_kernel
