@@ -1023,7 +1023,11 @@ def add_arguments(parser) -> None:
         help="cost profile (TOML) for the model runs; times are gated against it (write one with `thplab calibrate`)",
     )
     parser.add_argument(
-        "--reps", type=int, default=3, help="live runs per scenario whose median time is compared (default 3)"
+        "--reps",
+        type=int,
+        default=3,
+        help="live runs per scenario whose median time is compared (default 3): the first right after "
+        "the warm-up, the others in rounds of one run of every scenario",
     )
     parser.add_argument(
         "--warmup", type=int, default=1, help="live runs per scenario before those, discarded (default 1)"
