@@ -1501,8 +1501,8 @@ def validate(
 
     report = {"tolerance": TOLERANCE_TEXT, "time_tolerance": TIME_TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
     probe_ref = probe_reference_ns(costs_text)
-    # live scenarios whose further time runs are still to come: name -> (workload as run,
-    # its live form, the kernel result, the model's, the compare's gate, run_kernel's kw)
+    # live scenarios whose further time runs are still to come: name -> (the workload's
+    # live form, the kernel result, the model's, the compare's gate, run_kernel's keywords)
     pending: dict[str, tuple] = {}
     for name, w0 in scenarios.items():
         fill = is_fill(name)
