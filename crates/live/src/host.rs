@@ -340,15 +340,6 @@ pub fn fragmentation(buddyinfo: &str) -> Vec<ZoneFrag> {
     out
 }
 
-/// The pid of a kernel thread by its name (/proc/PID/comm), e.g. "khugepaged".
-pub fn kthread_pid(name: &str) -> Option<u32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_string_lossy().parse().ok()?;
-        let comm = read_trim(&format!("/proc/{pid}/comm"))?;
-        (comm == name && read_file(&format!("/proc/{pid}/cmdline")).ok()?.is_empty()).then_some(pid)
-    })
-}
-
 /// A task's total run-queue wait (schedstat run_delay, ns).
 pub fn run_delay_ns(pid: u32) -> u64 {
     read_trim(&format!("/proc/{pid}/schedstat"))

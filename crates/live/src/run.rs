@@ -499,8 +499,13 @@ fn supervise(
     let interval = w.record.series_interval.0;
     let mut next_sample = if interval > 0 { t0 } else { u64::MAX };
     // khugepaged runs at nice 19: on a shared machine it waits for the CPU; its run-queue wait
-    // (schedstat) is sampled so that `thplab validate` can compare collapse times honestly
-    let khugepaged_pid = host::kthread_pid("khugepaged");
+    // (schedstat) is sampled so that `thplab validate` can compare collapse times honestly.
+    // Its pid is the one the scan before the drop found: a second scan of /proc here, inside
+    // the run, cached a dentry and an inode for every process's directory and comm, which a
+    // workload's own drop_caches=2 then pruned (split_underused_511's p:shrink: ~480 objects
+    // and 0.55-0.78 ms live against ~0.1 ms for its 256 queued THPs alone)
+    let khugepaged_pid: Option<u32> =
+        kthreads.iter().find(|(comm, _)| comm == "khugepaged").and_then(|(_, pid)| pid.parse().ok());
     if interval > 0 {
         series.columns = std::iter::once("t_ns".to_string())
             .chain(SERIES_MEMINFO.iter().map(|s| format!("{s}_kB")))
