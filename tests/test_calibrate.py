@@ -73,6 +73,7 @@ FIXTURE = {
         "drop_slab": [90000] * 3,
         "underused_0": [790000] * 3,
         "underused_256": [790000 + 256 * 440] * 3,
+        "underused_511": [90000 / 32 + 500] * 3,
         "split_pmd_munmap": [20000] * 3,
         "munmap_hole": [3200] * 3,
         "munmap_hole_anon": [4900, 4800, 5000],
@@ -340,16 +341,20 @@ def test_profile_from_samples_and_toml_roundtrip():
     # a zero subpage at a split: the partial split with 507 zero subpages less the one with none,
     # per zero subpage, less its zero check (440), plus the non-zero page's check (10)
     assert prof["split_zero_subpage_ns"] == 600
+    # the deferred split queue's walk per folio: the underused shrinker at max_ptes_none 511
+    # (it splits none) less drop_slab / THPs
+    scan = prof["deferred_split_scan_ns"]
+    assert scan == 500
     # the split itself from the underused shrinker's (PMD-mapped THPs, 508 zero subpages) less
-    # drop_slab / THPs, the shrinker's reads, the PMD split and the zero subpages
+    # drop_slab / THPs, the queue's walk, the shrinker's reads, the PMD split and the zero subpages
     z = prof["split_zero_subpage_ns"]
-    f = 790000 - 90000 / 32 - (8 * 10 + 440) - prof["split_pmd_ns"] - 508 * (440 + z)
+    f = 790000 - 90000 / 32 - scan - (8 * 10 + 440) - prof["split_pmd_ns"] - 508 * (440 + z)
     assert prof["split_folio_ns"] == round(f)
     # each PTE of a PTE-mapped THP (split_partial) unmapped to a migration entry
-    u = (330000 - 90000 / 32 - prof["page_free_ns"] - 511 * 10 - prof["split_folio_ns"]) / 511
+    u = (330000 - 90000 / 32 - scan - prof["page_free_ns"] - 511 * 10 - prof["split_folio_ns"]) / 511
     assert prof["split_unmap_pte_ns"] == round(u)
     # a 64 KiB folio's split: the fixed part + 16/512 of the rest of split_folio_ns, 15 PTEs unmapped
-    x64 = 20000 - 90000 / 128 - prof["page_free_ns"] - 15 * 10 - 15 * prof["split_unmap_pte_ns"]
+    x64 = 20000 - 90000 / 128 - scan - prof["page_free_ns"] - 15 * 10 - 15 * prof["split_unmap_pte_ns"]
     assert prof["split_folio_fixed_ns"] == round((x64 - prof["split_folio_ns"] / 32) / (1 - 1 / 32))
     assert prof["collapse_ns"] == 750000 - 512 * 250
     # the same less what the model charges beside collapse_isolate_ns, per page (64 ranges

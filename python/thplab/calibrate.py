@@ -740,6 +740,19 @@ def _fit_split_collapse(prof, S, V, rows, spread):
     slab = m("drop_slab")
     if slab is not None:
         _put(prof, rows, spread, "drop_slab_ns", slab, S["drop_slab"], "drop_caches=2 with nothing of ours to do")
+    # deferred_split_scan()'s walk of the queue, per folio: the shrinker at max_ptes_none
+    # 511 splits none (thp_underused() is false at once)
+    if m("underused_511") is not None:
+        _put(
+            prof,
+            rows,
+            spread,
+            "deferred_split_scan_ns",
+            max(0.0, m("underused_511") - (slab or 0) / nh),
+            S["underused_511"],
+            "underused shrinker at max_ptes_none 511 (splits none, per THP) less drop_slab / THPs",
+        )
+    scan = prof.get("deferred_split_scan_ns", 0)
     if m("underused_0") is not None and m("underused_256") is not None:
         _put(
             prof,
@@ -799,10 +812,10 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             rows,
             spread,
             "split_folio_ns",
-            m("underused_0") - (slab or 0) / nh - (8 * best + mem) - prof["split_pmd_ns"] - 508 * (mem + z),
+            m("underused_0") - (slab or 0) / nh - scan - (8 * best + mem) - prof["split_pmd_ns"] - 508 * (mem + z),
             S["underused_0"],
-            "underused shrinker's split of PMD-mapped THPs (per THP) less drop_slab / THPs, its reads, "
-            "the PMD split and the zero subpages",
+            "underused shrinker's split of PMD-mapped THPs (per THP) less drop_slab / THPs, the queue's walk, "
+            "its reads, the PMD split and the zero subpages",
         )
     if sp is not None:
         _put(
@@ -810,9 +823,10 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             rows,
             spread,
             "split_unmap_pte_ns",
-            (sp - (slab or 0) / nh - prof["page_free_ns"] - 511 * best - prof["split_folio_ns"]) / 511,
+            (sp - (slab or 0) / nh - scan - prof["page_free_ns"] - 511 * best - prof["split_folio_ns"]) / 511,
             S["split_partial"],
-            "deferred split of partially mapped THPs (per THP) less drop_slab / THPs and split_folio_ns, per PTE",
+            "deferred split of partially mapped THPs (per THP) less drop_slab / THPs, the queue's walk and "
+            "split_folio_ns, per PTE",
         )
     if m("split_partial_64k") is not None and sp is not None:
         # 64 KiB folios split the same way: fixed + 16/512 of (split_folio_ns - fixed) and 15
@@ -821,6 +835,7 @@ def _fit_split_collapse(prof, S, V, rows, spread):
         x = (
             m("split_partial_64k")
             - (slab or 0) / n64
+            - scan
             - prof["page_free_ns"]
             - 15 * best
             - 15 * prof["split_unmap_pte_ns"]
@@ -837,6 +852,7 @@ def _fit_split_collapse(prof, S, V, rows, spread):
     if spz is not None:
         pred = (
             (slab or 0) / nh
+            + scan
             + prof["split_folio_ns"]
             + 511 * prof["split_unmap_pte_ns"]
             + 4 * best

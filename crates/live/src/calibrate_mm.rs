@@ -421,7 +421,8 @@ fn drop_caches_counting(t: Map_, nh: usize, counter: &str) -> (f64, i64) {
 /// munmap of one page of each THP; the deferred split of those partially mapped THPs (every
 /// subpage non-zero, so each is remapped), and of THPs with 4 non-zero subpages (the 507
 /// zero ones remapped to the zero page and freed); the underused shrinker at max_ptes_none 0
-/// and 256 on THPs with 4 non-zero subpages (per THP; the difference is 256 more subpages read).
+/// and 256 on THPs with 4 non-zero subpages (per THP; the difference is 256 more subpages read),
+/// and at 511, where it splits none (per THP: the walk of the deferred split queue).
 pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     let (quick, reps) = (c.quick, c.reps);
     let Cal { s, values, notes, .. } = c;
@@ -473,7 +474,9 @@ pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
         }
         if have_underused {
             set_knob(g, "transparent_hugepage/shrink_underused", &underused, "1")?;
-            for m in [0, 256] {
+            // 511: nothing is underused, so the drop is the queue's walk alone
+            // (deferred_split_scan_ns)
+            for m in [0, 256, 511] {
                 set_knob(g, "transparent_hugepage/khugepaged/max_ptes_none", &mpn, &m.to_string())?;
                 let (v, uu) = drop_caches_counting(sparse_thps(nh)?, nh, "thp_underused_split_page");
                 if keep {

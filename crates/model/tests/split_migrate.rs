@@ -97,6 +97,22 @@ fn drop_slab_charges_the_walk_of_the_other_shrinkers() {
     assert_eq!(t(1_000_000) - t(0), 1_000_000);
 }
 
+/// deferred_split_scan() pays for each folio it takes off the queue (folio_try_get, the
+/// list_del, the batch's folios_put) whatever then happens to it: the 8 THPs queued at
+/// their faults (shrink_underused), none underused at max_ptes_none 511, cost
+/// deferred_split_scan_ns each and are off the queue afterwards.
+#[test]
+fn the_deferred_split_scan_charges_each_queued_folio() {
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(&sparse(4, r#"{"op":"drop_caches","value":2},"#)).unwrap();
+    let t = |deferred_split_scan_ns: u64| {
+        let r = run_1g(&w, CostProfile { deferred_split_scan_ns, ..CostProfile::default() });
+        assert_eq!(pd(&r, 1, "thp_split_page"), 0);
+        r.phases[1].end_ns - r.phases[1].start_ns
+    };
+    assert_eq!(t(1_000) - t(0), 8 * 1_000);
+}
+
 #[test]
 fn partially_mapped_thp_is_split_by_the_shrinker_only() {
     let w = sparse(

@@ -426,6 +426,15 @@ pub struct CostProfile {
     /// charges beside it (the call's share, the flush, and per page the copy, the free and
     /// two PTE walks), over 512.
     pub collapse_isolate_ns: u64,
+    /// deferred_split_scan()'s own work per folio it takes off the deferred split queue,
+    /// whatever then happens to it: folio_try_get() and the list_del under the queue's lock,
+    /// the partially-mapped and mlock tests, and the folios_put() of the batch at the end
+    /// (a folio it splits pays the split's costs besides). Measured on this project's VM
+    /// (2026-11-29, C loop, max_ptes_none 511 so that no THP is underused): drop_caches=2
+    /// with 256 queued THPs 110-126 us, with 64 56-63 us, empty 8 us: ~0.3 us a folio plus
+    /// ~40 us the first scan. Estimate: 400 ns. calibrate: underused_511 (the underused
+    /// shrinker at max_ptes_none 511, which splits none) less drop_slab, per THP.
+    pub deferred_split_scan_ns: u64,
     /// drop_caches=2's walk of every other shrinker of the host (dentries, inodes, ...),
     /// which the model does not hold: calibrate: drop_slab (drop_caches=2 with nothing of
     /// ours to do).
@@ -612,6 +621,7 @@ impl Default for CostProfile {
             swapin_ns: 2_300,
             collapse_ns: 400_000,
             collapse_isolate_ns: 300,
+            deferred_split_scan_ns: 400,
             drop_slab_ns: 2_000_000,
             lock_handoff_ns: 150,
             lock_item_ns: 10,
