@@ -760,6 +760,20 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   the run and 75 % of the 256 THP faults refaulted (p50 4.4 ms; ~30 % in vk-h14's runs),
   so what that phase meets is the guest's state before the run, which no recorded figure
   pins down.
+  Later in stop 38: the live runner found khugepaged's pid by a second scan of /proc
+  inside the run, whose ~220 dentries and inodes a workload's own drop_caches=2 then
+  pruned (split_underused_511 p:shrink 0.55-0.80 ms live); it now takes the pid from the
+  scan before the pre-run drop (0.13-0.16 ms in most runs; this guest's other tasks
+  still leave 0-350 objects to prune between two drops 0.1 s apart, 0.05-0.33 ms). And
+  deferred_split_scan() now charges deferred_split_scan_ns per folio it takes off the
+  queue, calibrated from the underused shrinker at max_ptes_none 511 (621 ns a THP;
+  out/host-h18.toml): out/vk-h18s, the five split scenarios and mthp_64k_partial_munmap,
+  all within. A last pair (`calibrate --out out/host-h19.toml`, 1.4 min; `validate
+  --costs out/host-h19.toml --save-kernel-results out/vk-h19`, 23 min): 38/45, 136 of 147
+  gated (15 unstable), 140 of all 162, geomean 0.80x, host speed 1.04x (0.94-1.39x). Out:
+  the fills' p:fragment 0.58-0.61x and p:prepare 0.55-0.68x, the mTHP 64 KiB faults and
+  unmaps 0.61-0.73x (1.1-4.2 ms), compaction-frag-p20 p:fault 0.62x, seed 000 disk_best
+  p:pageout_thp 0.70x.
 """
 
 from __future__ import annotations
