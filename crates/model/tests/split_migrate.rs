@@ -81,34 +81,35 @@ fn a_split_charges_each_pte_it_unmaps_and_each_zero_subpage() {
     assert_eq!(q(0, 1_000) - q(0, 0), 8 * 508 * 1_000);
 }
 
+/// The time of a drop_caches=2 over 8 queued THPs with 4 non-zero subpages each, none of
+/// them split (max_ptes_none 511: none underused), under `costs`.
+fn drop_of_8_used_thps_ns(costs: thplab_workload::costs::CostProfile) -> u64 {
+    let w = thplab_workload::parse_workload(&sparse(4, r#"{"op":"drop_caches","value":2},"#)).unwrap();
+    let r = run_1g(&w, costs);
+    assert_eq!(pd(&r, 1, "drop_slab"), 1);
+    assert_eq!(pd(&r, 1, "thp_split_page"), 0);
+    r.phases[1].end_ns - r.phases[1].start_ns
+}
+
 /// drop_caches=2 walks every shrinker of the host (drop_slab): the model holds only the
 /// deferred split queue and the huge zero page, and charges the walk of the others as the
 /// calibrated drop_slab_ns, even when max_ptes_none 511 leaves nothing to split.
 #[test]
 fn drop_slab_charges_the_walk_of_the_other_shrinkers() {
     use thplab_workload::costs::CostProfile;
-    let w = thplab_workload::parse_workload(&sparse(4, r#"{"op":"drop_caches","value":2},"#)).unwrap();
-    let t = |drop_slab_ns: u64| {
-        let r = run_1g(&w, CostProfile { drop_slab_ns, ..CostProfile::default() });
-        assert_eq!(pd(&r, 1, "drop_slab"), 1);
-        assert_eq!(pd(&r, 1, "thp_split_page"), 0);
-        r.phases[1].end_ns - r.phases[1].start_ns
-    };
+    let t = |drop_slab_ns| drop_of_8_used_thps_ns(CostProfile { drop_slab_ns, ..CostProfile::default() });
     assert_eq!(t(1_000_000) - t(0), 1_000_000);
 }
 
 /// deferred_split_scan() pays for each folio it takes off the queue (folio_try_get, the
 /// list_del, the batch's folios_put) whatever then happens to it: the 8 THPs queued at
 /// their faults (shrink_underused), none underused at max_ptes_none 511, cost
-/// deferred_split_scan_ns each and are off the queue afterwards.
+/// deferred_split_scan_ns each.
 #[test]
 fn the_deferred_split_scan_charges_each_queued_folio() {
     use thplab_workload::costs::CostProfile;
-    let w = thplab_workload::parse_workload(&sparse(4, r#"{"op":"drop_caches","value":2},"#)).unwrap();
-    let t = |deferred_split_scan_ns: u64| {
-        let r = run_1g(&w, CostProfile { deferred_split_scan_ns, ..CostProfile::default() });
-        assert_eq!(pd(&r, 1, "thp_split_page"), 0);
-        r.phases[1].end_ns - r.phases[1].start_ns
+    let t = |deferred_split_scan_ns| {
+        drop_of_8_used_thps_ns(CostProfile { deferred_split_scan_ns, ..CostProfile::default() })
     };
     assert_eq!(t(1_000) - t(0), 8 * 1_000);
 }
