@@ -1516,8 +1516,18 @@ def validate(
     report = {"tolerance": TOLERANCE_TEXT, "time_tolerance": TIME_TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
     probe_ref = probe_reference_ns(costs_text)
     # live scenarios whose further time runs are still to come: name -> (the workload's
-    # live form, the kernel result, the model's, the compare's gate, run_kernel's keywords)
+    # live form, the kernel result, the model's, the compare's gate, run_kernel's keywords,
+    # the counter attempts)
     pending: dict[str, tuple] = {}
+
+    def conclude(name: str, kernel: dict, model: dict, gate: dict, attempts: int) -> None:
+        time_runs = kernel.get("extra", {}).get("time_runs")
+        cmp = compare(kernel, model, time_runs, **gate)
+        cmp["attempts"] = attempts
+        cmp["description"] = scenarios[name].get("description", "")
+        cmp["host_speed"] = host_speed(time_runs, probe_ref)
+        report["scenarios"][name] = cmp
+
     for name, w0 in scenarios.items():
         fill = is_fill(name)
         if fill and size:
@@ -1545,8 +1555,7 @@ def validate(
             if kernel.get("backend") != "kernel":
                 raise InputError(f"{f}: not a kernel result (backend {kernel.get('backend')!r})")
             w = kernel.get("extra", {}).get("workload") or w
-            model = run_model_fn(w, kernel, costs_text)
-            cmp = compare(kernel, model, kernel.get("extra", {}).get("time_runs"), **gate)
+            conclude(name, kernel, run_model_fn(w, kernel, costs_text), gate, attempts)
         else:
             # tracepoints are the model's extra; the live runner does not drive tracefs
             w_live = dict(w, record={k: v for k, v in (w.get("record") or {}).items() if k != "trace"})
@@ -1568,16 +1577,11 @@ def validate(
                 if cmp["counters_ok"] or attempts > retries or not excess_only(cmp) or cmp["notes"]:
                     break
             kernel["extra"]["time_runs"] = [run_times(kernel)]
-            cmp = compare(kernel, model, kernel["extra"]["time_runs"], **gate)
             _save_kernel(save_dir, name, kernel)
-            pending[name] = (w_live, kernel, model, gate, dict(live_kw, timeout=timeout))
-        cmp["attempts"] = attempts
-        cmp["description"] = w0.get("description", "")
-        cmp["host_speed"] = host_speed(kernel.get("extra", {}).get("time_runs"), probe_ref)
-        report["scenarios"][name] = cmp
+            pending[name] = (w_live, kernel, model, gate, dict(live_kw, timeout=timeout), attempts)
     # the further time runs, a round of every live scenario at a time (the docstring)
     for r in range(1, reps):
-        for name, (w_live, kernel, _model, _gate, kw) in pending.items():
+        for name, (w_live, kernel, _model, _gate, kw, _attempts) in pending.items():
             if progress:
                 progress(f"{name} (time run {r + 1} of {reps})")
             try:
@@ -1588,11 +1592,8 @@ def validate(
                 kernel["extra"].setdefault("time_run_skipped", []).append(str(e))
                 continue
             _save_kernel(save_dir, name, kernel)
-    for name, (_w_live, kernel, model, gate, _kw) in pending.items():
-        cmp = compare(kernel, model, kernel["extra"]["time_runs"], **gate)
-        cmp.update({k: report["scenarios"][name][k] for k in ("attempts", "description")})
-        cmp["host_speed"] = host_speed(kernel["extra"]["time_runs"], probe_ref)
-        report["scenarios"][name] = cmp
+    for name, (_w_live, kernel, model, gate, _kw, attempts) in pending.items():
+        conclude(name, kernel, model, gate, attempts)
     report["ok"] = bool(report["scenarios"]) and all(s["ok"] for s in report["scenarios"].values())
     report["time_summary"] = time_summary(report)
     return report

@@ -613,7 +613,7 @@ impl Kernel {
                 break;
             }
             scanned += 1;
-            // taken off the queue (folio_try_get, list_del_init) and put back at the end
+            // taken off the queue (folio_try_get, list_del_init), its reference dropped at the end
             self.charge(self.costs.deferred_split_scan_ns);
             let head = t as u64 - 1;
             let partially = self.folio_partially_mapped(head);
