@@ -481,8 +481,8 @@ fn check_lru_lists(k: &Kernel) -> Result<(), String> {
     Ok(())
 }
 
-/// The links' per-chunk counts of cells in use (what a copy keeps) equal the entries of
-/// every list threaded through them: order-0 free lists, LRU lists, deferred split queues
+/// The links' pool is consistent (Links::check_chunks) and its per-group counts of cells
+/// in use (what a copy keeps) equal the entries of every list threaded through them: order-0 free lists, LRU lists, deferred split queues
 /// (larger free blocks keep their cells in their second frame).
 fn check_link_cells(k: &Kernel) -> Result<(), String> {
     let pm = &k.pm;
@@ -501,6 +501,7 @@ fn check_link_cells(k: &Kernel) -> Result<(), String> {
         n.lruvec.iter().for_each(&mut count);
         count(&n.deferred_split);
     }
+    pm.links.check_chunks()?;
     for (c, &w) in want.iter().enumerate() {
         if pm.links.cells_in_use(c) as u32 != w {
             return Err(format!(

@@ -398,8 +398,8 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
 /// state's links are one large allocation: cloned with one copy, and backed by huge
 /// pages on the host (host_alloc.rs) instead of millions of small heap blocks. The pool's
 /// room for every chunk is reserved up front (address space only: the host backs what
-/// is written), so it never moves. A copy (Clone) leaves out the chunks with no cell in
-/// use: after seed 004's fragmentation three quarters of them (the unmapped 3/4 of every
+/// is written), so it never moves. A chunk whose cells all left their lists is spare: the
+/// next group of frames to need one takes it. A copy (Clone) leaves the spares out: after seed 004's fragmentation three quarters of them (the unmapped 3/4 of every
 /// 2 MiB; its free blocks keep their links in their own frames), ~1.5 GiB of a 1 TiB
 /// machine's state that each copy would otherwise have the host back (docs/compaction.md).
 pub struct Links {
@@ -408,43 +408,53 @@ pub struct Links {
     /// Per 64 frames, how many of its cells are on a list.
     live: Vec<u8>,
     pool: Vec<[[u32; 2]; 64]>,
+    /// Chunks of the pool whose last cell left its list (every cell [NIL, NIL]): the next
+    /// group of frames that needs a chunk takes one of these before the pool grows.
+    spare: Vec<u32>,
 }
 pub const NIL: u32 = u32::MAX;
 const NO_CHUNK: u32 = u32::MAX;
 
 impl Clone for Links {
     /// A copy with the same reserved room (Vec::clone would keep only what is used),
-    /// without the chunks none of whose cells is on a list; the others keep their cells
-    /// and go into the pool in frame order.
+    /// without the spare chunks; the others keep their cells and go into the pool in
+    /// frame order.
     fn clone(&self) -> Links {
         let mut pool = Vec::with_capacity(self.pool.capacity());
         let mut chunk_of = vec![NO_CHUNK; self.chunk_of.len()];
         for (s, &ci) in self.chunk_of.iter().enumerate() {
-            if ci != NO_CHUNK && self.live[s] > 0 {
+            if ci != NO_CHUNK {
                 chunk_of[s] = pool.len() as u32;
                 pool.push(self.pool[ci as usize]);
             }
         }
-        Links { chunk_of, live: self.live.clone(), pool }
+        Links { chunk_of, live: self.live.clone(), pool, spare: vec![] }
     }
 }
 
 impl Links {
     pub fn new(nr_frames: u64) -> Links {
         let n = nr_frames.div_ceil(64) as usize;
-        Links { chunk_of: vec![NO_CHUNK; n], live: vec![0; n], pool: Vec::with_capacity(n) }
+        Links { chunk_of: vec![NO_CHUNK; n], live: vec![0; n], pool: Vec::with_capacity(n), spare: vec![] }
     }
-    /// The cell of `pfn`, which goes onto a list (its chunk allocated if it has none yet).
-    /// An emptied chunk stays allocated for the next attach: the hot 4 KiB fault/free
-    /// paths move pages on and off lists constantly, and freeing and reallocating chunks
-    /// cost more host time than the memory they return.
+    /// The cell of `pfn`, which goes onto a list (its group given a chunk if it has none:
+    /// a spare one, else a new one at the pool's end). Reusing the chunks that groups
+    /// emptied keeps the pool at the frames in use: direct compaction at 1 TiB moves
+    /// millions of pages from the groups its migrate scanner empties to groups its free
+    /// scanner fills, and a new chunk for each of those was ~450 MiB more host memory per
+    /// seed 004 continuation, memory the host backs at first touch (host_alloc.rs).
     #[inline(always)]
     fn attach_cell(&mut self, pfn: u32) -> &mut [u32; 2] {
         let s = (pfn >> 6) as usize;
         let ci = &mut self.chunk_of[s];
         if *ci == NO_CHUNK {
-            *ci = self.pool.len() as u32;
-            self.pool.push([[NIL, NIL]; 64]);
+            *ci = match self.spare.pop() {
+                Some(c) => c,
+                None => {
+                    self.pool.push([[NIL, NIL]; 64]);
+                    self.pool.len() as u32 - 1
+                }
+            };
         }
         self.live[s] += 1;
         &mut self.pool[*ci as usize][(pfn & 63) as usize]
@@ -457,13 +467,20 @@ impl Links {
             ci => &mut self.pool[ci as usize][(pfn & 63) as usize],
         }
     }
-    /// The cell of `pfn`, leaving its list (the caller resets it).
+    /// `pfn` leaves its list: its cell, reset; a chunk left with no cell in use becomes
+    /// spare.
     #[inline(always)]
-    fn detach_cell(&mut self, pfn: u32) -> &mut [u32; 2] {
+    fn detach_cell(&mut self, pfn: u32) -> [u32; 2] {
         let s = (pfn >> 6) as usize;
         debug_assert!(self.live[s] > 0, "detach of {pfn}: its chunk has no cell in use");
         self.live[s] -= 1;
-        self.cell_mut(pfn)
+        let ci = self.chunk_of[s];
+        let v = std::mem::replace(self.cell_mut(pfn), [NIL, NIL]);
+        if self.live[s] == 0 {
+            self.spare.push(ci);
+            self.chunk_of[s] = NO_CHUNK;
+        }
+        v
     }
     /// Groups of 64 frames (one chunk each when in use).
     pub fn nr_chunks(&self) -> usize {
@@ -489,8 +506,43 @@ impl Links {
             debug_assert!(false, "set on unattached link {pfn}");
         }
     }
+    /// Chunks in the pool (spares included).
+    pub fn pool_chunks(&self) -> usize {
+        self.pool.len()
+    }
+    /// The pool's bookkeeping (check.rs): a group of frames has a chunk exactly when a
+    /// cell of it is in use, every chunk of the pool is one group's or spare (never both,
+    /// never twice), and a spare's cells are all [NIL, NIL].
+    pub fn check_chunks(&self) -> Result<(), String> {
+        let mut owner = vec![false; self.pool.len()];
+        let mut claim = |ci: u32, what: &str| match owner.get_mut(ci as usize) {
+            Some(o) if !*o => {
+                *o = true;
+                Ok(())
+            }
+            _ => Err(format!("chunk {ci} ({what}): outside the pool or claimed twice")),
+        };
+        for (s, (&ci, &n)) in self.chunk_of.iter().zip(&self.live).enumerate() {
+            match (ci, n) {
+                (NO_CHUNK, 0) => {}
+                (NO_CHUNK, _) => return Err(format!("frames {}..: {n} cells in use and no chunk", s * 64)),
+                (_, 0) => return Err(format!("frames {}..: a chunk and no cell in use", s * 64)),
+                _ => claim(ci, "a group's")?,
+            }
+        }
+        for &ci in &self.spare {
+            claim(ci, "spare")?;
+            if self.pool[ci as usize].iter().any(|c| *c != [NIL, NIL]) {
+                return Err(format!("spare chunk {ci}: a cell still links"));
+            }
+        }
+        match owner.iter().position(|o| !o) {
+            Some(ci) => Err(format!("chunk {ci}: neither a group's nor spare")),
+            None => Ok(()),
+        }
+    }
     pub fn heap_bytes(&self) -> usize {
-        self.chunk_of.len() * 5 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
+        self.chunk_of.len() * 5 + self.spare.capacity() * 4 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
 }
 
@@ -528,7 +580,7 @@ impl Cells for Links {
     }
     #[inline(always)]
     fn detach(&mut self, pfn: u32) -> [u32; 2] {
-        std::mem::replace(self.detach_cell(pfn), [NIL, NIL])
+        self.detach_cell(pfn)
     }
 }
 
@@ -749,18 +801,39 @@ mod tests {
         l.remove(&mut links, 7, 512);
         l.remove(&mut links, 900, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
-        // emptied chunks stay allocated (pfns 5, 7: chunk 0; 900: chunk 14), and a copy
-        // leaves them out
-        assert_eq!(links.heap_bytes(), 16 * 5 + 2 * 64 * 8);
-        assert_eq!(links.clone().heap_bytes(), 16 * 5);
+        // emptied chunks (pfns 5, 7: group 0; 900: group 14) stay in the pool as spares,
+        // which a copy leaves out and the next groups to need a chunk take
+        assert_eq!((links.pool_chunks(), links.spare.len()), (2, 2));
+        assert_eq!(links.clone().pool_chunks(), 0);
         l.push_tail(&mut links, 901, 1);
+        assert_eq!((links.pool_chunks(), links.spare.len()), (2, 1));
         let mut copy = links.clone();
+        assert_eq!((copy.pool_chunks(), copy.spare.len()), (1, 0));
         assert_eq!(copy.heap_bytes(), 16 * 5 + 64 * 8);
         l.push_head(&mut copy, 3, 1);
         assert_eq!((List::next(&copy, 3), List::prev(&copy, 901)), (901, 3));
         l.remove(&mut copy, 3, 1);
         l.remove(&mut copy, 901, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
+        // group 0 took the copy's pool a new chunk; both are spare again, and the next
+        // two groups take them without the pool growing
+        assert_eq!((copy.pool_chunks(), copy.spare.len()), (2, 2));
+        l.push_tail(&mut copy, 200, 1);
+        l.push_tail(&mut copy, 300, 1);
+        assert_eq!((copy.pool_chunks(), copy.spare.len()), (2, 0));
+        assert_eq!((copy.get(200), copy.get(300)), ([NIL, 300], [200, NIL]));
+        assert_eq!(copy.check_chunks(), Ok(()));
+        l.remove(&mut copy, 200, 1);
+        l.remove(&mut copy, 300, 1);
+        assert_eq!(copy.check_chunks(), Ok(()));
+        // the checker sees a spare that still links, and a chunk claimed twice
+        let mut bad = copy.clone();
+        bad.spare.push(0);
+        bad.pool.push([[NIL, NIL]; 64]);
+        bad.pool[0][1] = [3, NIL];
+        assert!(bad.check_chunks().unwrap_err().contains("spare chunk 0"));
+        copy.spare.push(copy.spare[0]);
+        assert!(copy.check_chunks().unwrap_err().contains("claimed twice"));
         rotations(&mut links);
     }
 
