@@ -774,6 +774,27 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   the fills' p:fragment 0.58-0.61x and p:prepare 0.55-0.68x, the mTHP 64 KiB faults and
   unmaps 0.61-0.73x (1.1-4.2 ms), compaction-frag-p20 p:fault 0.62x, seed 000 disk_best
   p:pageout_thp 0.70x.
+* 2026-12-04 (stop 39): a pair on a faster host (`calibrate --out out/host-h20.toml`,
+  1.0 min; `validate --costs out/host-h20.toml --save-kernel-results out/vk-h20`, 25 min):
+  every counter within, 39/45 scenarios, 138 of 146 gated phase times (16 unstable), 138
+  of all 158 reported, geomean 0.82x, host speed 0.96x (0.92-0.99x). Out (gated): every
+  fragment phase, 0.50-0.59x (compaction-frag-p0 2.39 s live against 1.19 s; the fills
+  15.9-16.2 s against 8.6-9.5 s), compaction-fill-p0 p:eat 0.75x, compaction-fill-p60
+  p:fault 1.51x, split_underused p:fault 0.71x (27 ms), seed 000 disk p:fault_thp 0.73x.
+  The fragment phases are 4 KiB write faults: live 2.95 us a fault in compaction-frag-p0
+  (788 k faults, 591 k pages freed by the DONTNEED), the model 1.5 us. Is the per-fault
+  cost larger at scale? No: a probe pinned to CPU 0 (numpy stores, one per 4 KiB, into
+  MADV_NOHUGEPAGE mappings, each backed just before by a THP mapping of the same size
+  plus 256 MiB, then unmapped) took 1150-1220 ns a fault at 64 MiB, 512 MiB and 3 GiB
+  alike, the profile's fault_4k_ns + clear_4k_ns. But the first pass after a back-fill of
+  4 GiB, timed per 256 MiB, ran at ~1.2 us a fault in 11-12 of its 16 pieces and at
+  2.2-10.4 us in the other 4-5, within 0.3-1.5 s of the back-fill: the 4 KiB allocations
+  meet free blocks the host had taken back (page_reporting.rs, refault_reported_2m_ns)
+  even though the run's footprint was backed a moment before, about a quarter of them
+  here. So the fragment phases' gap is the guest's reporting state, as the fills' and
+  frags' fault phases were (stops 37-38), not the fault path's cost; `backed` assumes
+  none of it. Which free blocks a back-filled guest still holds unbacked, and where on
+  the free lists, is what the model would need to know.
 """
 
 from __future__ import annotations
