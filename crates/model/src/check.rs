@@ -482,8 +482,9 @@ fn check_lru_lists(k: &Kernel) -> Result<(), String> {
 }
 
 /// The links' pool is consistent (Links::check_chunks) and its per-group counts of cells
-/// in use (what a copy keeps) equal the entries of every list threaded through them: order-0 free lists, LRU lists, deferred split queues
-/// (larger free blocks keep their cells in their second frame).
+/// in use (what a copy keeps) equal the entries of every list threaded through them:
+/// order-0 free lists, LRU lists, deferred split queues (larger free blocks keep their
+/// cells in their second frame).
 fn check_link_cells(k: &Kernel) -> Result<(), String> {
     let pm = &k.pm;
     let mut want = vec![0u32; pm.links.nr_chunks()];

@@ -399,7 +399,8 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
 /// pages on the host (host_alloc.rs) instead of millions of small heap blocks. The pool's
 /// room for every chunk is reserved up front (address space only: the host backs what
 /// is written), so it never moves. A chunk whose cells all left their lists is spare: the
-/// next group of frames to need one takes it. A copy (Clone) leaves the spares out: after seed 004's fragmentation three quarters of them (the unmapped 3/4 of every
+/// next group of frames to need one takes it. A copy (Clone) leaves the spares out: after
+/// seed 004's fragmentation three quarters of the chunks (the unmapped 3/4 of every
 /// 2 MiB; its free blocks keep their links in their own frames), ~1.5 GiB of a 1 TiB
 /// machine's state that each copy would otherwise have the host back (docs/compaction.md).
 pub struct Links {
