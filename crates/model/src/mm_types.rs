@@ -468,21 +468,6 @@ impl Links {
             ci => &mut self.pool[ci as usize][(pfn & 63) as usize],
         }
     }
-    /// `pfn` leaves its list: its cell, reset; a chunk left with no cell in use becomes
-    /// spare.
-    #[inline(always)]
-    fn detach_cell(&mut self, pfn: u32) -> [u32; 2] {
-        let s = (pfn >> 6) as usize;
-        debug_assert!(self.live[s] > 0, "detach of {pfn}: its chunk has no cell in use");
-        self.live[s] -= 1;
-        let ci = self.chunk_of[s];
-        let v = std::mem::replace(self.cell_mut(pfn), [NIL, NIL]);
-        if self.live[s] == 0 {
-            self.spare.push(ci);
-            self.chunk_of[s] = NO_CHUNK;
-        }
-        v
-    }
     /// Groups of 64 frames (one chunk each when in use).
     pub fn nr_chunks(&self) -> usize {
         self.chunk_of.len()
@@ -579,9 +564,20 @@ impl Cells for Links {
     fn attach(&mut self, pfn: u32, v: [u32; 2]) {
         *self.attach_cell(pfn) = v;
     }
+    /// `pfn` leaves its list: its cell, reset; a chunk left with no cell in use becomes
+    /// spare.
     #[inline(always)]
     fn detach(&mut self, pfn: u32) -> [u32; 2] {
-        self.detach_cell(pfn)
+        let s = (pfn >> 6) as usize;
+        debug_assert!(self.live[s] > 0, "detach of {pfn}: its chunk has no cell in use");
+        self.live[s] -= 1;
+        let ci = self.chunk_of[s];
+        let v = std::mem::replace(self.cell_mut(pfn), [NIL, NIL]);
+        if self.live[s] == 0 {
+            self.spare.push(ci);
+            self.chunk_of[s] = NO_CHUNK;
+        }
+        v
     }
 }
 
@@ -816,8 +812,8 @@ mod tests {
         l.remove(&mut copy, 3, 1);
         l.remove(&mut copy, 901, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
-        // group 0 took the copy's pool a new chunk; both are spare again, and the next
-        // two groups take them without the pool growing
+        // pfn 3's group took a new chunk in the copy's pool; both chunks are spare again,
+        // and the next two groups take them without the pool growing
         assert_eq!((copy.pool_chunks(), copy.spare.len()), (2, 2));
         l.push_tail(&mut copy, 200, 1);
         l.push_tail(&mut copy, 300, 1);
