@@ -392,22 +392,34 @@ pub fn with_rmap(f: u64, r: Option<(u32, u32)>) -> u64 {
 }
 
 /// Doubly-linked list links for LRU folios, the deferred split queue and order-0 free
-/// pages, stored in lazily allocated chunks of 64 frames so that memory holding THPs (one
-/// folio per 512 frames) costs ~1 byte per page and free memory costs nothing. O(1) insert and remove. The chunks live in one pool
-/// (a chunk's place in it is the order chunks were first needed), so that a model
-/// state's links are one large allocation: cloned with one copy, and backed by huge
-/// pages on the host (host_alloc.rs) instead of millions of small heap blocks. The pool's
-/// room for every chunk is reserved up front (address space only: the host backs what
-/// is written), so it never moves. A chunk whose cells all left their lists is spare: the
-/// next group of frames to need one takes it. A copy (Clone) leaves the spares out: after
-/// seed 004's fragmentation three quarters of the chunks (the unmapped 3/4 of every
-/// 2 MiB; its free blocks keep their links in their own frames), ~1.5 GiB of a 1 TiB
-/// machine's state that each copy would otherwise have the host back (docs/compaction.md).
+/// pages, per group of 64 frames, so that memory holding THPs (one folio per 512 frames)
+/// costs ~1 byte per page and free memory costs nothing. O(1) insert and remove.
+///
+/// A group's cells are kept in one of two forms:
+/// - a run: the cells in use are the frames [lo, hi] of the group, chained one after the
+///   other in pfn order, descending (each frame's prev is the frame above it: pages
+///   faulted in ascending pfn order and each added at the LRU's head, as a fill of 4 KiB
+///   pages does) or ascending; only the chain's two outward links are stored, plus at
+///   most one cell that differs (an insert's neighbour between its two writes). 20 bytes
+///   for the group instead of a 512-byte chunk: after seed 004's fill of ~970 GiB of
+///   4 KiB pages, every one of the 1 TiB machine's groups in use is such a run, and the
+///   prefix's links took 1.9 GiB of chunks, ~0.5 GiB for each copy of it, memory the host
+///   backs at first touch (host_alloc.rs, docs/compaction.md).
+/// - a chunk of 64 cells in one pool, once a change leaves a form a run cannot hold (a
+///   frame in the middle leaves, a frame joins away from the run's ends). A chunk stays
+///   until its group's last cell leaves; then it is spare, and the next group that needs
+///   a chunk takes it before the pool grows. The pool's room for every chunk is reserved
+///   up front (address space only), so it never moves; a copy (Clone) leaves the spares
+///   out.
 pub struct Links {
-    /// Per 64 frames, its chunk's index in `pool`, or NO_CHUNK.
+    /// Per 64 frames: its chunk's index in `pool`, RUN (its cells are `runs[group]`) or
+    /// NO_CHUNK (no cell in use).
     chunk_of: Vec<u32>,
     /// Per 64 frames, how many of its cells are on a list.
     live: Vec<u8>,
+    /// Per 64 frames, the run (Run::load), when chunk_of says RUN. Zeroed memory the
+    /// host backs only where a group was ever a run.
+    runs: Vec<[u32; 5]>,
     pool: Vec<[[u32; 2]; 64]>,
     /// Chunks of the pool whose last cell left its list (every cell [NIL, NIL]): the next
     /// group of frames that needs a chunk takes one of these before the pool grows.
@@ -415,6 +427,116 @@ pub struct Links {
 }
 pub const NIL: u32 = u32::MAX;
 const NO_CHUNK: u32 = u32::MAX;
+const RUN: u32 = u32::MAX - 1;
+const NO_EXC: u8 = u8::MAX;
+
+/// A group's cells in use as one chain in pfn order (Links). The head end is the cell
+/// whose prev leaves the run (`ext[0]`), the tail end the one whose next does (`ext[1]`):
+/// descending, the head end is `hi`; ascending, `lo`. `exc_off`'s cell, if any, is `exc`.
+#[derive(Clone, Copy, PartialEq, Debug)]
+struct Run {
+    ext: [u32; 2],
+    exc: [u32; 2],
+    lo: u8,
+    hi: u8,
+    desc: bool,
+    exc_off: u8,
+}
+
+impl Run {
+    #[inline(always)]
+    fn load(w: &[u32; 5]) -> Run {
+        let m = w[4];
+        Run {
+            ext: [w[0], w[1]],
+            exc: [w[2], w[3]],
+            lo: m as u8,
+            hi: (m >> 8) as u8,
+            desc: (m >> 16) & 1 == 1,
+            exc_off: (m >> 24) as u8,
+        }
+    }
+    #[inline(always)]
+    fn store(&self) -> [u32; 5] {
+        let m = self.lo as u32 | (self.hi as u32) << 8 | (self.desc as u32) << 16 | (self.exc_off as u32) << 24;
+        [self.ext[0], self.ext[1], self.exc[0], self.exc[1], m]
+    }
+    /// A run of one cell, `v`.
+    fn single(o: u8, v: [u32; 2]) -> Run {
+        Run { ext: v, exc: [NIL, NIL], lo: o, hi: o, desc: true, exc_off: NO_EXC }
+    }
+    #[inline(always)]
+    fn head_end(&self) -> u8 {
+        if self.desc {
+            self.hi
+        } else {
+            self.lo
+        }
+    }
+    #[inline(always)]
+    fn tail_end(&self) -> u8 {
+        if self.desc {
+            self.lo
+        } else {
+            self.hi
+        }
+    }
+    #[inline(always)]
+    fn contains(&self, o: u8) -> bool {
+        self.lo <= o && o <= self.hi
+    }
+    /// The cell of offset `o` (in the run) that the chain implies, the exception aside.
+    #[inline(always)]
+    fn implied(&self, base: u32, o: u8) -> [u32; 2] {
+        let p = base + o as u32;
+        let (up, down) = (p.wrapping_add(1), p.wrapping_sub(1));
+        let prev = if o == self.head_end() {
+            self.ext[0]
+        } else if self.desc {
+            up
+        } else {
+            down
+        };
+        let next = if o == self.tail_end() {
+            self.ext[1]
+        } else if self.desc {
+            down
+        } else {
+            up
+        };
+        [prev, next]
+    }
+    /// The cell of offset `o` (in the run).
+    #[inline(always)]
+    fn cell(&self, base: u32, o: u8) -> [u32; 2] {
+        if o == self.exc_off {
+            self.exc
+        } else {
+            self.implied(base, o)
+        }
+    }
+    /// A run over [lo, hi] in direction `desc` whose cells are `cell_at`'s, if one
+    /// exception at most is needed; `check` lists the offsets whose cells may differ from
+    /// what the new chain implies (every other cell is as the chain implies).
+    fn fit(base: u32, lo: u8, hi: u8, desc: bool, cell_at: impl Fn(u8) -> [u32; 2], check: &[u8]) -> Option<Run> {
+        let mut n = Run { ext: [NIL, NIL], exc: [NIL, NIL], lo, hi, desc, exc_off: NO_EXC };
+        n.ext = [cell_at(n.head_end())[0], cell_at(n.tail_end())[1]];
+        for &x in check {
+            if x == NO_EXC || x == n.exc_off {
+                continue;
+            }
+            let want = cell_at(x);
+            if n.implied(base, x) != want {
+                if n.exc_off != NO_EXC {
+                    return None;
+                }
+                n.exc_off = x;
+                n.exc = want;
+            }
+        }
+        Some(n)
+    }
+}
 
 impl Clone for Links {
     /// A copy with the same reserved room (Vec::clone would keep only what is used),
@@ -422,51 +544,175 @@ impl Clone for Links {
     /// frame order.
     fn clone(&self) -> Links {
         let mut pool = Vec::with_capacity(self.pool.capacity());
-        let mut chunk_of = vec![NO_CHUNK; self.chunk_of.len()];
-        for (s, &ci) in self.chunk_of.iter().enumerate() {
-            if ci != NO_CHUNK {
-                chunk_of[s] = pool.len() as u32;
-                pool.push(self.pool[ci as usize]);
-            }
+        let mut chunk_of = self.chunk_of.clone();
+        for c in chunk_of.iter_mut().filter(|c| **c < RUN) {
+            let ci = std::mem::replace(c, pool.len() as u32);
+            pool.push(self.pool[ci as usize]);
         }
-        Links { chunk_of, live: self.live.clone(), pool, spare: vec![] }
+        Links { chunk_of, live: self.live.clone(), runs: self.runs.clone(), pool, spare: vec![] }
     }
 }
 
 impl Links {
     pub fn new(nr_frames: u64) -> Links {
         let n = nr_frames.div_ceil(64) as usize;
-        Links { chunk_of: vec![NO_CHUNK; n], live: vec![0; n], pool: Vec::with_capacity(n), spare: vec![] }
+        Links {
+            chunk_of: vec![NO_CHUNK; n],
+            live: vec![0; n],
+            runs: vec![[0; 5]; n],
+            pool: Vec::with_capacity(n),
+            spare: vec![],
+        }
     }
-    /// The cell of `pfn`, which goes onto a list (its group given a chunk if it has none:
-    /// a spare one, else a new one at the pool's end). Reusing the chunks that groups
-    /// emptied keeps the pool at the frames in use: direct compaction at 1 TiB moves
-    /// millions of pages from the groups its migrate scanner empties to groups its free
-    /// scanner fills, and a new chunk for each of those was ~450 MiB more host memory per
-    /// seed 004 continuation, memory the host backs at first touch (host_alloc.rs).
     #[inline(always)]
-    fn attach_cell(&mut self, pfn: u32) -> &mut [u32; 2] {
+    fn run(&self, s: usize) -> Run {
+        Run::load(&self.runs[s])
+    }
+    #[inline(always)]
+    fn set_run(&mut self, s: usize, r: Run) {
+        self.runs[s] = r.store();
+    }
+    /// Group `s`'s run becomes a chunk (a spare one, else a new one at the pool's end)
+    /// holding the same cells. Reusing the chunks that groups emptied keeps the pool at
+    /// the frames in use: direct compaction at 1 TiB moves millions of pages from the
+    /// groups its migrate scanner empties to groups its free scanner fills.
+    #[cold]
+    #[inline(never)]
+    fn make_chunk(&mut self, s: usize) -> usize {
+        let r = self.run(s);
+        let base = (s as u32) << 6;
+        let ci = match self.spare.pop() {
+            Some(c) => c,
+            None => {
+                self.pool.push([[NIL, NIL]; 64]);
+                self.pool.len() as u32 - 1
+            }
+        };
+        for o in r.lo..=r.hi {
+            self.pool[ci as usize][o as usize] = r.cell(base, o);
+        }
+        self.chunk_of[s] = ci;
+        ci as usize
+    }
+    /// Write `v` into the listed cell of `pfn`.
+    #[inline(always)]
+    fn write(&mut self, pfn: u32, v: [u32; 2]) {
         let s = (pfn >> 6) as usize;
-        let ci = &mut self.chunk_of[s];
-        if *ci == NO_CHUNK {
-            *ci = match self.spare.pop() {
-                Some(c) => c,
-                None => {
-                    self.pool.push([[NIL, NIL]; 64]);
-                    self.pool.len() as u32 - 1
-                }
-            };
-        }
-        self.live[s] += 1;
-        &mut self.pool[*ci as usize][(pfn & 63) as usize]
-    }
-    /// The cell of an attached `pfn` (every entry of a list is attached).
-    #[inline(always)]
-    fn cell_mut(&mut self, pfn: u32) -> &mut [u32; 2] {
-        match self.chunk_of[(pfn >> 6) as usize] {
+        let o = (pfn & 63) as u8;
+        let ci = match self.chunk_of[s] {
             NO_CHUNK => unattached(pfn),
-            ci => &mut self.pool[ci as usize][(pfn & 63) as usize],
+            RUN => return self.write_run(s, o, self.run(s), v),
+            ci => ci as usize,
+        };
+        self.pool[ci][o as usize] = v;
+    }
+    /// Write `v` into the cell of offset `o` of group `s`'s run `r`.
+    #[inline(always)]
+    fn write_run(&mut self, s: usize, o: u8, mut r: Run, v: [u32; 2]) {
+        debug_assert!(r.contains(o), "write to group {s} offset {o}, outside its run");
+        if o == r.head_end() {
+            r.ext[0] = v[0];
         }
+        if o == r.tail_end() {
+            r.ext[1] = v[1];
+        }
+        if r.implied(s as u32 * 64, o) == v {
+            if r.exc_off == o {
+                r.exc_off = NO_EXC;
+            }
+        } else if r.exc_off == NO_EXC || r.exc_off == o {
+            r.exc_off = o;
+            r.exc = v;
+        } else {
+            // (the run as stored: only `o`'s cell differs, and `v` replaces it)
+            let ci = self.make_chunk(s);
+            self.pool[ci][o as usize] = v;
+            return;
+        }
+        self.set_run(s, r);
+    }
+    /// Set one side (0: prev, 1: next) of `pfn`'s cell, in a run. The link out of the
+    /// run at its end (the usual case: a neighbour in another group joins or leaves) is
+    /// one word of the run.
+    #[inline(always)]
+    fn write_side(&mut self, pfn: u32, side: usize, x: u32) {
+        let s = (pfn >> 6) as usize;
+        let o = (pfn & 63) as u8;
+        let m = self.runs[s][4];
+        let (lo, hi, desc, exc_off) = (m as u8, (m >> 8) as u8, (m >> 16) & 1 == 1, (m >> 24) as u8);
+        let end = if (side == 0) == desc { hi } else { lo };
+        if o == end && exc_off != o {
+            self.runs[s][side] = x;
+            return;
+        }
+        let r = Run::load(&self.runs[s]);
+        let mut v = r.cell(s as u32 * 64, o);
+        v[side] = x;
+        self.write_run(s, o, r, v);
+    }
+    /// `pfn` joins a list with cell `v`: a group with no cell in use becomes a run of one;
+    /// a run takes a frame next to its ends if the chain still holds (either direction
+    /// for a run of one), else becomes a chunk.
+    #[inline(always)]
+    fn attach_cell(&mut self, pfn: u32, v: [u32; 2]) {
+        let s = (pfn >> 6) as usize;
+        let o = (pfn & 63) as u8;
+        self.live[s] += 1;
+        let ci = match self.chunk_of[s] {
+            NO_CHUNK => {
+                self.chunk_of[s] = RUN;
+                self.set_run(s, Run::single(o, v));
+                return;
+            }
+            RUN => {
+                let r = self.run(s);
+                debug_assert!(!r.contains(o), "attach of {pfn}, already in its group's run");
+                let base = (s as u32) << 6;
+                // the common case first: a run of several cells taking the frame at its
+                // head end (an ascending fill added at the LRU's head, or the mirror):
+                // the old head end's prev becomes the new frame's pfn at the caller's next
+                // write; until then it is the run's exception
+                if r.lo != r.hi && r.exc_off == NO_EXC {
+                    let (grows, end, toward) = if r.desc {
+                        (o as u16 == r.hi as u16 + 1, r.hi, pfn.wrapping_sub(1))
+                    } else {
+                        (o + 1 == r.lo, r.lo, pfn.wrapping_add(1))
+                    };
+                    if grows && v[1] == toward {
+                        let mut n = r;
+                        let old = r.implied(base, end);
+                        if r.desc {
+                            n.hi = o;
+                        } else {
+                            n.lo = o;
+                        }
+                        n.ext[0] = v[0];
+                        if old[0] != pfn {
+                            n.exc_off = end;
+                            n.exc = old;
+                        }
+                        self.set_run(s, n);
+                        return;
+                    }
+                }
+                let (up, down) = (o as u16 == r.hi as u16 + 1, o + 1 == r.lo);
+                if up || down {
+                    let end = if up { r.hi } else { r.lo };
+                    let cell_at = |x: u8| if x == o { v } else { r.cell(base, x) };
+                    let (lo, hi) = (r.lo.min(o), r.hi.max(o));
+                    let dirs = if r.lo == r.hi { [true, false] } else { [r.desc, r.desc] };
+                    for desc in dirs {
+                        if let Some(n) = Run::fit(base, lo, hi, desc, cell_at, &[o, end, r.exc_off]) {
+                            self.set_run(s, n);
+                            return;
+                        }
+                    }
+                }
+                self.make_chunk(s)
+            }
+            ci => ci as usize,
+        };
+        self.pool[ci][o as usize] = v;
     }
     /// Groups of 64 frames (one chunk each when in use).
     pub fn nr_chunks(&self) -> usize {
@@ -476,18 +722,27 @@ impl Links {
     pub fn cells_in_use(&self, c: usize) -> u8 {
         self.live[c]
     }
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, pfn: u32) -> [u32; 2] {
-        match self.chunk_of[(pfn >> 6) as usize] {
+        let s = (pfn >> 6) as usize;
+        let o = (pfn & 63) as u8;
+        match self.chunk_of[s] {
             NO_CHUNK => [NIL, NIL],
-            ci => self.pool[ci as usize][(pfn & 63) as usize],
+            RUN => {
+                let r = self.run(s);
+                if r.contains(o) {
+                    r.cell(s as u32 * 64, o)
+                } else {
+                    [NIL, NIL]
+                }
+            }
+            ci => self.pool[ci as usize][o as usize],
         }
     }
     #[inline]
     pub fn set(&mut self, pfn: u32, v: [u32; 2]) {
-        let ci = self.chunk_of[(pfn >> 6) as usize];
-        if ci != NO_CHUNK {
-            self.pool[ci as usize][(pfn & 63) as usize] = v;
+        if self.chunk_of[(pfn >> 6) as usize] != NO_CHUNK {
+            self.write(pfn, v);
         } else {
             debug_assert!(false, "set on unattached link {pfn}");
         }
@@ -496,9 +751,14 @@ impl Links {
     pub fn pool_chunks(&self) -> usize {
         self.pool.len()
     }
-    /// The pool's bookkeeping (check.rs): a group of frames has a chunk exactly when a
-    /// cell of it is in use, every chunk of the pool is one group's or spare (never both,
-    /// never twice), and a spare's cells are all [NIL, NIL].
+    /// Groups whose cells are a run (no chunk).
+    pub fn runs_in_use(&self) -> usize {
+        self.chunk_of.iter().filter(|&&c| c == RUN).count()
+    }
+    /// The pool's bookkeeping (check.rs): a group of frames has a chunk or a run exactly
+    /// when a cell of it is in use, a run counts its cells in use and its exception lies
+    /// in it, every chunk of the pool is one group's or spare (never both, never twice),
+    /// and a spare's cells are all [NIL, NIL].
     pub fn check_chunks(&self) -> Result<(), String> {
         let mut owner = vec![false; self.pool.len()];
         let mut claim = |ci: u32, what: &str| match owner.get_mut(ci as usize) {
@@ -512,7 +772,21 @@ impl Links {
             match (ci, n) {
                 (NO_CHUNK, 0) => {}
                 (NO_CHUNK, _) => return Err(format!("frames {}..: {n} cells in use and no chunk", s * 64)),
-                (_, 0) => return Err(format!("frames {}..: a chunk and no cell in use", s * 64)),
+                (_, 0) => return Err(format!("frames {}..: a chunk or run and no cell in use", s * 64)),
+                (RUN, _) => {
+                    let r = self.run(s);
+                    if r.lo > r.hi || r.hi > 63 || (r.hi - r.lo + 1) != n {
+                        return Err(format!(
+                            "frames {}..: a run over {}..={} and {n} cells in use",
+                            s * 64,
+                            r.lo,
+                            r.hi
+                        ));
+                    }
+                    if r.exc_off != NO_EXC && !r.contains(r.exc_off) {
+                        return Err(format!("frames {}..: the run's exception {} lies outside it", s * 64, r.exc_off));
+                    }
+                }
                 _ => claim(ci, "a group's")?,
             }
         }
@@ -528,14 +802,16 @@ impl Links {
         }
     }
     pub fn heap_bytes(&self) -> usize {
-        self.chunk_of.len() * 5 + self.spare.capacity() * 4 + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
+        self.chunk_of.len() * (5 + 20)
+            + self.spare.capacity() * 4
+            + self.pool.len() * std::mem::size_of::<[[u32; 2]; 64]>()
     }
 }
 
 /// Where a list keeps its entries' links: a cell of two pfns, [prev, next], per entry.
-/// `Links` (the lazily allocated pool) holds them for LRU folios, the deferred split queue
-/// and order-0 free pages; `TailCells` keeps a free buddy block of order >= 1's cell in
-/// its second frame, a free tail nothing else reads.
+/// `Links` (runs and a pool of chunks) holds them for LRU folios, the deferred split
+/// queue and order-0 free pages; `TailCells` keeps a free buddy block of order >= 1's cell
+/// in its second frame, a free tail nothing else reads.
 pub trait Cells {
     /// The cell of a listed `pfn`.
     fn cell(&self, pfn: u32) -> [u32; 2];
@@ -545,6 +821,27 @@ pub trait Cells {
     fn attach(&mut self, pfn: u32, v: [u32; 2]);
     /// `pfn` leaves its list: its cell, which is reset.
     fn detach(&mut self, pfn: u32) -> [u32; 2];
+    /// list_add(): `pfn` goes in front of `head` (NIL: onto an empty list).
+    #[inline(always)]
+    fn link_before_head(&mut self, pfn: u32, head: u32) {
+        self.attach(pfn, [NIL, head]);
+        if head != NIL {
+            self.set_prev(head, pfn);
+        }
+    }
+    /// list_del(): `pfn` leaves its list and its neighbours link to each other; its
+    /// cell (a NIL side: it was the head, or the tail).
+    #[inline(always)]
+    fn unlink(&mut self, pfn: u32) -> [u32; 2] {
+        let [prev, next] = self.detach(pfn);
+        if prev != NIL {
+            self.set_next(prev, next);
+        }
+        if next != NIL {
+            self.set_prev(next, prev);
+        }
+        [prev, next]
+    }
 }
 
 impl Cells for Links {
@@ -554,25 +851,147 @@ impl Cells for Links {
     }
     #[inline(always)]
     fn set_prev(&mut self, pfn: u32, prev: u32) {
-        self.cell_mut(pfn)[0] = prev;
+        match self.chunk_of[(pfn >> 6) as usize] {
+            NO_CHUNK => unattached(pfn),
+            RUN => self.write_side(pfn, 0, prev),
+            ci => self.pool[ci as usize][(pfn & 63) as usize][0] = prev,
+        }
     }
     #[inline(always)]
     fn set_next(&mut self, pfn: u32, next: u32) {
-        self.cell_mut(pfn)[1] = next;
+        match self.chunk_of[(pfn >> 6) as usize] {
+            NO_CHUNK => unattached(pfn),
+            RUN => self.write_side(pfn, 1, next),
+            ci => self.pool[ci as usize][(pfn & 63) as usize][1] = next,
+        }
     }
     #[inline(always)]
     fn attach(&mut self, pfn: u32, v: [u32; 2]) {
-        *self.attach_cell(pfn) = v;
+        self.attach_cell(pfn, v);
     }
-    /// `pfn` leaves its list: its cell, reset; a chunk left with no cell in use becomes
-    /// spare.
+    /// The common case in one step: a run growing at its head end by the frame next to
+    /// the list's head (pages faulted in ascending pfn order, each added at the LRU's
+    /// head), whose prev becomes the new frame as the chain implies.
+    #[inline(always)]
+    fn link_before_head(&mut self, pfn: u32, head: u32) {
+        let s = (pfn >> 6) as usize;
+        let o = (pfn & 63) as u8;
+        if self.chunk_of[s] == RUN && head != NIL && head >> 6 == pfn >> 6 {
+            let m = self.runs[s][4];
+            let (lo, hi, desc, exc_off) = (m as u8, (m >> 8) as u8, (m >> 16) & 1 == 1, (m >> 24) as u8);
+            // descending: the head is hi and pfn the frame above it; ascending, the mirror;
+            // a run of one takes either direction
+            let grow_up = hi as u16 + 1 == o as u16 && head == pfn - 1 && (desc || lo == hi);
+            let grow_down = o + 1 == lo && head == pfn + 1 && (!desc || lo == hi);
+            if (grow_up || grow_down) && exc_off == NO_EXC {
+                let (lo, hi) = if grow_up { (lo, o) } else { (o, hi) };
+                let m = lo as u32 | (hi as u32) << 8 | (grow_up as u32) << 16 | (NO_EXC as u32) << 24;
+                // the old head end's next (or a run of one's) stays the run's tail link
+                self.runs[s][0] = NIL;
+                self.runs[s][4] = m;
+                self.live[s] += 1;
+                return;
+            }
+        }
+        self.attach(pfn, [NIL, head]);
+        if head != NIL {
+            self.set_prev(head, pfn);
+        }
+    }
+    /// The common case in one step: an end frame of a run leaving, its neighbour in the
+    /// run taking over the link out of the run that `pfn` had (a chain taken off in pfn
+    /// order: the exit's and munmap's zaps, the migrate scanner).
+    #[inline(always)]
+    fn unlink(&mut self, pfn: u32) -> [u32; 2] {
+        let s = (pfn >> 6) as usize;
+        let o = (pfn & 63) as u8;
+        if self.chunk_of[s] == RUN {
+            let w = self.runs[s];
+            let m = w[4];
+            let (lo, hi, desc, exc_off) = (m as u8, (m >> 8) as u8, (m >> 16) & 1 == 1, (m >> 24) as u8);
+            if lo < hi && exc_off == NO_EXC && (o == lo || o == hi) {
+                // the cell: the side toward the run is the neighbour, the other the run's link
+                let towards_hi = o == lo;
+                let inner = if towards_hi { pfn + 1 } else { pfn - 1 };
+                // descending, hi is the head end (its prev is w[0]) and lo the tail end
+                // (its next is w[1]); ascending, the other way round
+                let v = match (desc, towards_hi) {
+                    (true, true) => [inner, w[1]],
+                    (true, false) => [w[0], inner],
+                    (false, true) => [w[0], inner],
+                    (false, false) => [inner, w[1]],
+                };
+                let (lo, hi) = if towards_hi { (lo + 1, hi) } else { (lo, hi - 1) };
+                self.runs[s][4] = lo as u32 | (hi as u32) << 8 | (desc as u32) << 16 | (NO_EXC as u32) << 24;
+                self.live[s] -= 1;
+                let [prev, next] = v;
+                if prev != NIL && prev != inner {
+                    self.set_next(prev, next);
+                }
+                if next != NIL && next != inner {
+                    self.set_prev(next, prev);
+                }
+                return v;
+            }
+        }
+        let [prev, next] = self.detach(pfn);
+        if prev != NIL {
+            self.set_next(prev, next);
+        }
+        if next != NIL {
+            self.set_prev(next, prev);
+        }
+        [prev, next]
+    }
+    /// `pfn` leaves its list: its cell, reset. A run loses an end frame (a frame in its
+    /// middle makes it a chunk first); a group left with no cell in use has no run, and
+    /// its chunk, if it had one, becomes spare.
     #[inline(always)]
     fn detach(&mut self, pfn: u32) -> [u32; 2] {
         let s = (pfn >> 6) as usize;
-        debug_assert!(self.live[s] > 0, "detach of {pfn}: its chunk has no cell in use");
+        let o = (pfn & 63) as u8;
+        debug_assert!(self.live[s] > 0, "detach of {pfn}: its group has no cell in use");
         self.live[s] -= 1;
-        let ci = self.chunk_of[s];
-        let v = std::mem::replace(self.cell_mut(pfn), [NIL, NIL]);
+        let mut ci = self.chunk_of[s];
+        if ci == RUN {
+            let r = self.run(s);
+            let base = (s as u32) << 6;
+            let v = r.cell(base, o);
+            if r.lo == r.hi {
+                debug_assert_eq!(r.lo, o, "detach of {pfn}, outside its group's run");
+                self.chunk_of[s] = NO_CHUNK;
+                return v;
+            }
+            if o == r.lo || o == r.hi {
+                // the frame next to it becomes the end: its link outward (to `pfn`, or
+                // the exception's) becomes the run's own
+                let mut n = r;
+                let end = if o == r.lo {
+                    n.lo += 1;
+                    n.lo
+                } else {
+                    n.hi -= 1;
+                    n.hi
+                };
+                if n.exc_off == o {
+                    n.exc_off = NO_EXC;
+                }
+                let c = r.cell(base, end);
+                if end == n.head_end() {
+                    n.ext[0] = c[0];
+                }
+                if end == n.tail_end() {
+                    n.ext[1] = c[1];
+                }
+                if n.exc_off == end && n.implied(base, end) == c {
+                    n.exc_off = NO_EXC;
+                }
+                self.set_run(s, n);
+                return v;
+            }
+            ci = self.make_chunk(s) as u32;
+        }
+        let v = std::mem::replace(&mut self.pool[ci as usize][o as usize], [NIL, NIL]);
         if self.live[s] == 0 {
             self.spare.push(ci);
             self.chunk_of[s] = NO_CHUNK;
@@ -660,10 +1079,8 @@ impl List {
     /// Add at the head (most recently used end), like list_add.
     #[inline(always)]
     pub fn push_head<C: Cells>(&mut self, links: &mut C, pfn: u32, nr: u64) {
-        links.attach(pfn, [NIL, self.head]);
-        if self.head != NIL {
-            links.set_prev(self.head, pfn);
-        } else {
+        links.link_before_head(pfn, self.head);
+        if self.head == NIL {
             self.tail = pfn;
         }
         self.head = pfn;
@@ -719,15 +1136,11 @@ impl List {
     /// Take `pfn` off the list (its cell is reset, as detach() does).
     #[inline(always)]
     pub fn remove<C: Cells>(&mut self, links: &mut C, pfn: u32, nr: u64) {
-        let [prev, next] = links.detach(pfn);
-        if prev != NIL {
-            links.set_next(prev, next);
-        } else {
+        let [prev, next] = links.unlink(pfn);
+        if prev == NIL {
             self.head = next;
         }
-        if next != NIL {
-            links.set_prev(next, prev);
-        } else {
+        if next == NIL {
             self.tail = prev;
         }
         self.len -= 1;
@@ -793,45 +1206,157 @@ mod tests {
         l.push_head(&mut links, 7, 512);
         l.push_tail(&mut links, 900, 1);
         assert_eq!((l.head, l.tail, l.len, l.pages), (7, 900, 3, 514));
+        // pfn 5 alone was a run; 7 joined its group away from it, so group 0 took a chunk;
+        // 900 is a run of one in group 14
+        assert_eq!((links.pool_chunks(), links.runs_in_use()), (1, 1));
         l.remove(&mut links, 5, 1);
         assert_eq!(links.get(7), [NIL, 900]);
         l.remove(&mut links, 7, 512);
         l.remove(&mut links, 900, 1);
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
-        // emptied chunks (pfns 5, 7: group 0; 900: group 14) stay in the pool as spares,
-        // which a copy leaves out and the next groups to need a chunk take
-        assert_eq!((links.pool_chunks(), links.spare.len()), (2, 2));
+        // group 0's emptied chunk stays in the pool as a spare, which a copy leaves out
+        // and the next group to need a chunk takes; group 14's run is gone
+        assert_eq!((links.pool_chunks(), links.spare.len(), links.runs_in_use()), (1, 1, 0));
         assert_eq!(links.clone().pool_chunks(), 0);
         l.push_tail(&mut links, 901, 1);
-        assert_eq!((links.pool_chunks(), links.spare.len()), (2, 1));
+        l.push_tail(&mut links, 904, 1);
+        assert_eq!((links.pool_chunks(), links.spare.len(), links.runs_in_use()), (1, 0, 0));
         let mut copy = links.clone();
         assert_eq!((copy.pool_chunks(), copy.spare.len()), (1, 0));
-        assert_eq!(copy.heap_bytes(), 16 * 5 + 64 * 8);
+        assert_eq!(copy.heap_bytes(), 16 * 25 + 64 * 8);
         l.push_head(&mut copy, 3, 1);
         assert_eq!((List::next(&copy, 3), List::prev(&copy, 901)), (901, 3));
-        l.remove(&mut copy, 3, 1);
-        l.remove(&mut copy, 901, 1);
+        for p in [3, 901, 904] {
+            l.remove(&mut copy, p, 1);
+        }
         assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
-        // pfn 3's group took a new chunk in the copy's pool; both chunks are spare again,
-        // and the next two groups take them without the pool growing
-        assert_eq!((copy.pool_chunks(), copy.spare.len()), (2, 2));
+        assert_eq!((copy.pool_chunks(), copy.spare.len(), copy.runs_in_use()), (1, 1, 0));
+        // pages faulted in ascending pfn order, each added at the head: one run per group
+        // (the chain crosses from group to group through the runs' outward links), each
+        // end taken off in turn, no chunk
+        for p in 60..200 {
+            l.push_head(&mut copy, p, 1);
+        }
+        assert_eq!((copy.pool_chunks(), copy.runs_in_use()), (1, 4));
+        assert_eq!((copy.get(63), copy.get(64), copy.get(100)), ([64, 62], [65, 63], [101, 99]));
+        assert_eq!(copy.check_chunks(), Ok(()));
+        for p in (60..130).chain((130..200).rev()) {
+            l.remove(&mut copy, p, 1);
+            assert_eq!(copy.pool_chunks(), 1, "{p} left from an end");
+        }
+        // a frame in the middle of a run leaving makes it a chunk (the spare one)
+        for p in 0..10 {
+            l.push_tail(&mut copy, p, 1);
+        }
+        assert_eq!(copy.get(4), [3, 5]);
+        l.remove(&mut copy, 4, 1);
+        assert_eq!((copy.pool_chunks(), copy.spare.len(), copy.runs_in_use()), (1, 0, 0));
+        assert_eq!((copy.get(3), copy.get(5)), ([2, 5], [3, 6]));
+        for p in (0..10).filter(|&p| p != 4) {
+            l.remove(&mut copy, p, 1);
+        }
         l.push_tail(&mut copy, 200, 1);
         l.push_tail(&mut copy, 300, 1);
-        assert_eq!((copy.pool_chunks(), copy.spare.len()), (2, 0));
         assert_eq!((copy.get(200), copy.get(300)), ([NIL, 300], [200, NIL]));
         assert_eq!(copy.check_chunks(), Ok(()));
         l.remove(&mut copy, 200, 1);
         l.remove(&mut copy, 300, 1);
         assert_eq!(copy.check_chunks(), Ok(()));
-        // the checker sees a spare that still links, and a chunk claimed twice
+        // the checker sees a spare that still links, a chunk claimed twice, a run that
+        // miscounts its cells
         let mut bad = copy.clone();
         bad.spare.push(0);
         bad.pool.push([[NIL, NIL]; 64]);
         bad.pool[0][1] = [3, NIL];
         assert!(bad.check_chunks().unwrap_err().contains("spare chunk 0"));
+        let mut bad = copy.clone();
+        l.push_tail(&mut bad, 20, 1);
+        bad.live[0] = 2;
+        assert!(bad.check_chunks().unwrap_err().contains("a run over 20..=20 and 2 cells"));
         copy.spare.push(copy.spare[0]);
         assert!(copy.check_chunks().unwrap_err().contains("claimed twice"));
         rotations(&mut links);
+    }
+
+    /// Plain cells, one per frame: what `Links` must agree with.
+    struct Plain(Vec<[u32; 2]>);
+    impl Cells for Plain {
+        fn cell(&self, pfn: u32) -> [u32; 2] {
+            self.0[pfn as usize]
+        }
+        fn set_prev(&mut self, pfn: u32, prev: u32) {
+            self.0[pfn as usize][0] = prev;
+        }
+        fn set_next(&mut self, pfn: u32, next: u32) {
+            self.0[pfn as usize][1] = next;
+        }
+        fn attach(&mut self, pfn: u32, v: [u32; 2]) {
+            self.0[pfn as usize] = v;
+        }
+        fn detach(&mut self, pfn: u32) -> [u32; 2] {
+            std::mem::replace(&mut self.0[pfn as usize], [NIL, NIL])
+        }
+    }
+
+    proptest::proptest! {
+        /// Any sequence of list operations (biased to the pfn next to the last one, as
+        /// fills, frees and scanners go) leaves `Links`' cells, runs and chunks, equal to
+        /// plain cells', and its bookkeeping consistent; a copy agrees too.
+        #[test]
+        fn links_agree_with_plain_cells(ops in proptest::collection::vec((0u8..6, 0u32..256, 0u32..24, proptest::bool::ANY, proptest::bool::ANY), 1..100)) {
+            const N: u32 = 256;
+            let mut links = Links::new(N as u64);
+            let mut plain = Plain(vec![[NIL, NIL]; N as usize]);
+            let mut lists = [List::default(); 2];
+            let mut plists = [List::default(); 2];
+            let mut on: Vec<Option<usize>> = vec![None; N as usize];
+            // each op is a streak: the same operation on `k` frames in a row, up or down
+            // (as fills, frees and scanners go), starting at a random frame
+            for (op, r, k, which, up) in ops {
+              for j in 0..k.max(1) {
+                let pfn = if up { (r + j) % N } else { (r + N - j % N) % N };
+                let li = which as usize;
+                match (op, on[pfn as usize]) {
+                    (0 | 1, None) => {
+                        if op == 0 {
+                            lists[li].push_head(&mut links, pfn, 1);
+                            plists[li].push_head(&mut plain, pfn, 1);
+                        } else {
+                            lists[li].push_tail(&mut links, pfn, 1);
+                            plists[li].push_tail(&mut plain, pfn, 1);
+                        }
+                        on[pfn as usize] = Some(li);
+                    }
+                    (2 | 3, Some(l)) => {
+                        lists[l].remove(&mut links, pfn, 1);
+                        plists[l].remove(&mut plain, pfn, 1);
+                        on[pfn as usize] = None;
+                    }
+                    (4, Some(l)) => {
+                        lists[l].rotate_through(&mut links, pfn);
+                        plists[l].rotate_through(&mut plain, pfn);
+                    }
+                    (5, Some(l)) => {
+                        lists[l].rotate_to(&mut links, pfn);
+                        plists[l].rotate_to(&mut plain, pfn);
+                    }
+                    _ => {}
+                }
+                proptest::prop_assert_eq!(links.check_chunks(), Ok(()));
+                for p in 0..N {
+                    proptest::prop_assert_eq!(links.get(p), plain.0[p as usize], "pfn {}", p);
+                }
+                for (a, b) in lists.iter().zip(&plists) {
+                    proptest::prop_assert_eq!((a.head, a.tail, a.len), (b.head, b.tail, b.len));
+                }
+              }
+            }
+            let copy = links.clone();
+            proptest::prop_assert_eq!(copy.check_chunks(), Ok(()));
+            for p in 0..N {
+                proptest::prop_assert_eq!(copy.get(p), plain.0[p as usize]);
+            }
+        }
     }
 
     /// [1 2 3 4] -> through 2 -> [3 4 1 2] -> to 1 -> [1 2 3 4], on either store; the

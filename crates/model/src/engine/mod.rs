@@ -130,25 +130,6 @@ impl Boot {
     }
 }
 
-/// A copy of the prefix's state for a continuation. `split`: every other worker waits for
-/// this copy (the first), so a second thread copies the list cells beside the rest: the
-/// copy's pool is fresh memory the prewarm did not back, most of its time the host's
-/// first touches.
-fn copy_prefix<'w>(st: &mut Engine<'w>, split: bool) -> Engine<'w> {
-    if !split {
-        return st.clone();
-    }
-    let links = std::mem::replace(&mut st.k.pm.links, crate::mm_types::Links::new(0));
-    let (mut e, cells) = std::thread::scope(|s| {
-        let h = s.spawn(|| links.clone());
-        let e = st.clone();
-        (e, h.join().expect("the copy of the list cells"))
-    });
-    e.k.pm.links = cells;
-    st.k.pm.links = links;
-    e
-}
-
 /// Run several workloads that differ only from some op of their processes onwards (and
 /// in name and `record.fault_latency`): the common prefix runs once, its whole state
 /// (kernel, processes, kernel threads, event queue, recorder, sampler) is copied at the
@@ -190,13 +171,9 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
     // will take, on a CPU the prefix leaves idle: for each copy alive at once, a frame
     // array and PTE tables (at most one per 2 MiB of the machine), in the order a copy
     // fills them. On a guest whose host takes free memory back, a copy's first touches
-    // are most of its time (host_alloc.rs). Not the list cells' pool: its room is one
-    // block for every chunk, and a copy writes only the chunks with a cell in use (a
-    // quarter of it after seed 004's fragmentation), so backing the room would be work
-    // no copy uses. (Backing the first half of each copy's room too, where seed 004's
-    // continuations attach cells, was tried: b-p0 gained a few seconds cold but the
-    // prefix lost 3-4 s warm, its own first touches slowed by the prewarm's.) Results do
-    // not depend on it.
+    // are most of its time (host_alloc.rs). Not the list cells: a copy's are ~100 MiB at
+    // seed 004's scale (mm_types.rs, Links: runs), which it writes as it copies them.
+    // Results do not depend on it.
     use crate::host_alloc::Warm;
     let frames = std::alloc::Layout::array::<u64>(prefix.k.pm.frames.capacity()).expect("the frames' layout");
     let tables = prefix.k.pm.frames.len() / crate::consts::PTRS_PER_PTE;
@@ -264,7 +241,7 @@ pub fn run_shared<'w>(ws: &'w [Workload], o: &RunOptions, threads: usize) -> Vec
         let mut p = cell.lock().expect("the prefix");
         if t + 1 < n {
             let st = p.state.as_mut().expect("the prefix");
-            let e = copy_prefix(st, t == 0 && threads > 1);
+            let e = st.clone();
             tm(format_args!("copy {} made (links {} MiB)", t + 1, e.k.pm.links.heap_bytes() >> 20));
             p.copies_left -= 1;
             copied.notify_all();
