@@ -795,6 +795,23 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   frags' fault phases were (stops 37-38), not the fault path's cost; `backed` assumes
   none of it. Which free blocks a back-filled guest still holds unbacked, and where on
   the free lists, is what the model would need to know.
+* 2026-12-04 (stop 40): the model now reports what its guest reported during the run
+  (extra.reported_during_run_kib, page_reporting.rs), and the report prints it beside the
+  live runner's kernel.reported_during_run_kib (an info row). Replayed on out/vk-h20 with
+  out/host-h20.toml, live against model at `backed`: the fills 25.6 / 23.9 GiB and
+  26.5 / 25.6 GiB, compaction-frag/-manual 2.9-3.0 / 1.65 GiB, the khugepaged scenarios
+  0.18-0.65 / 1.9-7.4 GiB (their free memory, which live had long been reported, is
+  reported during the run in the model), and 0.2-1.4 GiB live / 0 in six more. The same
+  pair with the runs' start set to `idle`: the khugepaged scenarios 2-32 MiB, the frags
+  1.28 GiB, the fills 22.3 / 24.0 GiB; 140 of 146 gated (138 at `backed`), geomean
+  0.86x, 40/45 scenarios; the fills' p:fragment 0.54 -> 0.65x and 0.59 -> 0.70x,
+  compaction-fill-p0 p:eat and split_underused_511 p:fault within, zero-page-read p:read
+  out at 29.6x (the huge zero folio taken from a reported block; live, the warm-up run's
+  was still there). With vk-h4 (a tie) and vk-h7 (`backed` 2 ahead), no start wins on
+  every pair, so validate keeps `backed`. Neither start reports, during the fragment
+  phases, what the live guest does: the model's 1.3-1.65 GiB in the frag runs is the
+  blocks freed by the runner's back-fill; live reports ~1.3 GiB more, blocks its 4 KiB
+  faults then refault.
 """
 
 from __future__ import annotations
@@ -1456,6 +1473,14 @@ def compare(
         k, m = int(kc.get(n, 0)), int(mc.get(n, 0))
         if k or m:
             rows.append({"counter": n, "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True})
+    # what the guest reported to the host during the run (free page reporting): the host
+    # takes those blocks back, and a later allocation of one refaults (page_reporting.rs)
+    k = (kernel.get("kernel") or {}).get("reported_during_run_kib")
+    m = (model.get("extra") or {}).get("reported_during_run_kib")
+    if k is not None and m is not None and (k or m):
+        rows.append(
+            {"counter": "reported_during_run_kib", "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True}
+        )
     for kind, pct in LATENCY_INFO:
         k = ((kernel.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)
         m = ((model.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)

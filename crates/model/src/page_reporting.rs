@@ -101,6 +101,8 @@ pub struct PageReporting {
     /// report calls (batches) and blocks reported so far
     pub reports: u64,
     pub blocks_reported: u64,
+    /// KiB reported so far (the reference host's page_reporting `reported_kib`, host.rs)
+    pub kib_reported: u64,
     /// when the worker's first pass of the run is due (page_reporting_initial): 2 s after
     /// page_reporting_register() at boot, or after the frees of the back-fill before the
     /// run (`Kernel::back_free_memory`)
@@ -122,6 +124,7 @@ impl PageReporting {
             pb_unbacked: vec![0; npb],
             reports: 0,
             blocks_reported: 0,
+            kib_reported: 0,
             initial_delay_ns: PAGE_REPORTING_DELAY_NS,
         }
     }
@@ -388,6 +391,7 @@ impl Kernel {
         let blocks_2m: u64 = pass.sg.iter().map(|&(_, o)| 1u64 << (o - PAGEBLOCK_ORDER)).sum();
         self.pm.pr.reports += 1;
         self.pm.pr.blocks_reported += pass.sg.len() as u64;
+        self.pm.pr.kib_reported += blocks_2m * (PAGEBLOCK_NR_PAGES * 4);
         pass.waiting = true;
         self.pm.pr.pass = Some(pass);
         KthreadNext::Sleep(blocks_2m * REPORT_WAIT_PER_2M_NS)

@@ -86,6 +86,8 @@ struct Boot {
     zram_before: Vec<(String, Value)>,
     /// free pages on the per-CPU lists when the run starts (the back-fill's, page_reporting.rs)
     pcp_before: u64,
+    /// KiB the guest had reported when the run started (after the boot's passes)
+    reported_kib_before: u64,
 }
 
 impl Boot {
@@ -122,6 +124,7 @@ impl Boot {
             boot_snap: k.vmstat_snapshot(),
             zram_before: k.zram_mm_stats(),
             pcp_before: k.pm.pcp_pages_total(),
+            reported_kib_before: k.pm.pr.kib_reported,
             machine,
             knobs: ks,
             seed,
@@ -481,6 +484,12 @@ impl<'w> Engine<'w> {
         let mut result = report::build_result(&mut k, end);
         // NR_FREE_PAGES leaves the per-CPU lists out: what they held at the start
         result.extra.insert("nr_pcp_pages_before".into(), json!(boot.pcp_before));
+        // the live runner's kernel.reported_during_run_kib (run.rs): what the guest reported
+        // from the run's start to its end
+        if k.pm.pr.enabled {
+            let kib = k.pm.pr.kib_reported - boot.reported_kib_before;
+            result.extra.insert("reported_during_run_kib".into(), json!(kib));
+        }
         (result, k)
     }
 
