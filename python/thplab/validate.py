@@ -808,10 +808,9 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   compaction-fill-p0 p:eat and split_underused_511 p:fault within, zero-page-read p:read
   out at 29.6x (the huge zero folio taken from a reported block; live, the warm-up run's
   was still there). With vk-h4 (a tie) and vk-h7 (`backed` 2 ahead), no start wins on
-  every pair, so validate keeps `backed`. Neither start reports, during the fragment
-  phases, what the live guest does: the model's 1.3-1.65 GiB in the frag runs is the
-  blocks freed by the runner's back-fill; live reports ~1.3 GiB more, blocks its 4 KiB
-  faults then refault.
+  every pair, so validate keeps `backed`. In the frag runs neither start reports what
+  the live guest does (2.9-3.0 GiB live, 1.3-1.65 GiB in the model), and their fragment
+  phases stay at 0.50-0.52x with either.
 """
 
 from __future__ import annotations
