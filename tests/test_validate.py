@@ -59,6 +59,27 @@ def test_exact_counters_within_and_out_of_tolerance():
     assert t["ratio"] == pytest.approx(1.0) and t["status"] == "ok"
 
 
+def test_reported_memory_is_an_info_row_from_each_side():
+    # the live runner's kernel.reported_during_run_kib beside the model's extra field: shown,
+    # never gated
+    k = kernel_result(thp_fault_alloc=64)
+    k["kernel"] = {"reported_during_run_kib": 2_985_984}
+    m = model_like(k)
+    m["extra"]["reported_during_run_kib"] = 1_691_648
+    r = v.compare(k, m)
+    row = next(x for x in r["rows"] if x["counter"] == "reported_during_run_kib")
+    assert (row["kind"], row["kernel"], row["model"], row["error"], row["ok"]) == (
+        "info",
+        2_985_984,
+        1_691_648,
+        -1_294_336,
+        True,
+    )
+    assert r["ok"]
+    del m["extra"]["reported_during_run_kib"]  # a guest that does not report: no row
+    assert all(x["counter"] != "reported_during_run_kib" for x in v.compare(k, m)["rows"])
+
+
 def test_mthp_splits_of_a_size_the_workload_cannot_have_are_informational():
     # vm.compact_memory splits the host's large page-cache folios (no page cache in the
     # model): a size whose `enabled` is never has no anonymous folios, so its splits are

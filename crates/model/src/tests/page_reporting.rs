@@ -74,6 +74,8 @@ fn reporting_is_budgeted_and_reported_blocks_go_to_the_tail() {
     assert!(!k.pm.pr.page_reported(l.head as u64), "the head is an unreported block");
     assert!(k.pm.pr.page_reported(l.tail as u64), "reported blocks went to the tail");
     assert!(k.pm.pr.nr_unbacked() >= k.pm.pr.blocks_reported << PAGEBLOCK_ORDER);
+    // nothing was touched since: what the host discarded is what was reported (KiB)
+    assert_eq!(k.pm.pr.kib_reported, k.pm.pr.nr_unbacked() * 4, "{} blocks", k.pm.pr.blocks_reported);
     // an allocation takes the unreported head: no refault
     k.clock.cost = 0;
     let pfn = k.alloc_pages(GFP_TRANSHUGE, PAGEBLOCK_ORDER, 0).unwrap();
