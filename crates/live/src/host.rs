@@ -44,6 +44,17 @@ pub fn free_page_reporting() -> bool {
         .unwrap_or(false)
 }
 
+/// The smallest order of free block this guest reports (the page_reporting module's
+/// `page_reporting_order` parameter, which a boot option or root may set at any time; -1
+/// until a device registers; pageblock_order, 9 on x86, where the parameter is absent).
+pub fn page_reporting_order() -> u32 {
+    match read_trim("/sys/module/page_reporting/parameters/page_reporting_order").and_then(|t| t.parse::<i64>().ok()) {
+        Some(o) if (0..=11).contains(&o) => o as u32,
+        Some(o) if o > 11 => 11,
+        _ => 9,
+    }
+}
+
 /// KiB this guest has reported to its host so far, where its kernel counts them (this
 /// reference host's page_reporting module has a `reported_kib` parameter; mainline has none).
 pub fn reported_kib() -> Option<u64> {
@@ -178,6 +189,7 @@ pub fn knob_values(lk: &[LiveKnob]) -> BTreeMap<String, String> {
                             "0".into()
                         }
                     }
+                    None if k.def.name == "thplab.page_reporting_order" => page_reporting_order().to_string(),
                     None => k.def.default.to_string(),
                 };
                 m.insert(k.def.name.to_string(), v);

@@ -146,6 +146,7 @@ impl Kernel {
         let cfg = Config::from_knobs(knobs);
         // a virtio-balloon with VIRTIO_BALLOON_F_REPORTING registers at boot
         pm.pr.enabled = cfg.free_page_reporting;
+        pm.pr.order = cfg.page_reporting_order;
         let swap = SwapState::new(&m.swap, &costs, cfg.thp_swap, pm.nr_cpus)?;
         let mut k = Kernel {
             pm,

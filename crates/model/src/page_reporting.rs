@@ -85,15 +85,16 @@ struct PrPass {
 pub struct PageReporting {
     /// a reporting device is registered (thplab.free_page_reporting)
     pub enabled: bool,
-    /// page_reporting_order (pageblock_order: the default, and what virtio-balloon keeps
-    /// on x86)
+    /// page_reporting_order (thplab.page_reporting_order; pageblock_order by default, what
+    /// virtio-balloon asks for on x86; the module parameter may set any order, above
+    /// MAX_PAGE_ORDER none is reported)
     pub order: u32,
     pub state: PrState,
     /// page_reporting_notify_free() asked for the delayed work (the engine schedules it)
     pub schedule_requested: bool,
     pass: Option<PrPass>,
-    /// PageReported of the free block whose head is at this pageblock
-    reported: Vec<bool>,
+    /// PageReported, a bit per pfn (the head of a reported free block)
+    reported: Vec<u64>,
     /// pages the host discarded and the guest has not touched since (a bit per pfn)
     unbacked: Vec<u64>,
     /// per pageblock: how many of its pages are unbacked
@@ -119,7 +120,7 @@ impl PageReporting {
             state: PrState::Requested,
             schedule_requested: false,
             pass: None,
-            reported: vec![false; npb],
+            reported: vec![0; max_pfn.div_ceil(64) as usize],
             unbacked: vec![0; max_pfn.div_ceil(64) as usize],
             pb_unbacked: vec![0; npb],
             reports: 0,
@@ -145,31 +146,35 @@ impl PageReporting {
     /// PageReported of the free block at `pfn`.
     #[inline]
     pub fn page_reported(&self, pfn: u64) -> bool {
-        pfn.is_multiple_of(PAGEBLOCK_NR_PAGES) && self.reported[(pfn >> PAGEBLOCK_ORDER) as usize]
+        self.reported[(pfn / 64) as usize] >> (pfn % 64) & 1 == 1
     }
 
     /// __ClearPageReported() as the block leaves its free list.
     #[inline]
     pub fn clear_reported(&mut self, pfn: u64, order: u32) {
-        if order >= PAGEBLOCK_ORDER {
-            self.reported[(pfn >> PAGEBLOCK_ORDER) as usize] = false;
+        if order >= self.order {
+            self.reported[(pfn / 64) as usize] &= !(1 << (pfn % 64));
         }
     }
 
     /// __SetPageReported()
     pub fn set_reported(&mut self, pfn: u64) {
-        self.reported[(pfn >> PAGEBLOCK_ORDER) as usize] = true;
+        self.reported[(pfn / 64) as usize] |= 1 << (pfn % 64);
     }
 
     /// The host discarded [pfn, pfn + 2^order).
     fn discard(&mut self, pfn: u64, order: u32) {
-        let n = 1u64 << order;
-        debug_assert!(pfn.is_multiple_of(64) && n >= 64);
-        for w in (pfn / 64)..(pfn + n) / 64 {
-            self.unbacked[w as usize] = u64::MAX;
-        }
-        for pb in (pfn >> PAGEBLOCK_ORDER)..((pfn + n) >> PAGEBLOCK_ORDER) {
-            self.pb_unbacked[pb as usize] = PAGEBLOCK_NR_PAGES as u16;
+        let end = pfn + (1u64 << order);
+        let mut p = pfn;
+        while p < end {
+            // the pages of [p, end) in p's bitmap word
+            let lo = p % 64;
+            let hi = (end - (p - lo)).min(64);
+            let mask = if hi - lo == 64 { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
+            let w = &mut self.unbacked[(p / 64) as usize];
+            self.pb_unbacked[(p >> PAGEBLOCK_ORDER) as usize] += (mask & !*w).count_ones() as u16;
+            *w |= mask;
+            p = p - lo + hi;
         }
     }
 
@@ -215,7 +220,7 @@ impl PageReporting {
 
     /// Free blocks marked PageReported.
     pub fn nr_reported(&self) -> u64 {
-        self.reported.iter().filter(|&&r| r).count() as u64
+        self.reported.iter().map(|w| w.count_ones() as u64).sum()
     }
 }
 
@@ -388,13 +393,13 @@ impl Kernel {
         for &(pfn, order) in &pass.sg {
             self.pm.pr.discard(pfn, order);
         }
-        let blocks_2m: u64 = pass.sg.iter().map(|&(_, o)| 1u64 << (o - PAGEBLOCK_ORDER)).sum();
+        let pages: u64 = pass.sg.iter().map(|&(_, o)| 1u64 << o).sum();
         self.pm.pr.reports += 1;
         self.pm.pr.blocks_reported += pass.sg.len() as u64;
-        self.pm.pr.kib_reported += blocks_2m * (PAGEBLOCK_NR_PAGES * 4);
+        self.pm.pr.kib_reported += pages * 4;
         pass.waiting = true;
         self.pm.pr.pass = Some(pass);
-        KthreadNext::Sleep(blocks_2m * REPORT_WAIT_PER_2M_NS)
+        KthreadNext::Sleep(pages * REPORT_WAIT_PER_2M_NS / PAGEBLOCK_NR_PAGES)
     }
 
     /// page_reporting_drain(): the reported blocks go back to the tail of their free lists
