@@ -811,6 +811,19 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   every pair, so validate keeps `backed`. In the frag runs neither start reports what
   the live guest does (2.9-3.0 GiB live, 1.3-1.65 GiB in the model), and their fragment
   phases stay at 0.50-0.52x with either.
+  Later in stop 40: this guest reports free blocks from order 5 (its page_reporting_order
+  parameter; docs/page_reporting.md, "This guest reports from order 5"), which the live
+  runner now records as thplab.page_reporting_order and the model follows. A pair with it
+  (`calibrate --out out/host-h21.toml`, 1.1 min; `validate --costs out/host-h21.toml
+  --save-kernel-results out/vk-h21`, 19.5 min): every counter within, 37/45 scenarios,
+  143 of 157 gated phase times (5 unstable), 143 of all 162, geomean 0.90x, host speed
+  1.00x (0.96-1.05x). Replayed at order 9: 144 of 157; at `idle` with order 5: 141
+  (1.06x), with order 9: 143 (0.93x). Out at the recorded start: every fragment phase
+  0.43-0.58x again, the fills' p:eat 0.71-0.72x, and this time compaction-frag-p0/-p20
+  and compaction-manual p:fault 8.2x, 2.7x, 7.1x the other way (live 35-38 ms for 256
+  THPs, the model 102-290 ms, refaulting; in vk-h20 live 168-186 ms, the model 19-24
+  ms, unstable there and not gated), seed
+  000 disk_best/file_best p:fault_thp 0.65-0.71x, swap_pageout_noswap p:pageout 0.74x.
 """
 
 from __future__ import annotations
