@@ -446,40 +446,42 @@ struct Run {
 impl Run {
     #[inline(always)]
     fn load(w: &[u32; 5]) -> Run {
-        let m = w[4];
-        Run {
-            ext: [w[0], w[1]],
-            exc: [w[2], w[3]],
-            lo: m as u8,
-            hi: (m >> 8) as u8,
-            desc: (m >> 16) & 1 == 1,
-            exc_off: (m >> 24) as u8,
-        }
+        let (lo, hi, desc, exc_off) = Run::meta(w[4]);
+        Run { ext: [w[0], w[1]], exc: [w[2], w[3]], lo, hi, desc, exc_off }
     }
     #[inline(always)]
     fn store(&self) -> [u32; 5] {
-        let m = self.lo as u32 | (self.hi as u32) << 8 | (self.desc as u32) << 16 | (self.exc_off as u32) << 24;
-        [self.ext[0], self.ext[1], self.exc[0], self.exc[1], m]
+        [self.ext[0], self.ext[1], self.exc[0], self.exc[1], Run::meta_word(self.lo, self.hi, self.desc, self.exc_off)]
+    }
+    /// A stored run's last word: (lo, hi, desc, exc_off).
+    #[inline(always)]
+    fn meta(m: u32) -> (u8, u8, bool, u8) {
+        (m as u8, (m >> 8) as u8, (m >> 16) & 1 == 1, (m >> 24) as u8)
+    }
+    #[inline(always)]
+    fn meta_word(lo: u8, hi: u8, desc: bool, exc_off: u8) -> u32 {
+        lo as u32 | (hi as u32) << 8 | (desc as u32) << 16 | (exc_off as u32) << 24
     }
     /// A run of one cell, `v`.
     fn single(o: u8, v: [u32; 2]) -> Run {
         Run { ext: v, exc: [NIL, NIL], lo: o, hi: o, desc: true, exc_off: NO_EXC }
     }
+    /// The head end and the tail end.
     #[inline(always)]
-    fn head_end(&self) -> u8 {
+    fn ends(&self) -> (u8, u8) {
         if self.desc {
-            self.hi
+            (self.hi, self.lo)
         } else {
-            self.lo
+            (self.lo, self.hi)
         }
     }
     #[inline(always)]
+    fn head_end(&self) -> u8 {
+        self.ends().0
+    }
+    #[inline(always)]
     fn tail_end(&self) -> u8 {
-        if self.desc {
-            self.lo
-        } else {
-            self.hi
-        }
+        self.ends().1
     }
     #[inline(always)]
     fn contains(&self, o: u8) -> bool {
@@ -489,22 +491,11 @@ impl Run {
     #[inline(always)]
     fn implied(&self, base: u32, o: u8) -> [u32; 2] {
         let p = base + o as u32;
+        // the neighbour toward the head and toward the tail, in the chain
         let (up, down) = (p.wrapping_add(1), p.wrapping_sub(1));
-        let prev = if o == self.head_end() {
-            self.ext[0]
-        } else if self.desc {
-            up
-        } else {
-            down
-        };
-        let next = if o == self.tail_end() {
-            self.ext[1]
-        } else if self.desc {
-            down
-        } else {
-            up
-        };
-        [prev, next]
+        let (toward_head, toward_tail) = if self.desc { (up, down) } else { (down, up) };
+        let (head, tail) = self.ends();
+        [if o == head { self.ext[0] } else { toward_head }, if o == tail { self.ext[1] } else { toward_tail }]
     }
     /// The cell of offset `o` (in the run).
     #[inline(always)]
@@ -639,7 +630,7 @@ impl Links {
         let s = (pfn >> 6) as usize;
         let o = (pfn & 63) as u8;
         let m = self.runs[s][4];
-        let (lo, hi, desc, exc_off) = (m as u8, (m >> 8) as u8, (m >> 16) & 1 == 1, (m >> 24) as u8);
+        let (lo, hi, desc, exc_off) = Run::meta(m);
         let end = if (side == 0) == desc { hi } else { lo };
         if o == end && exc_off != o {
             self.runs[s][side] = x;
@@ -833,15 +824,21 @@ pub trait Cells {
     /// cell (a NIL side: it was the head, or the tail).
     #[inline(always)]
     fn unlink(&mut self, pfn: u32) -> [u32; 2] {
-        let [prev, next] = self.detach(pfn);
-        if prev != NIL {
-            self.set_next(prev, next);
-        }
-        if next != NIL {
-            self.set_prev(next, prev);
-        }
-        [prev, next]
+        unlink_cell(self, pfn)
     }
+}
+
+/// list_del() on any cells: detach, then link the neighbours to each other.
+#[inline(always)]
+fn unlink_cell<C: Cells + ?Sized>(c: &mut C, pfn: u32) -> [u32; 2] {
+    let [prev, next] = c.detach(pfn);
+    if prev != NIL {
+        c.set_next(prev, next);
+    }
+    if next != NIL {
+        c.set_prev(next, prev);
+    }
+    [prev, next]
 }
 
 impl Cells for Links {
@@ -878,14 +875,14 @@ impl Cells for Links {
         let o = (pfn & 63) as u8;
         if self.chunk_of[s] == RUN && head != NIL && head >> 6 == pfn >> 6 {
             let m = self.runs[s][4];
-            let (lo, hi, desc, exc_off) = (m as u8, (m >> 8) as u8, (m >> 16) & 1 == 1, (m >> 24) as u8);
+            let (lo, hi, desc, exc_off) = Run::meta(m);
             // descending: the head is hi and pfn the frame above it; ascending, the mirror;
             // a run of one takes either direction
             let grow_up = hi as u16 + 1 == o as u16 && head == pfn - 1 && (desc || lo == hi);
             let grow_down = o + 1 == lo && head == pfn + 1 && (!desc || lo == hi);
             if (grow_up || grow_down) && exc_off == NO_EXC {
                 let (lo, hi) = if grow_up { (lo, o) } else { (o, hi) };
-                let m = lo as u32 | (hi as u32) << 8 | (grow_up as u32) << 16 | (NO_EXC as u32) << 24;
+                let m = Run::meta_word(lo, hi, grow_up, NO_EXC);
                 // the old head end's next (or a run of one's) stays the run's tail link
                 self.runs[s][0] = NIL;
                 self.runs[s][4] = m;
@@ -908,7 +905,7 @@ impl Cells for Links {
         if self.chunk_of[s] == RUN {
             let w = self.runs[s];
             let m = w[4];
-            let (lo, hi, desc, exc_off) = (m as u8, (m >> 8) as u8, (m >> 16) & 1 == 1, (m >> 24) as u8);
+            let (lo, hi, desc, exc_off) = Run::meta(m);
             if lo < hi && exc_off == NO_EXC && (o == lo || o == hi) {
                 // the cell: the side toward the run is the neighbour, the other the run's link
                 let towards_hi = o == lo;
@@ -922,7 +919,7 @@ impl Cells for Links {
                     (false, false) => [inner, w[1]],
                 };
                 let (lo, hi) = if towards_hi { (lo + 1, hi) } else { (lo, hi - 1) };
-                self.runs[s][4] = lo as u32 | (hi as u32) << 8 | (desc as u32) << 16 | (NO_EXC as u32) << 24;
+                self.runs[s][4] = Run::meta_word(lo, hi, desc, NO_EXC);
                 self.live[s] -= 1;
                 let [prev, next] = v;
                 if prev != NIL && prev != inner {
@@ -934,14 +931,7 @@ impl Cells for Links {
                 return v;
             }
         }
-        let [prev, next] = self.detach(pfn);
-        if prev != NIL {
-            self.set_next(prev, next);
-        }
-        if next != NIL {
-            self.set_prev(next, prev);
-        }
-        [prev, next]
+        unlink_cell(self, pfn)
     }
     /// `pfn` leaves its list: its cell, reset. A run loses an end frame (a frame in its
     /// middle makes it a chunk first); a group left with no cell in use has no run, and
