@@ -659,33 +659,6 @@ impl Links {
                 let r = self.run(s);
                 debug_assert!(!r.contains(o), "attach of {pfn}, already in its group's run");
                 let base = (s as u32) << 6;
-                // the common case first: a run of several cells taking the frame at its
-                // head end (an ascending fill added at the LRU's head, or the mirror):
-                // the old head end's prev becomes the new frame's pfn at the caller's next
-                // write; until then it is the run's exception
-                if r.lo != r.hi && r.exc_off == NO_EXC {
-                    let (grows, end, toward) = if r.desc {
-                        (o as u16 == r.hi as u16 + 1, r.hi, pfn.wrapping_sub(1))
-                    } else {
-                        (o + 1 == r.lo, r.lo, pfn.wrapping_add(1))
-                    };
-                    if grows && v[1] == toward {
-                        let mut n = r;
-                        let old = r.implied(base, end);
-                        if r.desc {
-                            n.hi = o;
-                        } else {
-                            n.lo = o;
-                        }
-                        n.ext[0] = v[0];
-                        if old[0] != pfn {
-                            n.exc_off = end;
-                            n.exc = old;
-                        }
-                        self.set_run(s, n);
-                        return;
-                    }
-                }
                 let (up, down) = (o as u16 == r.hi as u16 + 1, o + 1 == r.lo);
                 if up || down {
                     let end = if up { r.hi } else { r.lo };
@@ -815,16 +788,22 @@ pub trait Cells {
     /// list_add(): `pfn` goes in front of `head` (NIL: onto an empty list).
     #[inline(always)]
     fn link_before_head(&mut self, pfn: u32, head: u32) {
-        self.attach(pfn, [NIL, head]);
-        if head != NIL {
-            self.set_prev(head, pfn);
-        }
+        link_before_head_cell(self, pfn, head)
     }
     /// list_del(): `pfn` leaves its list and its neighbours link to each other; its
     /// cell (a NIL side: it was the head, or the tail).
     #[inline(always)]
     fn unlink(&mut self, pfn: u32) -> [u32; 2] {
         unlink_cell(self, pfn)
+    }
+}
+
+/// list_add() on any cells: attach in front of `head`, then point `head` back at it.
+#[inline(always)]
+fn link_before_head_cell<C: Cells + ?Sized>(c: &mut C, pfn: u32, head: u32) {
+    c.attach(pfn, [NIL, head]);
+    if head != NIL {
+        c.set_prev(head, pfn);
     }
 }
 
@@ -890,10 +869,7 @@ impl Cells for Links {
                 return;
             }
         }
-        self.attach(pfn, [NIL, head]);
-        if head != NIL {
-            self.set_prev(head, pfn);
-        }
+        link_before_head_cell(self, pfn, head)
     }
     /// The common case in one step: an end frame of a run leaving, its neighbour in the
     /// run taking over the link out of the run that `pfn` had (a chain taken off in pfn

@@ -110,6 +110,16 @@ pub struct PageReporting {
     pub initial_delay_ns: u64,
 }
 
+/// The pages of [p, end) in p's word of a bitmap with a bit per pfn: the word's index, the
+/// mask of those pages, and the first pfn past them.
+#[inline(always)]
+fn word_span(p: u64, end: u64) -> (usize, u64, u64) {
+    let lo = p % 64;
+    let hi = (end - (p - lo)).min(64);
+    let mask = if hi - lo == 64 { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
+    ((p / 64) as usize, mask, p - lo + hi)
+}
+
 impl PageReporting {
     pub fn new(max_pfn: u64) -> PageReporting {
         let npb = max_pfn.div_ceil(PAGEBLOCK_NR_PAGES) as usize;
@@ -167,14 +177,11 @@ impl PageReporting {
         let end = pfn + (1u64 << order);
         let mut p = pfn;
         while p < end {
-            // the pages of [p, end) in p's bitmap word
-            let lo = p % 64;
-            let hi = (end - (p - lo)).min(64);
-            let mask = if hi - lo == 64 { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
-            let w = &mut self.unbacked[(p / 64) as usize];
+            let (w, mask, next) = word_span(p, end);
+            let w = &mut self.unbacked[w];
             self.pb_unbacked[(p >> PAGEBLOCK_ORDER) as usize] += (mask & !*w).count_ones() as u16;
             *w |= mask;
-            p = p - lo + hi;
+            p = next;
         }
     }
 
@@ -192,13 +199,10 @@ impl PageReporting {
                 let mut got = 0u64;
                 let mut p = s;
                 while p < e {
-                    let w = (p / 64) as usize;
-                    let lo = p % 64;
-                    let hi = (e - (p - lo)).min(64);
-                    let mask = if hi - lo == 64 { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
+                    let (w, mask, next) = word_span(p, e);
                     got += (self.unbacked[w] & mask).count_ones() as u64;
                     self.unbacked[w] &= !mask;
-                    p = p - lo + hi;
+                    p = next;
                 }
                 self.pb_unbacked[pb as usize] -= got as u16;
                 n += got;
