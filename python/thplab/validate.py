@@ -1330,6 +1330,11 @@ def _blocks_at(result: dict, phase: str | None) -> tuple[int, int] | None:
     return None
 
 
+def _info_row(counter: str, k: int, m: int) -> dict:
+    """A compared figure that is printed, never gated."""
+    return {"counter": counter, "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True}
+
+
 def fill_rows(kernel: dict, model: dict, *, calibrated: bool) -> list[dict]:
     """The fault-phase gates of a fill scenario (FILL_COUNTER_TOL, FILL_LATENCY)."""
     kp, mp = _phase_counters(kernel, FILL_PHASE), _phase_counters(model, FILL_PHASE)
@@ -1344,24 +1349,13 @@ def fill_rows(kernel: dict, model: dict, *, calibrated: bool) -> list[dict]:
         kd, md = _phase_counters(kernel, phase), _phase_counters(model, phase)
         if n in kd or n in md:
             k, m = int(kd.get(n, 0)), int(md.get(n, 0))
-            rows.append(
-                {"counter": f"{n}@{phase}", "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True}
-            )
+            rows.append(_info_row(f"{n}@{phase}", k, m))
     for label, phase in FILL_BLOCKS:
         kb, mb = _blocks_at(kernel, phase), _blocks_at(model, phase)
         if kb is None or mb is None:
             continue
         for i, what in enumerate(("free 2 MiB blocks", "free order-9 blocks")):
-            rows.append(
-                {
-                    "counter": f"{what} @{label}",
-                    "kind": "info",
-                    "kernel": kb[i],
-                    "model": mb[i],
-                    "error": mb[i] - kb[i],
-                    "ok": True,
-                }
-            )
+            rows.append(_info_row(f"{what} @{label}", kb[i], mb[i]))
     kind, pct, tol = FILL_LATENCY
     key = f"{kind}@{FILL_PHASE}"
     k = ((kernel.get("latency") or {}).get(key) or {}).get("ns", {}).get(pct)
@@ -1416,14 +1410,14 @@ def compare(
             # 6 khugepaged collapses, 6 failed splits of 256K-1M mTHPs, sizes whose `enabled`
             # is never, and 3312 page-cache pages reclaimed, none of them the workload's own);
             # the fault phase's counters are gated (fill_rows)
-            rows.append({"counter": n, "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True})
+            rows.append(_info_row(n, k, m))
             continue
         if n.endswith("/stats/split") and not anon_size_enabled(kernel.get("knobs") or {}, n):
             # no anonymous folio of a size whose `enabled` is never: what splits them is
             # the host's page cache (vm.compact_memory splits the large file folios it cannot
             # find a free block of their order for, migrate_pages_batch), which the model
             # does not have
-            rows.append({"counter": n, "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True})
+            rows.append(_info_row(n, k, m))
             continue
         rows.append({"counter": n, "kind": "exact", "kernel": k, "model": m, "error": m - k, "ok": within(k, m)})
     if fill:
@@ -1484,29 +1478,18 @@ def compare(
     for n in INFO:
         k, m = int(kc.get(n, 0)), int(mc.get(n, 0))
         if k or m:
-            rows.append({"counter": n, "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True})
+            rows.append(_info_row(n, k, m))
     # what the guest reported to the host during the run (free page reporting): the host
     # takes those blocks back, and a later allocation of one refaults (page_reporting.rs)
     k = (kernel.get("kernel") or {}).get("reported_during_run_kib")
     m = (model.get("extra") or {}).get("reported_during_run_kib")
     if k is not None and m is not None and (k or m):
-        rows.append(
-            {"counter": "reported_during_run_kib", "kind": "info", "kernel": k, "model": m, "error": m - k, "ok": True}
-        )
+        rows.append(_info_row("reported_during_run_kib", k, m))
     for kind, pct in LATENCY_INFO:
         k = ((kernel.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)
         m = ((model.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)
         if k is not None and m is not None:
-            rows.append(
-                {
-                    "counter": f"latency {kind} {pct} ns",
-                    "kind": "info",
-                    "kernel": int(k),
-                    "model": int(m),
-                    "error": int(m) - int(k),
-                    "ok": True,
-                }
-            )
+            rows.append(_info_row(f"latency {kind} {pct} ns", int(k), int(m)))
     times = compare_times(kernel, model, runs)
     counters_ok = all(r["ok"] for r in rows)
     times_ok = all(t["ok"] for t in times)
