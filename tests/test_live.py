@@ -54,6 +54,22 @@ def test_seed000_counters_and_restore():
     assert r["latency"]["thp_fault"]["count"] == 32
     assert r["processes"][0]["errors"] == [] and "Rss" in r["processes"][0]["smaps_rollup"]
     assert r["buddyinfo_before"].startswith("Node") and r["buddyinfo_after"].startswith("Node")
+    if r["kernel"]["free_page_reporting"] and r["kernel"].get("reported_prefill") is not None:
+        # the free lists found before the back-fill, and which of their blocks were reported
+        # (the start of validate --reporting-start found); the recorded start stays backed
+        assert r["knobs"]["thplab.free_page_reporting_start"] == "backed"
+        assert r["kernel"]["pagetypeinfo_prefill"].startswith("Page block order")
+        pre = {
+            line.split()[3]: [int(x) for x in line.split()[4:]]
+            for line in r["kernel"]["buddyinfo_prefill"].splitlines()
+        }
+        rep = {
+            line.split()[3]: [int(x) for x in line.split()[4:]] for line in r["kernel"]["reported_prefill"].splitlines()
+        }
+        assert set(rep) <= set(pre)
+        order = int(r["knobs"]["thplab.page_reporting_order"])
+        for zone, counts in rep.items():
+            assert len(counts) == 11 and not any(counts[:order]), (zone, counts)
     assert state() == before
 
 

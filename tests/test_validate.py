@@ -379,6 +379,85 @@ def test_model_starts_with_the_small_free_blocks_the_live_run_found():
     assert sum(booted) < 10, booted
 
 
+def test_found_start_takes_the_free_lists_from_before_the_back_fill():
+    """thplab.free_page_reporting_start=found: the model's machine is the live run's as it
+    was before the runner's back-fill (buddyinfo_prefill, per migratetype from
+    pagetypeinfo_prefill), with the reported share of each order (reported_prefill), and the
+    model replays the back-fill; without the prefill record, buddyinfo_before as before."""
+    bi_pre = "Node 0, zone   Normal    700    600    500    400    300    200    100     50     25     10     99 \n"
+    bi_after = "Node 0, zone   Normal     70     60     50     40     30     20     10      5      2     10     99 \n"
+    rep = "Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      0     99 \n"
+    w = {"name": "t", "processes": [{"name": "p", "ops": [{"op": "sleep", "duration": "0"}]}]}
+    knobs = {"thplab.free_page_reporting": "1", "thplab.free_page_reporting_start": "found"}
+    kernel = {
+        "machine": {"nodes": [{"mem": "6G", "cpus": 2}], "aged": True},
+        "knobs": knobs,
+        "buddyinfo_before": bi_after,
+        "kernel": {"buddyinfo_prefill": bi_pre, "reported_prefill": rep},
+    }
+
+    def normal(r):
+        row = next(line for line in r["buddyinfo_before"].splitlines() if "Normal" in line)
+        return [int(x) for x in row.split()[4:13]]
+
+    r = v.run_model(w, kernel, None)
+    assert normal(r) == [700, 600, 500, 400, 300, 200, 100, 50, 25]
+    assert r["extra"]["reported_during_run_kib"] == 0
+    # every order-10 block of Normal (~3 GiB of this 6G machine) was found reported: the
+    # model's are discarded before the run
+    assert r["extra"]["unbacked_before_kib"] > 2 << 20, r["extra"]["unbacked_before_kib"]
+    backed = v.run_model(w, {**kernel, "knobs": {**knobs, "thplab.free_page_reporting_start": "backed"}}, None)
+    assert backed["extra"]["unbacked_before_kib"] == 0
+    no_prefill = {**kernel, "kernel": {}}
+    assert normal(v.run_model(w, no_prefill, None)) == [70, 60, 50, 40, 30, 20, 10, 5, 2]
+
+
+def test_found_start_models_each_live_run_from_its_own_start():
+    """At thplab.free_page_reporting_start=found each live time run records the free lists it
+    found (``start``); the model runs once from each, and the time row compares the two
+    medians. Other starts, or runs without the record, keep the one model run."""
+    k = kernel_result(thp_fault_alloc=4)
+    k["knobs"]["thplab.free_page_reporting_start"] = "found"
+    starts = [{f: f"{f}-{i}" for f in v.START_FIELDS} for i in range(3)]
+    k["kernel"] = dict(starts[0])
+    runs = []
+    for i, ms in enumerate((8, 9, 10)):
+        r = copy.deepcopy(k)
+        r["kernel"] = dict(starts[i])
+        r["phases"][0]["end_ns"] = ms * 1_000_000
+        runs.append(v.run_times(r))
+    assert [r["start"]["reported_prefill"] for r in runs] == [
+        "reported_prefill-0",
+        "reported_prefill-1",
+        "reported_prefill-2",
+    ]
+    seen = []
+
+    def model_fn(w, kernel, costs):
+        seen.append(kernel["kernel"]["reported_prefill"])
+        # the model's time follows the start it is given: 9 ms, then 9 ms
+        return model_like(k, 9 / 8)
+
+    # the first start made the model slow (30 ms): alone it is out, the median of the three
+    # model runs (30, 9, 9 ms) against the live median (9 ms) is within
+    slow = model_like(k, 30 / 8)
+    assert next(t for t in v.compare(k, slow, runs)["times"] if t["phase"] == "p:fault")["status"] == "out"
+    ms = v.model_runs({}, k, slow, runs, None, model_fn)
+    assert seen == ["reported_prefill-1", "reported_prefill-2"] and ms[0] is slow
+    t = next(t for t in v.compare(k, slow, runs, models=ms)["times"] if t["phase"] == "p:fault")
+    assert (t["kernel_ns"], t["model_ns"], t["status"]) == (9_000_000, 9_000_000, "ok")
+    seen.clear()
+    k["knobs"]["thplab.free_page_reporting_start"] = "backed"
+    assert v.model_runs({}, k, slow, runs, None, model_fn) == [slow] and seen == []
+    # validate --reporting-start found: the recorded start overridden for the model's runs
+    kf = v.with_reporting_start(k, "found")
+    assert kf["knobs"]["thplab.free_page_reporting_start"] == "found"
+    assert k["knobs"]["thplab.free_page_reporting_start"] == "backed"
+    assert len(v.model_runs({}, kf, slow, runs, None, model_fn)) == 3
+    no_reporting = {**k, "knobs": {"transparent_hugepage/enabled": "always"}}
+    assert v.with_reporting_start(no_reporting, "found") is no_reporting
+
+
 def test_time_runs_come_in_rounds_over_every_scenario():
     """With reps 3 the first run of each scenario (its counters) comes first, then a round
     of one more run of every scenario, then another: a host slowdown of a few minutes does

@@ -943,8 +943,43 @@ def run_times(result: dict) -> dict:
     phases = {
         p["name"]: max(0, p["end_ns"] - p["start_ns"] - int(rd.get(p["name"], 0))) for p in result.get("phases") or []
     }
-    probe = (result.get("kernel") or {}).get("probe_fault_4k_ns")
-    return {"phases": phases, "series": milestone_series(result), "probe_ns": probe}
+    k = result.get("kernel") or {}
+    out = {"phases": phases, "series": milestone_series(result), "probe_ns": k.get("probe_fault_4k_ns")}
+    if k.get("reported_prefill") is not None:
+        # where the run started (thplab.free_page_reporting_start=found): each run's own
+        out["start"] = {f: k.get(f) for f in START_FIELDS}
+    return out
+
+
+# The live runner's record of the free lists before its back-fill (run.rs), from which the
+# model starts a run at thplab.free_page_reporting_start=found
+START_FIELDS = ("buddyinfo_prefill", "pagetypeinfo_prefill", "reported_prefill")
+# the values of thplab.free_page_reporting_start (crates/workload/src/knobs.rs)
+REPORTING_STARTS = ("backed", "idle", "found")
+
+
+def with_reporting_start(kernel: dict, start: str | None) -> dict:
+    """``kernel`` with the model's start on a reporting guest set to ``start`` (validate's
+    --reporting-start), where the live run recorded one; as recorded without ``start``."""
+    knobs = kernel.get("knobs") or {}
+    if start is None or "thplab.free_page_reporting_start" not in knobs:
+        return kernel
+    return {**kernel, "knobs": {**knobs, "thplab.free_page_reporting_start": start}}
+
+
+def model_runs(w: dict, kernel: dict, model: dict, runs: list[dict] | None, costs_text, run_model_fn) -> list[dict]:
+    """The model's runs for the time rows: at thplab.free_page_reporting_start=found one per
+    live run, each from the free lists that run found (its ``start``; the first is
+    ``model``, started as ``kernel``), so that both sides' medians are over the same starts;
+    else ``model`` alone."""
+    knobs = kernel.get("knobs") or {}
+    if knobs.get("thplab.free_page_reporting_start") != "found" or not runs or not all(r.get("start") for r in runs):
+        return [model]
+    out = [model]
+    for r in runs[1:]:
+        k = {**kernel, "kernel": {**(kernel.get("kernel") or {}), **r["start"]}}
+        out.append(run_model_fn(w, k, costs_text))
+    return out
 
 
 def probe_reference_ns(costs_text: str | None) -> float | None:
@@ -1012,25 +1047,32 @@ def median(v: list[float]) -> float:
     return statistics.median(v)
 
 
-def compare_times(kernel: dict, model: dict, runs: list[dict] | None = None) -> list[dict]:
+def compare_times(
+    kernel: dict, model: dict, runs: list[dict] | None = None, models: list[dict] | None = None
+) -> list[dict]:
     """The time rows of a scenario: per live phase (median over ``runs``, each from
-    ``run_times``) and the AnonHugePages milestone; each with its model time, ratio and status."""
+    ``run_times``) and the AnonHugePages milestone; each with its model time (the median over
+    ``models``, the model's runs from each live run's start, ``model_runs``; default
+    ``model`` alone), ratio and status."""
     runs = runs or [run_times(kernel)]
-    mph = {p["name"]: p for p in model.get("phases") or []}
+    models = models or [model]
+    mph = [{p["name"]: p for p in m.get("phases") or []} for m in models]
     rows = []
     for p in kernel.get("phases") or []:
         name = p["name"]
         live = [r["phases"][name] for r in runs if name in r["phases"]]
-        q = mph.get(name)
-        rows.append(_time_row(name, live, (q["end_ns"] - q["start_ns"]) if q else None))
+        mt = [q["end_ns"] - q["start_ns"] for q in (m.get(name) for m in mph) if q]
+        rows.append(_time_row(name, live, median(mt) if mt else None))
     kd = [r["series"] for r in runs if r.get("series")]
-    md = milestone_series(model)
-    if kd and md:
+    mds = [md for md in (milestone_series(m) for m in models) if md]
+    if kd and mds:
         # the level both backends reached: the smaller of the maxima
-        level = min([max(d["kb"]) for d in kd] + [max(md["kb"])])
+        level = min([max(d["kb"]) for d in kd] + [max(md["kb"]) for md in mds])
         if level > 0:
             live = [x for x in (milestone_ns(d, level) for d in kd) if x is not None]
-            rows.append(_time_row(f"(series) AnonHugePages +{level / 1024:.0f} MiB", live, milestone_ns(md, level)))
+            mt = [x for x in (milestone_ns(md, level) for md in mds) if x is not None]
+            mt_ns = median(mt) if mt else None
+            rows.append(_time_row(f"(series) AnonHugePages +{level / 1024:.0f} MiB", live, mt_ns))
     kt, mt = kernel.get("sim_time_ns") or 0, model.get("sim_time_ns") or 0
     rows.append(
         {
@@ -1126,6 +1168,14 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--warmup", type=int, default=1, help="live runs per scenario before those, discarded (default 1)"
+    )
+    parser.add_argument(
+        "--reporting-start",
+        default=None,
+        choices=REPORTING_STARTS,
+        help="on a guest that reports free pages, start the model's runs so instead of as the live run "
+        "recorded (backed): idle (every free block reported), found (the blocks each live run found "
+        "reported before its back-fill, per zone and order; docs/page_reporting.md)",
     )
     parser.add_argument("--json", default=None, metavar="OUT", help="write the full report as JSON")
     parser.add_argument("--scenarios", default=None, metavar="DIR", help=argparse_suppress())
@@ -1391,10 +1441,17 @@ def anon_size_enabled(knobs: dict, stat: str) -> bool:
 
 
 def compare(
-    kernel: dict, model: dict, runs: list[dict] | None = None, *, fill: bool = False, calibrated: bool = False
+    kernel: dict,
+    model: dict,
+    runs: list[dict] | None = None,
+    *,
+    fill: bool = False,
+    calibrated: bool = False,
+    models: list[dict] | None = None,
 ) -> dict:
     """Compare one scenario; returns {"rows": [...], "ok": bool, "times": [...], "notes": [...]}.
-    ``runs``: the live runs' times (``run_times``) for the time rows (default: ``kernel``'s)."""
+    ``runs``: the live runs' times (``run_times``) for the time rows (default: ``kernel``'s);
+    ``models``: the model's runs from those runs' starts (``model_runs``; default ``model``)."""
     kc, mc = counters(kernel), counters(model)
     rows = []
     notes = []
@@ -1490,7 +1547,7 @@ def compare(
         m = ((model.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)
         if k is not None and m is not None:
             rows.append(_info_row(f"latency {kind} {pct} ns", int(k), int(m)))
-    times = compare_times(kernel, model, runs)
+    times = compare_times(kernel, model, runs, models)
     counters_ok = all(r["ok"] for r in rows)
     times_ok = all(t["ok"] for t in times)
     ok = counters_ok and times_ok
@@ -1508,7 +1565,21 @@ def run_model(workload: dict, kernel: dict, costs_text: str | None) -> dict:
 
     knobs = [(k, str(v)) for k, v in (kernel.get("knobs") or {}).items()]
     machine = kernel.get("machine")
-    if isinstance(machine, dict) and machine.get("aged") and kernel.get("buddyinfo_before"):
+    found = kernel.get("kernel") or {}
+    start = (kernel.get("knobs") or {}).get("thplab.free_page_reporting_start")
+    if (
+        isinstance(machine, dict)
+        and start == "found"
+        and found.get("buddyinfo_prefill")
+        and found.get("reported_prefill")
+    ):
+        # the machine as the live run found it before its back-fill, which the model replays:
+        # its free blocks below pageblock_order and the blocks its guest had reported
+        # (crates/model/src/aged.rs, page_reporting.rs `page_reporting_found`)
+        machine = {**machine, "buddyinfo": found["buddyinfo_prefill"], "reported": found["reported_prefill"]}
+        if found.get("pagetypeinfo_prefill"):
+            machine["pagetypeinfo"] = found["pagetypeinfo_prefill"]
+    elif isinstance(machine, dict) and machine.get("aged") and kernel.get("buddyinfo_before"):
         # the machine as found: its free blocks below pageblock_order (crates/model/src/aged.rs)
         machine = {**machine, "buddyinfo": kernel["buddyinfo_before"]}
     mtext = json.dumps(machine) if isinstance(machine, dict) and machine.get("nodes") else None
@@ -1538,8 +1609,10 @@ def validate(
     reps: int = 1,
     warmup: int = 0,
     progress=None,
+    reporting_start: str | None = None,
 ) -> dict:
     """Run (or replay) every scenario on both backends and compare. Returns the report.
+    ``reporting_start``: the model's start on a reporting guest (``with_reporting_start``).
 
     Live, each scenario runs ``warmup`` times (discarded), then until its counters compare
     (``retries``); the ``reps - 1`` more runs for the times come in rounds after every
@@ -1563,7 +1636,11 @@ def validate(
 
     def conclude(name: str, kernel: dict, model: dict, gate: dict, attempts: int) -> None:
         time_runs = kernel.get("extra", {}).get("time_runs")
-        cmp = compare(kernel, model, time_runs, **gate)
+        w = kernel.get("extra", {}).get("workload") or scenarios[name]
+        models = model_runs(
+            w, with_reporting_start(kernel, reporting_start), model, time_runs, costs_text, run_model_fn
+        )
+        cmp = compare(kernel, model, time_runs, models=models, **gate)
         cmp["attempts"] = attempts
         cmp["description"] = scenarios[name].get("description", "")
         cmp["host_speed"] = host_speed(time_runs, probe_ref)
@@ -1596,7 +1673,9 @@ def validate(
             if kernel.get("backend") != "kernel":
                 raise InputError(f"{f}: not a kernel result (backend {kernel.get('backend')!r})")
             w = kernel.get("extra", {}).get("workload") or w
-            conclude(name, kernel, run_model_fn(w, kernel, costs_text), gate, attempts)
+            conclude(
+                name, kernel, run_model_fn(w, with_reporting_start(kernel, reporting_start), costs_text), gate, attempts
+            )
         else:
             # tracepoints are the model's extra; the live runner does not drive tracefs
             w_live = dict(w, record={k: v for k, v in (w.get("record") or {}).items() if k != "trace"})
@@ -1613,7 +1692,7 @@ def validate(
                 attempts += 1
                 kernel = run_kernel(w_live, timeout=timeout, **live_kw)
                 kernel.setdefault("extra", {})["workload"] = w
-                model = run_model_fn(w, kernel, costs_text)
+                model = run_model_fn(w, with_reporting_start(kernel, reporting_start), costs_text)
                 cmp = compare(kernel, model, **gate)
                 if cmp["counters_ok"] or attempts > retries or not excess_only(cmp) or cmp["notes"]:
                     break
@@ -1846,6 +1925,7 @@ def cmd(args) -> int:
         reps=args.reps,
         warmup=args.warmup,
         progress=lambda name: print(f"validate: {name} ...", file=sys.stderr, flush=True),
+        reporting_start=args.reporting_start,
     )
     if not report["scenarios"]:
         raise InputError(

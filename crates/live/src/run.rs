@@ -441,6 +441,14 @@ fn supervise(
     let cpus = host::allowed_cpus();
     let first = w.first_to_start();
     let pinned = host::pin_to(host::process_cpu(&cpus, first));
+    // the free lists and what of them the guest has reported, as found (before the probe
+    // and the back-fill, which the model replays on them: thplab.free_page_reporting_start
+    // =found, docs/page_reporting.md)
+    let (buddy_prefill, pagetype_prefill, reported_prefill) = if host::free_page_reporting() {
+        (read_file("/proc/buddyinfo").ok(), read_file("/proc/pagetypeinfo").ok(), host::reported_free_blocks())
+    } else {
+        (None, None, None)
+    };
     // the host's speed now (before the back-fill, which places the run's first blocks)
     let probe_fault_4k_ns = host::fault_4k_probe_ns(PROBE_BYTES);
     // memory the host took back (free page reporting) backed again, as the model starts
@@ -701,6 +709,11 @@ fn supervise(
             "swaps": swaps_text,
             "free_page_reporting": host::free_page_reporting(),
             "backed_before_run_bytes": backed_before_run,
+            // /proc/buddyinfo, /proc/pagetypeinfo and the reported free blocks
+            // (host::reported_free_blocks) before the probe and the back-fill
+            "buddyinfo_prefill": buddy_prefill,
+            "pagetypeinfo_prefill": pagetype_prefill,
+            "reported_prefill": reported_prefill,
             // a 4 KiB write fault's time as the run started (host::fault_4k_probe_ns)
             "probe_fault_4k_ns": probe_fault_4k_ns,
             // the CPU each process was pinned to, and where the probe and back-fill ran

@@ -25,6 +25,7 @@
 use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::mm_types::{free_order, is_free_head, make_kernel, Pfn};
+use crate::mmzone::{MIGRATE_MOVABLE, MIGRATE_RECLAIMABLE, MIGRATE_UNMOVABLE};
 use crate::vmstat::NodeStat;
 
 /// The free block counts of orders below MAX_PAGE_ORDER of `node`'s `zone` in a
@@ -56,63 +57,120 @@ fn lay_out(pfn: u64, level: i32, want: &mut [u64], out: &mut Vec<(u64, u32)>) {
     }
 }
 
+/// The free block counts below MAX_PAGE_ORDER of each migratetype of `node`'s `zone` in a
+/// /proc/pagetypeinfo text (`Node    0, zone   Normal, type    Unmovable      15 ...`):
+/// Unmovable, Movable and Reclaimable (HighAtomic's reserve and Isolate are left out).
+pub fn small_free_blocks_by_type(
+    pagetypeinfo: &str,
+    node: usize,
+    zone: &str,
+) -> Option<Vec<(u8, [u64; MAX_PAGE_ORDER as usize])>> {
+    let mut v = vec![];
+    for l in pagetypeinfo.lines() {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        let [_node, n, _zone, z, "type", ty, counts @ ..] = t.as_slice() else { continue };
+        if n.trim_end_matches(',').parse::<usize>().ok() != Some(node) || z.trim_end_matches(',') != zone {
+            continue;
+        }
+        let mt = match *ty {
+            "Unmovable" => MIGRATE_UNMOVABLE,
+            "Movable" => MIGRATE_MOVABLE,
+            "Reclaimable" => MIGRATE_RECLAIMABLE,
+            _ => continue,
+        };
+        let c: Vec<u64> = counts.iter().filter_map(|x| x.parse().ok()).collect();
+        v.push((mt, c.get(..MAX_PAGE_ORDER as usize)?.try_into().ok()?));
+    }
+    (!v.is_empty()).then_some(v)
+}
+
 impl Kernel {
-    /// Start each zone with the free blocks below pageblock_order that `buddyinfo` lists
+    /// Start each zone with the free blocks below MAX_PAGE_ORDER that `buddyinfo` lists
     /// for it, counting those the boot layout already has (module doc); a zone with too
-    /// few free 4 MiB blocks gets what they give. Returns the pages held. The zone's lists
-    /// are shuffled afterwards with `seed`, as an aged machine's are (Kernel::new).
-    pub fn hold_small_free_blocks(&mut self, buddyinfo: &str, seed: u64) -> u64 {
+    /// few free 4 MiB blocks gets what they give. With `pagetypeinfo` (the same moment's
+    /// /proc/pagetypeinfo) each migratetype's blocks are laid out in 4 MiB blocks of that
+    /// type (the kernel's and the other tenants' unmovable and reclaimable pageblocks hold
+    /// ~40 % of the small free blocks on the reference host; a movable allocation takes
+    /// them only when its own lists are empty, __rmqueue_fallback()). Returns the pages
+    /// held. The zone's lists are shuffled afterwards with `seed`, as an aged machine's are
+    /// (Kernel::new).
+    pub fn hold_small_free_blocks(&mut self, buddyinfo: &str, pagetypeinfo: Option<&str>, seed: u64) -> u64 {
         let mut held_total = 0;
         for zi in 0..self.pm.zones.len() {
             let (node, name) = (self.pm.zones[zi].node, self.pm.zones[zi].name);
-            let Some(mut want) = small_free_blocks(buddyinfo, node, name) else { continue };
-            // what the boot layout already has there (the edges of DMA and DMA32)
-            for (o, n) in want.iter_mut().enumerate() {
-                *n = n.saturating_sub(self.pm.zones[zi].nr_free_order(o));
-            }
-            if want.iter().all(|&n| n == 0) {
-                continue;
-            }
-            // how many MAX_PAGE_ORDER blocks the layout takes
-            let mut w = want;
-            let mut need = 0usize;
-            while w.iter().any(|&n| n > 0) {
-                lay_out(0, MAX_PAGE_ORDER as i32 - 1, &mut w, &mut vec![]);
-                need += 1;
-            }
-            let (start, end) = (self.pm.zones[zi].start_pfn, self.pm.zones[zi].end_pfn());
-            let nr = 1u64 << MAX_PAGE_ORDER;
-            let blocks: Vec<u64> = (start.div_ceil(nr) * nr..end)
-                .step_by(nr as usize)
-                .filter(|&p| {
-                    let f = self.pm.frames[p as usize];
-                    is_free_head(f) && free_order(f) == MAX_PAGE_ORDER
-                })
-                .collect();
-            let n = need.min(blocks.len());
-            // the boot layout's frees are not the run's: counted apart, then dropped
-            let mut vm = crate::vmstat::VmStat::default();
-            let mut w = want;
-            for i in 0..n {
-                let pfn = blocks[i * blocks.len() / n];
-                if self.pm.isolate_free_page(zi, pfn) != Some(MAX_PAGE_ORDER) {
-                    continue;
+            let wants = match pagetypeinfo.and_then(|t| small_free_blocks_by_type(t, node, name)) {
+                Some(v) => v,
+                None => match small_free_blocks(buddyinfo, node, name) {
+                    Some(w) => vec![(MIGRATE_MOVABLE, w)],
+                    None => continue,
+                },
+            };
+            // what the boot layout already has there (the edges of DMA and DMA32: movable)
+            let booted: Vec<u64> = (0..MAX_PAGE_ORDER as usize).map(|o| self.pm.zones[zi].nr_free_order(o)).collect();
+            let mut carved = false;
+            for (mt, mut want) in wants {
+                if mt == MIGRATE_MOVABLE {
+                    for (n, b) in want.iter_mut().zip(&booted) {
+                        *n = n.saturating_sub(*b);
+                    }
                 }
-                for p in pfn..pfn + nr {
-                    self.pm.frames[p as usize] = make_kernel(0, true);
-                }
-                let mut free = vec![];
-                lay_out(pfn, MAX_PAGE_ORDER as i32 - 1, &mut w, &mut free);
-                let freed: u64 = free.iter().map(|&(_, o)| 1u64 << o).sum();
-                self.mod_node_page_state(pfn, NodeStat::NrKernelMisc, (nr - freed) as i64);
-                held_total += nr - freed;
-                for (p, o) in free {
-                    self.pm.free_pages(Pfn(p), o, &mut vm);
+                if want.iter().any(|&n| n > 0) {
+                    held_total += self.hold_blocks_of_type(zi, mt, want);
+                    carved = true;
                 }
             }
-            self.pm.drain_all_pages(Some(zi));
-            self.pm.shuffle_free_lists(zi, seed);
+            if carved {
+                self.pm.drain_all_pages(Some(zi));
+                self.pm.shuffle_free_lists(zi, seed);
+            }
         }
         held_total
+    }
+
+    /// Lays out `want` free blocks of each order in MAX_PAGE_ORDER blocks of zone `zi`,
+    /// spread evenly, their pageblocks given migratetype `mt`. Returns the pages held.
+    fn hold_blocks_of_type(&mut self, zi: usize, mt: u8, want: [u64; MAX_PAGE_ORDER as usize]) -> u64 {
+        // how many MAX_PAGE_ORDER blocks the layout takes
+        let mut w = want;
+        let mut need = 0usize;
+        while w.iter().any(|&n| n > 0) {
+            lay_out(0, MAX_PAGE_ORDER as i32 - 1, &mut w, &mut vec![]);
+            need += 1;
+        }
+        let (start, end) = (self.pm.zones[zi].start_pfn, self.pm.zones[zi].end_pfn());
+        let nr = 1u64 << MAX_PAGE_ORDER;
+        let blocks: Vec<u64> = (start.div_ceil(nr) * nr..end)
+            .step_by(nr as usize)
+            .filter(|&p| {
+                let f = self.pm.frames[p as usize];
+                is_free_head(f) && free_order(f) == MAX_PAGE_ORDER
+            })
+            .collect();
+        let n = need.min(blocks.len());
+        // the boot layout's frees are not the run's: counted apart, then dropped
+        let mut vm = crate::vmstat::VmStat::default();
+        let mut w = want;
+        let mut held = 0;
+        for i in 0..n {
+            let pfn = blocks[i * blocks.len() / n];
+            if self.pm.isolate_free_page(zi, pfn) != Some(MAX_PAGE_ORDER) {
+                continue;
+            }
+            for p in pfn..pfn + nr {
+                self.pm.frames[p as usize] = make_kernel(0, true);
+            }
+            for pb in (pfn..pfn + nr).step_by(PAGEBLOCK_NR_PAGES as usize) {
+                self.pm.set_pb_mt(pb, mt);
+            }
+            let mut free = vec![];
+            lay_out(pfn, MAX_PAGE_ORDER as i32 - 1, &mut w, &mut free);
+            let freed: u64 = free.iter().map(|&(_, o)| 1u64 << o).sum();
+            self.mod_node_page_state(pfn, NodeStat::NrKernelMisc, (nr - freed) as i64);
+            held += nr - freed;
+            for (p, o) in free {
+                self.pm.free_pages(Pfn(p), o, &mut vm);
+            }
+        }
+        held
     }
 }

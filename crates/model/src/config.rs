@@ -87,6 +87,9 @@ pub struct Config {
     /// thplab.free_page_reporting_start=idle: the run starts as on an idle reporting guest
     /// after the live runner's back-fill (page_reporting.rs)
     pub reporting_idle_start: bool,
+    /// thplab.free_page_reporting_start=found: the run starts with the free blocks the live
+    /// run found reported (MachineSpec::reported), then the runner's back-fill
+    pub reporting_found_start: bool,
     /// page_reporting.page_reporting_order: the smallest free block reported
     pub page_reporting_order: u32,
 }
@@ -150,6 +153,7 @@ impl Config {
             proactive_leeway: g("thplab.proactive_wmark") == "leeway",
             free_page_reporting: n("thplab.free_page_reporting") == 1,
             reporting_idle_start: g("thplab.free_page_reporting_start") == "idle",
+            reporting_found_start: g("thplab.free_page_reporting_start") == "found",
             page_reporting_order: n("thplab.page_reporting_order") as u32,
         }
     }

@@ -271,6 +271,56 @@ impl Kernel {
         self.pm.pr.schedule_requested = false;
     }
 
+    /// The reported free blocks of a guest as the live run found them
+    /// (thplab.free_page_reporting_start=found): `reported` lists per zone and order the
+    /// free blocks that were PageReported (the live runner reads them from /proc/kpageflags,
+    /// host.rs `reported_free_blocks`), `buddyinfo` the free blocks then. The model's
+    /// machine is its own size, so each order of each zone gets the same share of its free
+    /// blocks reported as the live one had (every one where the live zone's were), taken
+    /// from the tails of its free lists, where page_reporting_drain() puts reported blocks,
+    /// each list its share; their pages are discarded by the host. The pages a reported
+    /// block lost to a merge or a split since (discarded, no longer PageReported) are not
+    /// known and stay backed. The worker is idle: a later free requests the next pass.
+    pub fn page_reporting_found(&mut self, reported: &str, buddyinfo: &str) {
+        use thplab_workload::machine::parse_buddyinfo;
+        if !self.pm.pr.enabled {
+            return;
+        }
+        let (rep, found) = (parse_buddyinfo(reported), parse_buddyinfo(buddyinfo));
+        let counts = |v: &[(u32, String, Vec<u64>)], node: usize, zone: &str| {
+            v.iter().find(|(n, z, _)| *n as usize == node && z == zone).map(|(_, _, c)| c.clone()).unwrap_or_default()
+        };
+        for zi in 0..self.pm.zones.len() {
+            let (node, name) = (self.pm.zones[zi].node, self.pm.zones[zi].name);
+            let (r, b) = (counts(&rep, node, name), counts(&found, node, name));
+            for order in self.pm.pr.order..NR_PAGE_ORDERS as u32 {
+                let o = order as usize;
+                let (r_o, b_o) = (r.get(o).copied().unwrap_or(0), b.get(o).copied().unwrap_or(0));
+                let have = self.pm.zones[zi].nr_free_order(o);
+                if r_o == 0 || have == 0 {
+                    continue;
+                }
+                let share = if r_o >= b_o { 1.0 } else { r_o as f64 / b_o as f64 };
+                for mt in 0..NR_FREE_LISTS as u8 {
+                    let list = self.pm.free_list(zi, order, mt);
+                    let mut want = (share * list.len as f64).round() as u64;
+                    let mut p = list.tail;
+                    while want > 0 && p != NIL {
+                        let pfn = p as u64;
+                        p = self.pm.free_prev(order, p);
+                        if !self.pm.pr.page_reported(pfn) {
+                            self.pm.pr.set_reported(pfn);
+                            self.pm.pr.discard(pfn, order);
+                            want -= 1;
+                        }
+                    }
+                }
+            }
+        }
+        self.pm.pr.state = PrState::Idle;
+        self.pm.pr.schedule_requested = false;
+    }
+
     /// page_reporting_process(), one step: up to the next report call (then the worker
     /// sleeps until the host acks), or to the end of the pass.
     pub fn page_reporting_step(&mut self) -> KthreadNext {

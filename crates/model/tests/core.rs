@@ -172,6 +172,8 @@ fn too_small_machine_is_an_error() {
         name: None,
         aged: false,
         buddyinfo: None,
+        reported: None,
+        pagetypeinfo: None,
     };
     let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err().to_string();
     assert!(e.contains("too small for the kernel's own reserve"), "{e}");

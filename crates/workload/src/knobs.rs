@@ -265,8 +265,8 @@ pub fn registry() -> Vec<KnobDef> {
             default: "9", values: KnobValues::Int { min: 0, max: 11 }, live_value: None,
             doc: "with free_page_reporting, the smallest order of free block the guest reports (the page_reporting module's page_reporting_order; 9, pageblock_order, unless set; above 10 nothing is reported)" },
         KnobDef { name: "thplab.free_page_reporting_start", kind: Policy, path: None,
-            default: "backed", values: choice!("backed", "idle"), live_value: Some("backed"),
-            doc: "with free_page_reporting, the run starts with every free page backed (backed), or as an idle guest's, its free blocks reported, after the live runner's back-fill of the footprint (idle, docs/page_reporting.md)" },
+            default: "backed", values: choice!("backed", "idle", "found"), live_value: Some("backed"),
+            doc: "with free_page_reporting, the run starts with every free page backed (backed); as an idle guest's, its free blocks reported, after the live runner's back-fill of the footprint (idle); or with the free blocks the live run found reported (machine.reported, per zone and order), then the back-fill (found; a live run that read them records found; docs/page_reporting.md)" },
     ]
 }
 

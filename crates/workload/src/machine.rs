@@ -109,6 +109,18 @@ pub struct MachineSpec {
     /// those.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buddyinfo: Option<String>,
+    /// The free blocks the guest had reported to its host as the live run found them, per
+    /// zone and order in /proc/buddyinfo's layout (the live run's `reported_prefill`, read
+    /// with `buddyinfo_prefill` before the runner's probe and back-fill). With
+    /// thplab.free_page_reporting_start=found the model marks as many of its own free
+    /// blocks reported, in proportion to `buddyinfo` order by order
+    /// (`Kernel::page_reporting_found`, page_reporting.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<String>,
+    /// The /proc/pagetypeinfo of the same moment as `buddyinfo`: where given, the small
+    /// free blocks are laid out per migratetype (aged.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pagetypeinfo: Option<String>,
 }
 
 /// /proc/buddyinfo rows: (node, zone, free blocks per order).
@@ -247,6 +259,8 @@ impl MachineSpec {
             name: Some(s.to_string()),
             aged,
             buddyinfo: None,
+            reported: None,
+            pagetypeinfo: None,
         };
         m.validate()?;
         Ok(m)

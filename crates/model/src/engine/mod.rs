@@ -88,6 +88,8 @@ struct Boot {
     pcp_before: u64,
     /// KiB the guest had reported when the run started (after the boot's passes)
     reported_kib_before: u64,
+    /// pages the host had discarded when the run started (free page reporting)
+    unbacked_before: u64,
 }
 
 impl Boot {
@@ -101,7 +103,7 @@ impl Boot {
         let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
         // an aged machine as found: its small free blocks (aged.rs)
         if let (true, Some(b)) = (machine.aged, &machine.buddyinfo) {
-            k.hold_small_free_blocks(b, seed);
+            k.hold_small_free_blocks(b, machine.pagetypeinfo.as_deref(), seed);
         }
         // thplab.free_page_reporting_start=idle: a reporting guest idle before the run, its
         // free memory reported; then the live runner backs the run's footprint
@@ -109,8 +111,17 @@ impl Boot {
         // the runner's freed THPs on its CPU's per-CPU lists in most live runs
         // (docs/page_reporting.md); the runner backs it on the CPU of the process that
         // starts first (live: pinned there, run.rs), which runs on CPU i modulo the CPUs
-        if k.pm.pr.enabled && k.cfg.reporting_idle_start {
-            k.page_reporting_settle();
+        // =found: the free blocks the live run found reported, marked on the machine as found
+        // (its small blocks above), then the same back-fill
+        if k.pm.pr.enabled && (k.cfg.reporting_idle_start || k.cfg.reporting_found_start) {
+            if k.cfg.reporting_idle_start {
+                k.page_reporting_settle();
+            } else {
+                k.page_reporting_found(
+                    machine.reported.as_deref().unwrap_or_default(),
+                    machine.buddyinfo.as_deref().unwrap_or_default(),
+                );
+            }
             let cpu = w.first_to_start() as u32 % k.pm.nr_cpus.max(1);
             k.back_free_memory(backfill_bytes(w, &ks), cpu, &machine.tlb);
         }
@@ -125,6 +136,7 @@ impl Boot {
             zram_before: k.zram_mm_stats(),
             pcp_before: k.pm.pcp_pages_total(),
             reported_kib_before: k.pm.pr.kib_reported,
+            unbacked_before: if k.pm.pr.enabled { k.pm.pr.nr_unbacked() } else { 0 },
             machine,
             knobs: ks,
             seed,
@@ -316,10 +328,10 @@ fn divergence(ws: &[Workload]) -> Option<Vec<usize>> {
 
 /// The bytes the live runner backs before a run of `w` (its footprint and hugetlb pool,
 /// footprint.rs) where the guest reports free pages, and the model does too
-/// (thplab.free_page_reporting_start=idle), else 0.
+/// (thplab.free_page_reporting_start=idle or found), else 0.
 fn backfill_bytes(w: &Workload, ks: &knobs::KnobSet) -> u64 {
     if ks.get("thplab.free_page_reporting").map(String::as_str) != Some("1")
-        || ks.get("thplab.free_page_reporting_start").map(String::as_str) != Some("idle")
+        || !matches!(ks.get("thplab.free_page_reporting_start").map(String::as_str), Some("idle" | "found"))
     {
         return 0;
     }
@@ -489,6 +501,8 @@ impl<'w> Engine<'w> {
         if k.pm.pr.enabled {
             let kib = k.pm.pr.kib_reported - boot.reported_kib_before;
             result.extra.insert("reported_during_run_kib".into(), json!(kib));
+            // what the host had discarded as the run started (the start, page_reporting.rs)
+            result.extra.insert("unbacked_before_kib".into(), json!(boot.unbacked_before * 4));
         }
         (result, k)
     }

@@ -18,7 +18,7 @@ fn small_free_blocks_are_laid_out_and_taken_first() {
               Node 0, zone   Normal   3000   2500   1200    900    500    300    100     40     20      9     99 \n";
     let mut k = kernel("4G,aged", &[]);
     let kernel_before = k.nr_kernel_pages();
-    let held = k.hold_small_free_blocks(bi, 1);
+    let held = k.hold_small_free_blocks(bi, None, 1);
     crate::check::check(&k).unwrap();
     assert_eq!(k.nr_kernel_pages() - kernel_before, held);
     for zi in 0..k.pm.zones.len() {
@@ -46,4 +46,39 @@ fn small_free_blocks_reads_the_zone_row() {
     assert_eq!(small_free_blocks(bi, 0, "Normal"), Some([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]));
     assert_eq!(small_free_blocks(bi, 1, "Normal"), Some([9; 10]));
     assert_eq!(small_free_blocks(bi, 0, "DMA32"), None);
+}
+
+/// With the same moment's /proc/pagetypeinfo the small blocks are laid out per
+/// migratetype: the model's own pagetypeinfo then lists those counts for Unmovable,
+/// Movable and Reclaimable, and a movable order-3 allocation takes a movable order-3 block
+/// while the unmovable ones stay (a movable allocation falls back to other types only when
+/// its own lists are empty).
+#[test]
+fn small_free_blocks_are_laid_out_per_migratetype() {
+    let pti = "Node    0, zone   Normal, type    Unmovable     15     69     89    145    130    111     34     29      0      0      0 \n\
+               Node    0, zone   Normal, type      Movable    700    500    300    200    100     50     20     10      5      3    800 \n\
+               Node    0, zone   Normal, type  Reclaimable      1    244    440    436    260    104     14      3      0      0      0 \n\
+               Node    0, zone   Normal, type   HighAtomic      0      0      0      0      0      0      0      0      0      0      0 \n";
+    let bi = "Node 0, zone   Normal    716    813    829    781    490    265     68     42      5      3    800 \n";
+    let by_type = crate::aged::small_free_blocks_by_type(pti, 0, "Normal").unwrap();
+    assert_eq!(by_type.len(), 3, "HighAtomic left out");
+    let mut k = kernel("4G,aged", &[]);
+    k.hold_small_free_blocks(bi, Some(pti), 1);
+    crate::check::check(&k).unwrap();
+    let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
+    for (mt, want) in &by_type {
+        for (o, &n) in want.iter().enumerate() {
+            assert_eq!(k.pm.free_list(zi, o as u32, *mt).len, n, "type {mt} order {o}");
+        }
+    }
+    use crate::mmzone::{MIGRATE_MOVABLE, MIGRATE_UNMOVABLE};
+    let (mov, unmov) = (k.pm.free_list(zi, 3, MIGRATE_MOVABLE).len, k.pm.free_list(zi, 3, MIGRATE_UNMOVABLE).len);
+    let mut pcp_free = 0;
+    // the per-CPU list's refill takes a batch; count what left the movable lists only
+    for _ in 0..4 {
+        k.alloc_pages(GFP_HIGHUSER_MOVABLE, 3, 0).unwrap();
+        pcp_free += 1;
+    }
+    assert!(k.pm.free_list(zi, 3, MIGRATE_MOVABLE).len < mov, "movable order-3 blocks taken ({pcp_free} allocations)");
+    assert_eq!(k.pm.free_list(zi, 3, MIGRATE_UNMOVABLE).len, unmov, "unmovable ones left alone");
 }

@@ -230,3 +230,44 @@ fn a_lower_reporting_order_reports_small_blocks() {
         }
     }
 }
+
+/// thplab.free_page_reporting_start=found: each order of each zone gets the share of its
+/// free blocks reported that the live run found (here half of the order-10 blocks and all
+/// of the order-9 ones in Normal, none in DMA32), taken from the tails of the lists; their
+/// pages are discarded (an allocation of a tail block refaults), the heads stay backed, the
+/// worker is idle, and a zone the record does not list is left alone.
+#[test]
+fn found_start_reports_the_live_share_of_each_order_at_the_tails() {
+    let mut k = kernel("4G", &[("thplab.free_page_reporting", "1"), ("thplab.free_page_reporting_start", "found")]);
+    assert!(k.cfg.reporting_found_start);
+    let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
+    let n10 = k.pm.zones[zi].nr_free_order(MAX_PAGE_ORDER as usize);
+    assert!(n10 > 100, "{n10}");
+    let bi = "Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      4   1000 \n\
+              Node 0, zone    DMA32      0      0      0      0      0      0      0      0      0      0    700 \n";
+    let rep = "Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      9    500 \n\
+               Node 0, zone    DMA32      0      0      0      0      0      0      0      0      0      0      0 \n";
+    k.page_reporting_found(rep, bi);
+    assert_eq!(k.pm.pr.state, PrState::Idle);
+    assert_eq!(k.page_reporting_initial(), KthreadNext::Wait);
+    let list = k.pm.free_list(zi, MAX_PAGE_ORDER, MIGRATE_MOVABLE);
+    let (head, tail, len) = (list.head as u64, list.tail as u64, list.len);
+    let mut reported = 0;
+    let mut p = list.head;
+    let mut seen_reported = false;
+    while p != NIL {
+        let r = k.pm.pr.page_reported(p as u64);
+        assert!(r || !seen_reported, "reported blocks are the tail of the list");
+        seen_reported |= r;
+        reported += r as u64;
+        p = k.pm.free_next(MAX_PAGE_ORDER, p);
+    }
+    assert_eq!(reported, (len as f64 / 2.0).round() as u64, "half of {len}");
+    assert_eq!(k.pm.pr.nr_unbacked(), reported << MAX_PAGE_ORDER, "their pages discarded");
+    assert!(!k.pm.pr.page_reported(head) && k.pm.pr.page_reported(tail));
+    assert_eq!(k.pm.pr.touch(head, MAX_PAGE_ORDER), 0, "the head is backed");
+    assert_eq!(k.pm.pr.touch(tail, MAX_PAGE_ORDER), 1 << MAX_PAGE_ORDER, "the tail refaults");
+    let dz = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "DMA32").unwrap();
+    let (_, dma32_rep) = blocks(&k, dz);
+    assert_eq!(dma32_rep, 0, "DMA32: none found reported");
+}
