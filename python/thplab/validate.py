@@ -824,6 +824,21 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   THPs, the model 102-290 ms, refaulting; in vk-h20 live 168-186 ms, the model 19-24
   ms, unstable there and not gated), seed
   000 disk_best/file_best p:fault_thp 0.65-0.71x, swap_pageout_noswap p:pageout 0.74x.
+* 2026-12-04 (stop 41): the live runner records the free lists it finds before its
+  back-fill (kernel.buddyinfo_prefill, pagetypeinfo_prefill, and reported_prefill: the
+  PageReported free blocks per zone and order, from /proc/kpageflags), each time run keeps
+  its own (run_times' ``start``), and ``--reporting-start found`` starts the model's runs
+  from them, one model run per live run, median against median (``model_runs``). Pairs:
+  `calibrate --out out/host-h22.toml`, `validate --costs out/host-h22.toml
+  --save-kernel-results out/vk-h22` (24 min; the time runs' starts not yet kept): 140 of
+  152 gated as run, 142 replayed at `backed` (the model built since), 139 at `found`, 137 at
+  `idle`. Then out/host-h23.toml and out/vk-h23 (23 min): every counter within, 34/45
+  scenarios, 141 of 152 gated (10 unstable), 144 of all 162, geomean 0.89x, host speed
+  1.02x (0.99-1.17x); `found` 140, `idle` 139, and at page_reporting_order 9 `backed` 141,
+  `found` 141. `found` brings the fills' p:fragment within and frag-p20/manual's to
+  0.65-0.67x, but sends seed 000's *_worst p:fault_4k to 3.8-6.0x: on this host a reported
+  free block is not always a discarded one (docs/page_reporting.md, "The start as
+  found"). validate keeps `backed`.
 """
 
 from __future__ import annotations
