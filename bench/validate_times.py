@@ -12,7 +12,11 @@ The kernel side comes from saved live runs (`thplab validate --save-kernel-resul
 each with its repetitions' times), replayed through the model with the same knobs and
 machine; with --live (root) the scenarios run on this machine's kernel first.
 
+With --reporting-start, the model's runs start so on a guest that reports free pages
+(validate's option of that name: backed, idle, found).
+
     .venv/bin/python bench/validate_times.py [--kernel-results DIR] [--costs FILE] [--live] [--quick]
+        [--reporting-start backed|idle|found]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def main() -> int:
     ap.add_argument("--costs", default=None, metavar="FILE", help="cost profile for the model (thplab calibrate)")
     ap.add_argument("--live", action="store_true", help="run the scenarios on this kernel first (root, minutes)")
     ap.add_argument("--quick", action="store_true", help="with --live: one run per scenario, no warm-up")
+    ap.add_argument("--reporting-start", default=None, choices=v.REPORTING_STARTS, help="the model's start (validate)")
     a = ap.parse_args()
     costs = Path(a.costs).read_text() if a.costs else None
     kdir = Path(a.kernel_results)
@@ -44,9 +49,11 @@ def main() -> int:
             print("--live needs root", file=sys.stderr)
             return 2
         reps, warmup = (1, 0) if a.quick else (3, 1)
-        rep = v.validate(sc, save_dir=str(kdir), costs_text=costs, reps=reps, warmup=warmup)
+        rep = v.validate(
+            sc, save_dir=str(kdir), costs_text=costs, reps=reps, warmup=warmup, reporting_start=a.reporting_start
+        )
     elif kdir.is_dir() and any(kdir.glob("*.json")):
-        rep = v.validate(sc, kernel_dir=str(kdir), costs_text=costs)
+        rep = v.validate(sc, kernel_dir=str(kdir), costs_text=costs, reporting_start=a.reporting_start)
     else:
         print(
             f"no saved kernel results in {kdir}: run `sudo .venv/bin/thplab validate --save-kernel-results {kdir}` "
