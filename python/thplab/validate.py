@@ -968,7 +968,7 @@ def run_times(result: dict) -> dict:
 
 # The live runner's record of the free lists before its back-fill (run.rs), from which the
 # model starts a run at thplab.free_page_reporting_start=found
-START_FIELDS = ("buddyinfo_prefill", "pagetypeinfo_prefill", "reported_prefill")
+START_FIELDS = ("buddyinfo_prefill", "pagetypeinfo_prefill", "reported_prefill", "pcp_prefill")
 # the values of thplab.free_page_reporting_start (crates/workload/src/knobs.rs)
 REPORTING_STARTS = ("backed", "idle", "found")
 
@@ -1597,6 +1597,11 @@ def run_model(workload: dict, kernel: dict, costs_text: str | None) -> dict:
     elif isinstance(machine, dict) and machine.get("aged") and kernel.get("buddyinfo_before"):
         # the machine as found: its free blocks below pageblock_order (crates/model/src/aged.rs)
         machine = {**machine, "buddyinfo": kernel["buddyinfo_before"]}
+    # and its per-CPU lists (page_alloc.rs hold_pcp_as_found): as the run started, or before
+    # the back-fill where the model replays it
+    pcp = found.get("pcp_prefill" if start in ("idle", "found") else "pcp_before")
+    if isinstance(machine, dict) and machine.get("aged") and pcp:
+        machine = {**machine, "pcp": pcp}
     mtext = json.dumps(machine) if isinstance(machine, dict) and machine.get("nodes") else None
     try:
         return json.loads(

@@ -449,6 +449,7 @@ fn supervise(
     } else {
         (None, None, None)
     };
+    let pcp_prefill = host::pcp_lists();
     // the host's speed now (before the back-fill, which places the run's first blocks)
     let probe_fault_4k_ns = host::fault_4k_probe_ns(PROBE_BYTES);
     // memory the host took back (free page reporting) backed again, as the model starts
@@ -480,6 +481,8 @@ fn supervise(
             .map_err(|e| RunError::Failed(format!("drop_caches before the run: {e}")))?;
     }
     PHASE_ENDS.lock().unwrap().clear();
+    // the per-CPU lists as the run starts (host::pcp_lists; MachineSpec::pcp)
+    let pcp_before = host::pcp_lists();
     let vm_before = vmstat();
     let t0 = now_ns();
 
@@ -714,6 +717,9 @@ fn supervise(
             "buddyinfo_prefill": buddy_prefill,
             "pagetypeinfo_prefill": pagetype_prefill,
             "reported_prefill": reported_prefill,
+            // the per-CPU lists before the back-fill and as the run started
+            "pcp_prefill": pcp_prefill,
+            "pcp_before": pcp_before,
             // a 4 KiB write fault's time as the run started (host::fault_4k_probe_ns)
             "probe_fault_4k_ns": probe_fault_4k_ns,
             // the CPU each process was pinned to, and where the probe and back-fill ran

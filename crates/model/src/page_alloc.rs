@@ -1561,6 +1561,46 @@ impl PhysMem {
         Pfn(pfn)
     }
 
+    /// The per-CPU lists as a machine that has been running has them (MachineSpec::pcp, the
+    /// live run's /proc/zoneinfo pagesets): CPU `cpu`'s list of zone `zi` holds `count`
+    /// order-0 movable pages with pcp->high at `high` (both within the model's
+    /// [high_min, high_max], which follow its own zone's size). A run that frees much on a
+    /// CPU leaves up to high_max pages there (nr_pcp_alloc() raised high while it
+    /// allocated, free_frozen_page_commit() keeps up to high), and decay_pcp_high() gives
+    /// back at most a scaled batch (2,016 pages) a second: 1.3 GiB on the reference host
+    /// right after compaction-frag's fragment phase, 1.1 GiB 25 s later. Those pages were
+    /// the last run's, touched (backed); they come off the heads of the order-MAX movable
+    /// list (the buddy lists of the record leave them out, as NR_FREE_PAGES does), whole
+    /// blocks, oldest at the list's tail. Returns the pages put there.
+    pub fn hold_pcp_as_found(&mut self, zi: usize, cpu: u32, count: u64, high: u64) -> u64 {
+        if cpu >= self.nr_cpus || count == 0 {
+            return 0;
+        }
+        let i = self.pcp_index(cpu, zi);
+        let (high_min, high_max) = (self.pcp[i].high_min, self.pcp[i].high_max);
+        let want = count.min(high_max);
+        let li = order_to_pindex(MIGRATE_MOVABLE, 0);
+        let mut held = 0;
+        while held < want {
+            let head = self.free_list(zi, MAX_PAGE_ORDER, MIGRATE_MOVABLE).head;
+            if head == NIL {
+                break;
+            }
+            let pfn = head as u64;
+            self.del_from_free_list(zi, pfn, MAX_PAGE_ORDER);
+            self.zones[zi].free_pages -= 1 << MAX_PAGE_ORDER;
+            for p in pfn..pfn + (1 << MAX_PAGE_ORDER) {
+                self.frames[p as usize] = make_pcp(0, MIGRATE_MOVABLE);
+                self.pcp[i].lists[li].push_tail(p as u32);
+            }
+            held += 1 << MAX_PAGE_ORDER;
+        }
+        let pcp = &mut self.pcp[i];
+        pcp.count += held;
+        pcp.high = kclamp(high.max(pcp.count), high_min, high_max);
+        held
+    }
+
     /// __isolate_free_page(): take the free block at `pfn` off the buddy lists for the
     /// compaction free scanner, if the zone stays above its min watermark (+ the block).
     /// Returns the block's order; its frames read as free tails until the caller uses or

@@ -174,6 +174,7 @@ fn too_small_machine_is_an_error() {
         buddyinfo: None,
         reported: None,
         pagetypeinfo: None,
+        pcp: vec![],
     };
     let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err().to_string();
     assert!(e.contains("too small for the kernel's own reserve"), "{e}");

@@ -121,6 +121,26 @@ pub struct MachineSpec {
     /// free blocks are laid out per migratetype (aged.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pagetypeinfo: Option<String>,
+    /// The per-CPU lists as found (the live run's `kernel.pcp_before`, from /proc/zoneinfo's
+    /// pagesets): the free pages each CPU's list of each zone held and its auto-tuned high.
+    /// After a run that freed a lot, the CPU it ran on keeps up to pcp->high_max (1/8 of
+    /// the zone) on its list, draining ~2,000 pages a second (decay_pcp_high): pages the
+    /// next run's small allocations take first. The model starts its lists so
+    /// (`PhysMem::hold_pcp_as_found`, page_alloc.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pcp: Vec<PcpFound>,
+}
+
+/// One CPU's per-CPU list of one zone as found (MachineSpec::pcp).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PcpFound {
+    pub node: u32,
+    pub zone: String,
+    pub cpu: u32,
+    /// pages on the lists (`count:`)
+    pub count: u64,
+    /// pcp->high (`high:`)
+    pub high: u64,
 }
 
 /// /proc/buddyinfo rows: (node, zone, free blocks per order).
@@ -261,6 +281,7 @@ impl MachineSpec {
             buddyinfo: None,
             reported: None,
             pagetypeinfo: None,
+            pcp: vec![],
         };
         m.validate()?;
         Ok(m)

@@ -105,6 +105,13 @@ impl Boot {
         if let (true, Some(b)) = (machine.aged, &machine.buddyinfo) {
             k.hold_small_free_blocks(b, machine.pagetypeinfo.as_deref(), seed);
         }
+        // its per-CPU lists as found (page_alloc.rs)
+        for p in &machine.pcp {
+            let zi = k.pm.zones.iter().position(|z| z.node == p.node as usize && z.name == p.zone && z.populated());
+            if let Some(zi) = zi {
+                k.pm.hold_pcp_as_found(zi, p.cpu, p.count, p.high);
+            }
+        }
         // thplab.free_page_reporting_start=idle: a reporting guest idle before the run, its
         // free memory reported; then the live runner backs the run's footprint
         // (page_reporting.rs) and forks the workload's processes, the first of which met
