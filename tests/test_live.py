@@ -70,6 +70,10 @@ def test_seed000_counters_and_restore():
         order = int(r["knobs"]["thplab.page_reporting_order"])
         for zone, counts in rep.items():
             assert len(counts) == 11 and not any(counts[:order]), (zone, counts)
+    # the per-CPU lists as found, per zone and CPU (/proc/zoneinfo's pagesets)
+    pcp = r["kernel"]["pcp_before"]
+    assert {p["zone"] for p in pcp} >= {"Normal"} and all(p["count"] >= 0 and p["high"] >= 0 for p in pcp)
+    assert set(os.sched_getaffinity(0)) <= {p["cpu"] for p in pcp if p["zone"] == "Normal"}
     assert state() == before
 
 

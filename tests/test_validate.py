@@ -410,6 +410,12 @@ def test_found_start_takes_the_free_lists_from_before_the_back_fill():
     assert backed["extra"]["unbacked_before_kib"] == 0
     no_prefill = {**kernel, "kernel": {}}
     assert normal(v.run_model(w, no_prefill, None)) == [70, 60, 50, 40, 30, 20, 10, 5, 2]
+    # the per-CPU lists: before the back-fill at found, as the run started at backed
+    pcp = [{"node": 0, "zone": "Normal", "cpu": 0, "count": 4096, "high": 5000}]
+    with_pcp = {**kernel, "kernel": {**kernel["kernel"], "pcp_prefill": pcp, "pcp_before": []}}
+    assert v.run_model(w, with_pcp, None)["extra"]["nr_pcp_pages_before"] >= 4096
+    backed = {**with_pcp, "knobs": {**knobs, "thplab.free_page_reporting_start": "backed"}}
+    assert v.run_model(w, backed, None)["extra"]["nr_pcp_pages_before"] < 4096
 
 
 def test_found_start_models_each_live_run_from_its_own_start():

@@ -839,6 +839,10 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   0.65-0.67x, but sends seed 000's *_worst p:fault_4k to 3.8-6.0x: on this host a reported
   free block is not always a discarded one (docs/page_reporting.md, "The start as
   found"). validate keeps `backed`.
+  Later in stop 41: the per-CPU lists (a CPU keeps up to 1.3 GiB after a run that freed
+  much; kernel.pcp_prefill / pcp_before, MachineSpec::pcp). Pair out/host-h24.toml,
+  out/vk-h24: every counter within, 140 of 150 gated at `backed`, 143 at `--reporting-start
+  found` (docs/page_reporting.md, "The per-CPU lists as found").
 """
 
 from __future__ import annotations

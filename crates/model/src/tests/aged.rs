@@ -82,3 +82,36 @@ fn small_free_blocks_are_laid_out_per_migratetype() {
     assert!(k.pm.free_list(zi, 3, MIGRATE_MOVABLE).len < mov, "movable order-3 blocks taken ({pcp_free} allocations)");
     assert_eq!(k.pm.free_list(zi, 3, MIGRATE_UNMOVABLE).len, unmov, "unmovable ones left alone");
 }
+
+/// The per-CPU lists as found (MachineSpec::pcp): CPU 0's list of Normal holds the pages
+/// (whole order-MAX blocks off the movable list's head) with pcp->high raised to hold them;
+/// an order-0 allocation there takes one of them, leaving the buddy lists as they were;
+/// a count beyond the model's high_max (its zone is smaller than the live one) is capped.
+#[test]
+fn per_cpu_lists_start_as_found() {
+    let mut k = kernel("4G,cpus=2", &[]);
+    let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
+    let (o10, free) = (k.pm.zones[zi].nr_free_order(MAX_PAGE_ORDER as usize), k.pm.zones[zi].free_pages);
+    let held = k.pm.hold_pcp_as_found(zi, 0, 5000, 6000);
+    assert_eq!(held, 5 << MAX_PAGE_ORDER, "whole blocks");
+    crate::check::check(&k).unwrap();
+    assert_eq!(k.pm.zones[zi].nr_free_order(MAX_PAGE_ORDER as usize), o10 - 5);
+    assert_eq!(k.pm.zones[zi].free_pages, free - held, "NR_FREE_PAGES leaves the lists out");
+    let i = k.pm.pcp_index(0, zi);
+    assert_eq!(k.pm.pcp[i].count, held);
+    assert!(k.pm.pcp[i].high >= held, "high holds them ({})", k.pm.pcp[i].high);
+    let buddy = k.pm.buddyinfo();
+    k.pm.cpu = 0;
+    let p = k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, 0).unwrap();
+    assert_eq!(k.pm.buddyinfo(), buddy, "the page came off the per-CPU list");
+    assert_eq!(k.pm.zone_of(p.0), zi);
+    k.pm.free_pages(p, 0, &mut k.rec.vm);
+    crate::check::check(&k).unwrap();
+    // CPU 1, more than its high_max: capped there
+    let j = k.pm.pcp_index(1, zi);
+    let max = k.pm.pcp[j].high_max;
+    let held = k.pm.hold_pcp_as_found(zi, 1, 10 * max, 10 * max);
+    assert!(held >= max && held < max + (1 << MAX_PAGE_ORDER), "{held} for high_max {max}");
+    assert_eq!(k.pm.pcp[j].high, max);
+    assert_eq!(k.pm.hold_pcp_as_found(zi, 7, 100, 100), 0, "no such CPU");
+}
