@@ -1080,8 +1080,8 @@ def compare_times(
     for p in kernel.get("phases") or []:
         name = p["name"]
         live = [r["phases"][name] for r in runs if name in r["phases"]]
-        mt = [q["end_ns"] - q["start_ns"] for q in (m.get(name) for m in mph) if q]
-        rows.append(_time_row(name, live, median(mt) if mt else None))
+        mts = [q["end_ns"] - q["start_ns"] for q in (m.get(name) for m in mph) if q]
+        rows.append(_time_row(name, live, median(mts) if mts else None))
     kd = [r["series"] for r in runs if r.get("series")]
     mds = [md for md in (milestone_series(m) for m in models) if md]
     if kd and mds:
@@ -1089,9 +1089,10 @@ def compare_times(
         level = min([max(d["kb"]) for d in kd] + [max(md["kb"]) for md in mds])
         if level > 0:
             live = [x for x in (milestone_ns(d, level) for d in kd) if x is not None]
-            mt = [x for x in (milestone_ns(md, level) for md in mds) if x is not None]
-            mt_ns = median(mt) if mt else None
-            rows.append(_time_row(f"(series) AnonHugePages +{level / 1024:.0f} MiB", live, mt_ns))
+            mts = [x for x in (milestone_ns(md, level) for md in mds) if x is not None]
+            rows.append(
+                _time_row(f"(series) AnonHugePages +{level / 1024:.0f} MiB", live, median(mts) if mts else None)
+            )
     kt, mt = kernel.get("sim_time_ns") or 0, model.get("sim_time_ns") or 0
     rows.append(
         {

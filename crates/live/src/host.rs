@@ -85,37 +85,20 @@ pub fn reported_free_blocks() -> Option<String> {
     }
     let f = std::fs::File::open("/proc/kpageflags").ok()?;
     let zoneinfo = read_file("/proc/zoneinfo").ok()?;
-    // (node, zone, start_pfn, spanned) of each zone with pages
-    let mut zones: Vec<(String, String, u64, u64)> = vec![];
-    let mut cur: Option<(String, String, Option<u64>, Option<u64>)> = None;
-    let flush = |c: Option<(String, String, Option<u64>, Option<u64>)>, zones: &mut Vec<_>| {
-        if let Some((n, z, Some(s), Some(sp))) = c {
-            if sp > 0 {
-                zones.push((n, z, s, sp));
+    // (node, zone, start_pfn, spanned) of each zone with pages; zoneinfo lists spanned
+    // before start_pfn
+    let mut zones: Vec<(u32, String, u64, u64)> = vec![];
+    let mut spanned = 0u64;
+    zoneinfo_walk(&zoneinfo, |node, zone, t| match t {
+        ["Node", ..] => spanned = 0,
+        ["spanned", v] => spanned = v.parse().unwrap_or(0),
+        ["start_pfn:", v] if spanned > 0 => {
+            if let Ok(s) = v.parse() {
+                zones.push((node, zone.to_string(), s, spanned));
             }
         }
-    };
-    for l in zoneinfo.lines() {
-        let t: Vec<&str> = l.split_whitespace().collect();
-        match t.as_slice() {
-            ["Node", n, "zone", z] => {
-                flush(cur.take(), &mut zones);
-                cur = Some((n.trim_end_matches(',').to_string(), z.to_string(), None, None));
-            }
-            ["spanned", v] => {
-                if let Some(c) = cur.as_mut() {
-                    c.3 = v.parse().ok();
-                }
-            }
-            ["start_pfn:", v] => {
-                if let Some(c) = cur.as_mut() {
-                    c.2 = v.parse().ok();
-                }
-            }
-            _ => {}
-        }
-    }
-    flush(cur.take(), &mut zones);
+        _ => {}
+    });
     let step = 1u64 << order;
     let mut out = String::new();
     for (node, zone, start, spanned) in zones {
@@ -151,27 +134,34 @@ pub fn reported_free_blocks() -> Option<String> {
 pub fn pcp_lists() -> Vec<Value> {
     let mut out = vec![];
     let Ok(text) = read_file("/proc/zoneinfo") else { return out };
-    let (mut node, mut zone, mut cpu, mut count) = (0u32, String::new(), None::<u32>, None::<u64>);
+    let (mut cpu, mut count) = (None::<u32>, None::<u64>);
+    zoneinfo_walk(&text, |node, zone, t| match t {
+        ["Node", ..] => (cpu, count) = (None, None),
+        ["cpu:", c] => (cpu, count) = (c.parse().ok(), None),
+        ["count:", c] if cpu.is_some() => count = c.parse().ok(),
+        ["high:", h] => {
+            if let (Some(c), Some(n), Ok(h)) = (cpu, count, h.parse::<u64>()) {
+                out.push(json!({"node": node, "zone": zone, "cpu": c, "count": n, "high": h}));
+                count = None;
+            }
+        }
+        _ => {}
+    });
+    out
+}
+
+/// Each line of a /proc/zoneinfo text as its words, with the node and zone of the section
+/// it is in (the section's own `Node 0, zone   Normal` line included).
+fn zoneinfo_walk(text: &str, mut f: impl FnMut(u32, &str, &[&str])) {
+    let (mut node, mut zone) = (0u32, String::new());
     for l in text.lines() {
         let t: Vec<&str> = l.split_whitespace().collect();
-        match t.as_slice() {
-            ["Node", n, "zone", z] => {
-                node = n.trim_end_matches(',').parse().unwrap_or(0);
-                zone = z.to_string();
-                (cpu, count) = (None, None);
-            }
-            ["cpu:", c] => (cpu, count) = (c.parse().ok(), None),
-            ["count:", c] if cpu.is_some() => count = c.parse().ok(),
-            ["high:", h] => {
-                if let (Some(c), Some(n), Ok(h)) = (cpu, count, h.parse::<u64>()) {
-                    out.push(json!({"node": node, "zone": zone, "cpu": c, "count": n, "high": h}));
-                    count = None;
-                }
-            }
-            _ => {}
+        if let ["Node", n, "zone", z] = t.as_slice() {
+            node = n.trim_end_matches(',').parse().unwrap_or(0);
+            zone = z.to_string();
         }
+        f(node, &zone, &t);
     }
-    out
 }
 
 const KPF_UPTODATE: u64 = 1 << 3;

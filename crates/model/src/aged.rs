@@ -34,9 +34,7 @@ use crate::vmstat::NodeStat;
 /// compaction-frag's runs, where they are the first THP faults' blocks: __rmqueue_smallest()
 /// takes order 9 before it splits an order-10 block; idle, the guest has reported them).
 pub fn small_free_blocks(buddyinfo: &str, node: usize, zone: &str) -> Option<[u64; MAX_PAGE_ORDER as usize]> {
-    let (_, _, counts) = thplab_workload::machine::parse_buddyinfo(buddyinfo)
-        .into_iter()
-        .find(|(n, z, _)| *n as usize == node && z == zone)?;
+    let counts = thplab_workload::machine::buddyinfo_row(buddyinfo, node as u32, zone)?;
     counts.get(..MAX_PAGE_ORDER as usize)?.try_into().ok()
 }
 

@@ -282,17 +282,14 @@ impl Kernel {
     /// block lost to a merge or a split since (discarded, no longer PageReported) are not
     /// known and stay backed. The worker is idle: a later free requests the next pass.
     pub fn page_reporting_found(&mut self, reported: &str, buddyinfo: &str) {
-        use thplab_workload::machine::parse_buddyinfo;
+        use thplab_workload::machine::buddyinfo_row;
         if !self.pm.pr.enabled {
             return;
         }
-        let (rep, found) = (parse_buddyinfo(reported), parse_buddyinfo(buddyinfo));
-        let counts = |v: &[(u32, String, Vec<u64>)], node: usize, zone: &str| {
-            v.iter().find(|(n, z, _)| *n as usize == node && z == zone).map(|(_, _, c)| c.clone()).unwrap_or_default()
-        };
         for zi in 0..self.pm.zones.len() {
-            let (node, name) = (self.pm.zones[zi].node, self.pm.zones[zi].name);
-            let (r, b) = (counts(&rep, node, name), counts(&found, node, name));
+            let (node, name) = (self.pm.zones[zi].node as u32, self.pm.zones[zi].name);
+            let r = buddyinfo_row(reported, node, name).unwrap_or_default();
+            let b = buddyinfo_row(buddyinfo, node, name).unwrap_or_default();
             for order in self.pm.pr.order..NR_PAGE_ORDERS as u32 {
                 let o = order as usize;
                 let (r_o, b_o) = (r.get(o).copied().unwrap_or(0), b.get(o).copied().unwrap_or(0));

@@ -143,6 +143,12 @@ pub struct PcpFound {
     pub high: u64,
 }
 
+/// The free block counts per order of `node`'s `zone` in a /proc/buddyinfo text (or one
+/// laid out like it), if it has that zone's row.
+pub fn buddyinfo_row(text: &str, node: u32, zone: &str) -> Option<Vec<u64>> {
+    parse_buddyinfo(text).into_iter().find(|(n, z, _)| *n == node && z == zone).map(|(_, _, c)| c)
+}
+
 /// /proc/buddyinfo rows: (node, zone, free blocks per order).
 pub fn parse_buddyinfo(text: &str) -> Vec<(u32, String, Vec<u64>)> {
     let mut v = vec![];
