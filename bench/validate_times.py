@@ -48,9 +48,15 @@ def main() -> int:
         if os.geteuid() != 0:
             print("--live needs root", file=sys.stderr)
             return 2
-        reps, warmup = (1, 0) if a.quick else (3, 1)
+        reps, short_reps, warmup = (1, 1, 0) if a.quick else (3, 5, 1)
         rep = v.validate(
-            sc, save_dir=str(kdir), costs_text=costs, reps=reps, warmup=warmup, reporting_start=a.reporting_start
+            sc,
+            save_dir=str(kdir),
+            costs_text=costs,
+            reps=reps,
+            short_reps=short_reps,
+            warmup=warmup,
+            reporting_start=a.reporting_start,
         )
     elif kdir.is_dir() and any(kdir.glob("*.json")):
         rep = v.validate(sc, kernel_dir=str(kdir), costs_text=costs, reporting_start=a.reporting_start)

@@ -488,3 +488,31 @@ def test_time_runs_come_in_rounds_over_every_scenario():
     for n in ("a", "b"):
         t = next(t for t in rep["scenarios"][n]["times"] if t["phase"] == "p:fault")
         assert t["runs"] == 3 and t["kernel_ns"] == 8_000_000
+
+
+def test_short_scenarios_get_more_time_runs():
+    """A scenario whose first live run took under SHORT_RUN_S gets short_reps time runs,
+    in the same rounds; a long one keeps reps. The short one's median is over its five
+    runs: two runs slowed by host refaults (18 ms against 12) no longer make the median."""
+    calls = []
+
+    def run_kernel(w, timeout):
+        calls.append(w["name"])
+        k = kernel_result(thp_fault_alloc=64)
+        if w["name"] == "long":
+            k["sim_time_ns"] = int(v.SHORT_RUN_S * 1e9) + 1
+        n = calls.count(w["name"])
+        # the counter run (after the warm-up) and the next two runs slow, the last two fast
+        k["phases"][0]["end_ns"] = 18_000_000 if n in (2, 3) else 12_000_000
+        return k
+
+    def model(w, k, c):
+        return model_like(kernel_result(thp_fault_alloc=64))
+
+    sc = {"short": {"name": "short", "processes": []}, "long": {"name": "long", "processes": []}}
+    rep = v.validate(sc, run_kernel=run_kernel, run_model_fn=model, reps=3, short_reps=5, warmup=1)
+    assert calls == ["short"] * 2 + ["long"] * 2 + ["short", "long", "short", "long", "short", "short"]
+    ts = {n: next(t for t in rep["scenarios"][n]["times"] if t["phase"] == "p:fault") for n in sc}
+    assert (ts["short"]["runs"], ts["long"]["runs"]) == (5, 3)
+    assert ts["short"]["kernel_ns"] == 12_000_000 and ts["long"]["kernel_ns"] == 18_000_000
+    assert v.runs_for({"sim_time_ns": None}, 3, 5) == 3

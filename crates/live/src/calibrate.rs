@@ -538,6 +538,10 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     }
     crate::calibrate_mm::calibrate_collapse(&mut c)?;
     drop(journal_guard);
+    // ---- random reads again, a minute later: this host's memory latency steps for minutes
+    // at a time (cache_miss_ns 34 ns in one calibration, 20 ns in the next, 2026-12-05), so
+    // the median is taken over samples from both ends of the calibration ----
+    calibrate_access(c.quick, c.reps, &mut c.s)?;
 
     if let (Some(a), Some(b)) = (cpu0, cpu_ticks()) {
         let own = (self_cpu_ns() - own0) as f64 / 1e9 * crate::util::clk_tck() as f64;
