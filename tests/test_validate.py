@@ -116,6 +116,19 @@ def test_times_are_gated():
     runs = [{"phases": {"p:fault": 2_000_000}}, {"phases": {"p:fault": 8_000_000}}]
     t = next(t for t in v.compare(k, model_like(k, time_factor=0.1), runs)["times"] if t["phase"] == "p:fault")
     assert t["status"] == "unstable" and t["ok"]
+    # of five runs the middle three decide: one run slowed by host refaults (18 ms) and one
+    # fast one (7 ms) around three that agree (12-13 ms) leave the phase gated; the model
+    # at 8 ms is out against their median
+    ms = [12_000_000, 18_000_000, 7_000_000, 13_000_000, 12_500_000]
+    assert v.middle_runs(ms) == [12_000_000, 12_500_000, 13_000_000]
+    runs = [{"phases": {"p:fault": x}} for x in ms]
+    t = next(t for t in v.compare(k, model_like(k, time_factor=1.0), runs)["times"] if t["phase"] == "p:fault")
+    assert (t["kernel_ns"], t["runs"], t["status"]) == (12_500_000, 5, "out")
+    assert t["spread"] == pytest.approx(13 / 12)
+    # ... and the middle three disagreeing makes it unstable
+    runs = [{"phases": {"p:fault": x}} for x in (5_000_000, 6_000_000, 12_500_000, 13_000_000, 14_000_000)]
+    t = next(t for t in v.compare(k, model_like(k, time_factor=1.0), runs)["times"] if t["phase"] == "p:fault")
+    assert t["status"] == "unstable"
     # short phases: an absolute slack
     k2 = kernel_result()
     k2["phases"][0]["end_ns"] = 100_000

@@ -15,6 +15,12 @@ samples into a profile (median of the repetitions; ``spread`` = relative standar
 that ``thplab run --costs FILE`` uses: each primitive comes from the measurement that isolates
 it, less what the model charges on the same path with the other primitives (the fields'
 documentation in crates/workload/src/costs.rs says which).
+
+This host's speed steps by tens of percent for seconds to minutes at a time (a THP fault
+~175 us, then ~210 us; random reads past the cache 34 ns in one calibration, 20 ns in the
+next, 2026-12-05), so the random reads (access_rand_*) and the THP faults (fault_2m_total)
+are sampled at both ends of the calibration, a minute apart, and their medians taken over
+both (crates/live/src/calibrate.rs).
 """
 
 from __future__ import annotations

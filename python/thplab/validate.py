@@ -944,13 +944,14 @@ TIME_ABS_SLACK_NS = 200_000
 #: it a phase is mostly the runner's boundary cost (TIME_ABS_SLACK_NS), and its ratio says
 #: nothing about the model
 TIME_RATIO_FLOOR_NS = 5 * TIME_ABS_SLACK_NS
-#: live runs whose fastest and slowest differ by more than this factor do not reproduce their
-#: own time within the tolerance: such a phase is reported as unstable and not gated
+#: live runs around the median (all of three, the middle three of five: ``middle_runs``)
+#: whose fastest and slowest differ by more than this factor do not reproduce their own time
+#: within the tolerance: such a phase is reported as unstable and not gated
 TIME_UNSTABLE_FACTOR = (1 + TIME_TOLERANCE) / (1 - TIME_TOLERANCE)
 TIME_TOLERANCE_TEXT = (
     f"times: every phase within +-{TIME_TOLERANCE:.0%} (or {TIME_ABS_SLACK_NS / 1e6:.1f} ms) of the live kernel's median "
-    "over the runs, elapsed time less the run-queue wait; phases whose live runs spread by more than "
-    f"{TIME_UNSTABLE_FACTOR:.2f}x are unstable and not gated; the '(run)' total is informational"
+    "over the runs, elapsed time less the run-queue wait; phases whose middle three live runs spread by more "
+    f"than {TIME_UNSTABLE_FACTOR:.2f}x are unstable and not gated; the '(run)' total is informational"
 )
 #: the series column whose milestone is compared, and the phase it is timed from
 MILESTONE_COLUMN = "AnonHugePages_kB"
@@ -1110,13 +1111,24 @@ def compare_times(
     return rows
 
 
+def middle_runs(live: list[float]) -> list[float]:
+    """The three live runs around the median (all of them where there are three or fewer):
+    what the median stands on. A phase is unstable when these disagree; with five runs the
+    fastest and the slowest are left out, as they are of the median itself (a host refault
+    in one run of five makes that run, not the phase, unstable)."""
+    s = sorted(live)
+    lo = max(0, (len(s) - 3) // 2)
+    return s[lo : lo + 3]
+
+
 def _time_row(name: str, live: list[float], model_ns: float | None) -> dict:
     k = median(live) if live else 0
-    spread = (max(live) / min(live)) if live and min(live) > 0 else None
+    mid = middle_runs(live)
+    spread = (max(mid) / min(mid)) if mid and min(mid) > 0 else None
     ratio = (model_ns / k) if (model_ns is not None and k) else None
     if model_ns is None or not live:
         status, ok = "missing", False
-    elif spread is not None and spread > TIME_UNSTABLE_FACTOR and abs(max(live) - min(live)) > TIME_ABS_SLACK_NS:
+    elif spread is not None and spread > TIME_UNSTABLE_FACTOR and abs(max(mid) - min(mid)) > TIME_ABS_SLACK_NS:
         status, ok = "unstable", True
     elif abs(model_ns - k) <= max(TIME_TOLERANCE * k, TIME_ABS_SLACK_NS):
         status, ok = "ok", True

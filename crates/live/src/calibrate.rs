@@ -538,10 +538,12 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     }
     crate::calibrate_mm::calibrate_collapse(&mut c)?;
     drop(journal_guard);
-    // ---- random reads again, a minute later: this host's memory latency steps for minutes
-    // at a time (cache_miss_ns 34 ns in one calibration, 20 ns in the next, 2026-12-05), so
-    // the median is taken over samples from both ends of the calibration ----
+    // ---- random reads and THP faults again, a minute later: this host's speed steps for
+    // seconds to minutes at a time (cache_miss_ns 34 ns in one calibration, 20 ns in the
+    // next; a THP fault ~175 us, then ~210 us for a while, 2026-12-05), so these take their
+    // samples at both ends of the calibration ----
     calibrate_access(c.quick, c.reps, &mut c.s)?;
+    calibrate_thp_fault_again(&mut c)?;
 
     if let (Some(a), Some(b)) = (cpu0, cpu_ticks()) {
         let own = (self_cpu_ns() - own0) as f64 / 1e9 * crate::util::clk_tck() as f64;
@@ -617,6 +619,24 @@ fn calibrate_access(quick: bool, reps: usize, s: &mut Samples) -> Result<(), Cal
             }
             check_sig()?;
         }
+    }
+    Ok(())
+}
+
+/// More THP write faults (fault_2m_total), timed as the first ones were, after the rest of
+/// the calibration: on memory backed just before, each fault alone.
+fn calibrate_thp_fault_again(c: &mut Cal) -> Result<(), CalError> {
+    if !crate::calibrate_mm::thp_usable() {
+        return Ok(());
+    }
+    let fsz = if c.quick { 32 << 20 } else { 64 << 20 };
+    for _ in 0..c.reps {
+        back(fsz, true);
+        let m = Map_::new(fsz, Some(true))?;
+        let v = timed_each(fsz / HPAGE, |i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
+        drop(m);
+        c.s.add_all("fault_2m_total", v);
+        check_sig()?;
     }
     Ok(())
 }
