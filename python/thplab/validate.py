@@ -844,6 +844,27 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   much; kernel.pcp_prefill / pcp_before, MachineSpec::pcp). Pair out/host-h24.toml,
   out/vk-h24: every counter within, 140 of 150 gated at `backed`, 143 at `--reporting-start
   found` (docs/page_reporting.md, "The per-CPU lists as found").
+* 2026-12-05 (stop 42): the guest reports from order 9 again. Pair out/host-h25.toml,
+  out/vk-h25 (3 runs each, 26 min): 41/45 scenarios, 152 of 155 gated (7 unstable),
+  geomean 0.94x; out: compaction-fill-p60 p:fault 2.26x, swap_file_thp p:fault 0.60x (live
+  18.2, 12.5, 18.6 ms for 64 THP faults: host refaults in two runs of three),
+  madv_collapse_latency p:after 1.47x (cache_miss_ns 34 ns in that calibration, 20 ns in
+  the next a minute later). Hence ``--short-reps`` (five time runs for a scenario whose
+  live run takes under ``SHORT_RUN_S``), the middle three runs deciding stability
+  (``middle_runs``), and calibrate sampling random reads and THP faults at both of its
+  ends. out/host-h26.toml, out/vk-h26 (5 runs for short scenarios, 27 min): 149 of 155
+  (7 unstable; 140 of 143 with 19 unstable when the fastest and slowest of five decided),
+  geomean 0.92x; out: mTHP 64 KiB fault phases 0.68-0.74x (live 2.7-7.1 ms across five
+  runs of one scenario), fault-latency p:fault 0.73x (live 11.2-14.7 ms: a THP fault ~210
+  us then, ~175 us at other times), seed 000 disk_best p:pageout_4k 0.59x. Replayed with
+  out/host-h27.toml (the calibration sampling both ends): h25 150, h26 148, geomeans 0.99x
+  and 1.02x. out/host-h27.toml, out/vk-h27 (25 min): 40/45 scenarios, 152 of 159 gated (3
+  unstable), geomean 0.97x, host speed 0.93x (0.82-1.23x); out: compaction-fill-p60 p:fault
+  2.25x, compaction-fill-p0 p:prepare 0.49x and -p60's 0.75x (18 ms in the model, 24-38
+  ms live), compaction-frag-p20 p:fault 0.69x, mthp_64k_partial_munmap p:fault 0.67x, seed
+  000 disk_best p:pageout_thp 0.73x / p:pageout_4k 0.70x. `found` 151 and `idle` 147 of
+  159 (h25: 151, 147; h26: 148, 147): validate keeps `backed`. compaction-fill-p60's
+  p:fault is the repeating miss: docs/page_reporting.md, "Reporting from order 9 again".
 """
 
 from __future__ import annotations
