@@ -2013,7 +2013,7 @@ def cmd(args) -> int:
         save_dir=args.save_kernel_results,
         costs_text=costs_text,
         reps=args.reps,
-        short_reps=max(args.reps, args.short_reps),
+        short_reps=args.short_reps,
         warmup=args.warmup,
         progress=lambda name: print(f"validate: {name} ...", file=sys.stderr, flush=True),
         reporting_start=args.reporting_start,

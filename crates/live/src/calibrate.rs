@@ -128,6 +128,24 @@ pub(crate) fn timed(units: usize, f: impl FnOnce()) -> f64 {
     wall.saturating_sub(self_run_delay_ns().saturating_sub(rq)) as f64 / units as f64
 }
 
+/// The fault steps' region (fault_4k_*, fault_2m_total, the mTHP faults): 64 MiB, 32 quick.
+pub(crate) fn fault_region_bytes(quick: bool) -> usize {
+    if quick {
+        32 << 20
+    } else {
+        64 << 20
+    }
+}
+
+/// THP write faults over a fresh MADV_HUGEPAGE mapping of `len` bytes, each fault timed
+/// alone (timed_each; fault_2m_total); the caller backs the memory first (back()) and
+/// unmaps the mapping returned.
+pub(crate) fn time_thp_faults(len: usize) -> Result<(Map_, Vec<f64>), CalError> {
+    let m = Map_::new(len, Some(true))?;
+    let v = timed_each(len / HPAGE, |i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
+    Ok((m, v))
+}
+
 /// Wall time of each of `n` units done by `f(i)`, in ns: for work whose units are coarse
 /// (a THP fault, a collapse: 100s of us) and of which a few may pay a host refault of
 /// milliseconds (free page reporting; see `back`), so that the fit can leave those out
@@ -353,7 +371,7 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     drop(b);
 
     // ---- page faults, on memory backed just before (freed < 1 s earlier, so not reported) ----
-    let fsz = if quick { 32 << 20 } else { 64 << 20 };
+    let fsz = fault_region_bytes(quick);
     let mut thp_seen = 0;
     for r in 0..=reps {
         back(fsz, false);
@@ -471,14 +489,13 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         }
         drop(m);
         back(fsz, true);
-        let m = Map_::new(fsz, Some(true))?;
         let nh = fsz / HPAGE;
         let before = vm("thp_fault_alloc");
         // each THP fault timed alone (timed_each): backed as they are, a block the allocator
         // takes from elsewhere than the backed ones (a freed THP whose buddy is free goes to
         // the list's tail: buddy_merge_likely) may still refault in the host, +3.5 ms, which
         // moved a repetition's mean by 100 us; the fit leaves such faults out (_backed_mean)
-        let v = timed_each(nh, |i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
+        let (m, v) = time_thp_faults(fsz)?;
         thp_seen += vm("thp_fault_alloc") - before;
         // munmap of those THPs, per THP (munmap_2m): zap_huge_pmd, the deposited table's
         // free and the folio's, whose free_pages_prepare() checks and clears every tail page
@@ -629,11 +646,10 @@ fn calibrate_thp_fault_again(c: &mut Cal) -> Result<(), CalError> {
     if !crate::calibrate_mm::thp_usable() {
         return Ok(());
     }
-    let fsz = if c.quick { 32 << 20 } else { 64 << 20 };
+    let fsz = fault_region_bytes(c.quick);
     for _ in 0..c.reps {
         back(fsz, true);
-        let m = Map_::new(fsz, Some(true))?;
-        let v = timed_each(fsz / HPAGE, |i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
+        let (m, v) = time_thp_faults(fsz)?;
         drop(m);
         c.s.add_all("fault_2m_total", v);
         check_sig()?;
@@ -806,10 +822,8 @@ pub fn calibrate_refault_only(quick: bool, reps: Option<usize>) -> Result<Value,
     let t_start = now_ns();
     let reps = reps.unwrap_or(if quick { 3 } else { 7 });
     let mut c = Cal::new(quick, reps, "only the refault of reported blocks was measured");
-    let nh = 64;
-    back(nh * HPAGE, true);
-    let m = Map_::new(nh * HPAGE, Some(true))?;
-    let v = timed_each(nh, |i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
+    back(64 * HPAGE, true);
+    let (m, v) = time_thp_faults(64 * HPAGE)?;
     drop(m);
     c.s.add_all("fault_2m_total", v);
     calibrate_refault(quick, &mut c.s, &mut c.values)?;

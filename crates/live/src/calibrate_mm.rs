@@ -531,7 +531,7 @@ pub fn calibrate_mthp_fault(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError>
             )?;
         }
     }
-    let fsz = if quick { 32 << 20 } else { 64 << 20 };
+    let fsz = crate::calibrate::fault_region_bytes(quick);
     let nf = fsz / (16 * PAGE);
     let stat = format!("{THP}/hugepages-64kB/stats/anon_fault_alloc");
     let count = || read_trim(&stat).and_then(|t| t.parse::<i64>().ok()).unwrap_or(0);
