@@ -392,6 +392,30 @@ def test_model_starts_with_the_small_free_blocks_the_live_run_found():
     assert sum(booted) < 10, booted
 
 
+def test_model_holds_the_pages_the_live_run_found_in_use():
+    """kernel.in_use_prefill (the live runner's pages in use, page by page): the model holds
+    exactly those instead of laying out buddyinfo_before's small blocks, so a page at the end
+    of a 4 MiB block leaves one free block of each order 0..9 (crates/model/src/aged.rs
+    hold_in_use)."""
+    bi = "Node 0, zone   Normal    700    600    500    400    300    200    100     50     25     10     99 \n"
+    w = {"name": "t", "processes": [{"name": "p", "ops": [{"op": "sleep", "duration": "0"}]}]}
+    normal_start = 1 << 20  # the Normal zone of the model's 6G machine starts at 4 GiB
+    in_use = f"{normal_start + 1023} 1 u\n{normal_start + 4096 + 1023} 1 m\n"
+    kernel = {
+        "machine": {"nodes": [{"mem": "6G", "cpus": 2}], "aged": True},
+        "knobs": {},
+        "buddyinfo_before": bi,
+        "kernel": {"in_use_prefill": in_use},
+    }
+
+    def normal(r):
+        row = next(line for line in r["buddyinfo_before"].splitlines() if "Normal" in line)
+        return [int(x) for x in row.split()[4:14]]
+
+    assert normal(v.run_model(w, kernel, None)) == [2] * 10
+    assert normal(v.run_model(w, {**kernel, "kernel": {}}, None))[:9] == [700, 600, 500, 400, 300, 200, 100, 50, 25]
+
+
 def test_found_start_takes_the_free_lists_from_before_the_back_fill():
     """thplab.free_page_reporting_start=found: the model's machine is the live run's as it
     was before the runner's back-fill (buddyinfo_prefill, per migratetype from

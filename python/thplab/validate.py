@@ -865,6 +865,16 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   000 disk_best p:pageout_thp 0.73x / p:pageout_4k 0.70x. `found` 151 and `idle` 147 of
   159 (h25: 151, 147; h26: 148, 147): validate keeps `backed`. compaction-fill-p60's
   p:fault is the repeating miss: docs/page_reporting.md, "Reporting from order 9 again".
+* 2026-12-05 (stop 43): the machine's pages in use, page by page, as the live run found
+  them (kernel.in_use_prefill, from /proc/kpageflags; MachineSpec::in_use; the model holds
+  exactly those, LRU pages as ones compaction moves), the per-CPU lists at every phase end,
+  and kernel threads placed on an idle CPU when woken (live: kcompactd0 ran on CPU 1 while
+  the workload on CPU 0 woke it). Pair out/host-h28.toml, out/vk-h28 (26 min): every
+  counter within, 142 of 154 gated as run, 143 replayed with this model, geomean 0.93x;
+  compaction-fill-p60 p:fault now 0.37x (too few free order-9 blocks after the settle: 41-52
+  against live 77-125), the swap pageout phases 1.3-1.5x with h28's calibration (148 of 154
+  with out/host-h27.toml). h25/h26/h27 unchanged (152, 149, 152): docs/page_reporting.md,
+  "The pages in use as found, and where kcompactd runs".
 """
 
 from __future__ import annotations
@@ -1644,6 +1654,12 @@ def run_model(workload: dict, kernel: dict, costs_text: str | None) -> dict:
     elif isinstance(machine, dict) and machine.get("aged") and kernel.get("buddyinfo_before"):
         # the machine as found: its free blocks below pageblock_order (crates/model/src/aged.rs)
         machine = {**machine, "buddyinfo": kernel["buddyinfo_before"]}
+    # its pages in use, page by page, as the run found them (aged.rs hold_in_use): where
+    # the free blocks' buddies are held; its pageblock types from the same moment
+    if isinstance(machine, dict) and machine.get("aged") and found.get("in_use_prefill"):
+        machine = {**machine, "in_use": found["in_use_prefill"]}
+        if found.get("pagetypeinfo_prefill"):
+            machine["pagetypeinfo"] = found["pagetypeinfo_prefill"]
     # and its per-CPU lists (page_alloc.rs hold_pcp_as_found): as the run started, or before
     # the back-fill where the model replays it
     pcp = found.get("pcp_prefill" if start in ("idle", "found") else "pcp_before")

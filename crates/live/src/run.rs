@@ -112,7 +112,7 @@ fn plan(a: &RunArgs) -> Result<Plan, String> {
         None => match &w.machine {
             None => None,
             Some(MachineArg::Shorthand(s)) => Some(MachineSpec::parse_shorthand(s)?),
-            Some(MachineArg::Spec(s)) => Some(s.clone()),
+            Some(MachineArg::Spec(s)) => Some((**s).clone()),
         },
     };
     if let Some(m) = &machine {
@@ -450,6 +450,9 @@ fn supervise(
         (None, None, None)
     };
     let pcp_prefill = host::pcp_lists();
+    // and the pages in use, page by page (host::pages_in_use): where the free blocks'
+    // buddies are held
+    let in_use_prefill = host::pages_in_use();
     // the host's speed now (before the back-fill, which places the run's first blocks)
     let probe_fault_4k_ns = host::fault_4k_probe_ns(PROBE_BYTES);
     // memory the host took back (free page reporting) backed again, as the model starts
@@ -717,6 +720,7 @@ fn supervise(
             "buddyinfo_prefill": buddy_prefill,
             "pagetypeinfo_prefill": pagetype_prefill,
             "reported_prefill": reported_prefill,
+            "in_use_prefill": in_use_prefill,
             // the per-CPU lists before the back-fill and as the run started
             "pcp_prefill": pcp_prefill,
             "pcp_before": pcp_before,
@@ -837,6 +841,8 @@ fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, 
                 "phase_end": name,
                 "buddyinfo": read_file("/proc/buddyinfo").unwrap_or_default(),
                 "kthreads_cpu_ns": host::kthread_cpu_ns_of(&KTHREADS.lock().unwrap()),
+                // the per-CPU lists then (free pages held off the buddy lists, per CPU)
+                "pcp": host::pcp_lists(),
             }));
             phases.push(PhaseResult {
                 name,

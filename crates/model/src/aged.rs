@@ -22,9 +22,22 @@
 //! every order is still wanted. What is left of the last block when every order has its count
 //! stays held.
 
+//!
+//! Where the live runner read the pages in use page by page (`MachineSpec::in_use`,
+//! kernel.in_use_prefill), `Kernel::hold_in_use` holds exactly those instead: the free
+//! blocks then lie where the live machine's lie, which the layout above cannot know. It
+//! matters to compaction: on the reference host the pages on an LRU lie packed in the top
+//! twentieth of zone Normal (where compaction's free scanner starts, so where compactions
+//! moved them), the kernel's own in the bottom twentieth, and a proactive compaction's
+//! migrate scanner, which starts at the bottom, reaches neither; the layout's one held page
+//! per 4 MiB block, spread evenly, left 251 pageblocks with a single page after
+//! compaction-fill-p60's settle phase, each beside a free order-9 block that the fault
+//! phase then refaulted from the host (docs/page_reporting.md, "The pages in use as
+//! found").
+
 use crate::consts::*;
 use crate::kernel::Kernel;
-use crate::mm_types::{free_order, is_free_head, make_kernel, Pfn};
+use crate::mm_types::{free_order, is_free_head, make_kernel, make_kernel_movable, Pfn};
 use crate::mmzone::{MIGRATE_MOVABLE, MIGRATE_RECLAIMABLE, MIGRATE_UNMOVABLE};
 use crate::vmstat::NodeStat;
 
@@ -82,7 +95,150 @@ pub fn small_free_blocks_by_type(
     (!v.is_empty()).then_some(v)
 }
 
+/// The runs of an in-use text (`start len kind` lines; host.rs pages_in_use()): (start,
+/// len, movable), in pfn order. A line that does not parse is an error naming it.
+pub fn in_use_runs(text: &str) -> Result<Vec<(u64, u64, bool)>, String> {
+    let mut v = vec![];
+    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        let run = match t.as_slice() {
+            [s, n, k @ ("m" | "u")] => s.parse().ok().zip(n.parse().ok()).map(|(s, n)| (s, n, *k == "m")),
+            _ => None,
+        };
+        v.push(run.ok_or_else(|| format!("line {}: expected `start len m|u`, got {l:?}", i + 1))?);
+    }
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// The pageblock counts of each migratetype of `node`'s `zone` in a /proc/pagetypeinfo
+/// text's `Number of blocks type` table (`Node 0, zone   Normal     62  10652  38  0  0`):
+/// (unmovable, reclaimable).
+pub fn pageblock_type_counts(pagetypeinfo: &str, node: usize, zone: &str) -> Option<(u64, u64)> {
+    let table = pagetypeinfo.split("Number of blocks type").nth(1)?;
+    table.lines().find_map(|l| {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        match t.as_slice() {
+            ["Node", n, "zone", z, u, _m, r, ..]
+                if n.trim_end_matches(',').parse::<usize>().ok() == Some(node) && *z == zone =>
+            {
+                Some((u.parse().ok()?, r.parse().ok()?))
+            }
+            _ => None,
+        }
+    })
+}
+
 impl Kernel {
+    /// Hold the pages `in_use` lists (module doc) as the kernel's (NR_KERNEL_MISC: not on
+    /// the model's LRUs; a page found on an LRU (`m`), which compaction migrates live, as
+    /// one with movable ops that compaction moves without an owner: mm_types
+    /// make_kernel_movable; reclaim leaves it alone), freeing back the
+    /// rest of every MAX_PAGE_ORDER block they touch in the largest aligned blocks. With
+    /// `pagetypeinfo`, each zone's pageblocks with the most unmovable (`u`) pages become
+    /// as many UNMOVABLE and then RECLAIMABLE blocks as its table counts (kpageflags
+    /// cannot tell them apart). Pages outside the model's free memory (its own reserve, a
+    /// zone edge) are skipped. The zones' free lists are shuffled afterwards with `seed`.
+    /// Returns the pages held.
+    pub fn hold_in_use(&mut self, in_use: &str, pagetypeinfo: Option<&str>, seed: u64) -> Result<u64, String> {
+        let runs = in_use_runs(in_use)?;
+        let nr = 1u64 << MAX_PAGE_ORDER;
+        let limit = self.pm.frames.len() as u64;
+        // per MAX_PAGE_ORDER block, a bitmap of its pages in use; per pageblock, its `u` pages
+        let mut blocks: std::collections::BTreeMap<u64, [u64; 16]> = std::collections::BTreeMap::new();
+        let mut movable_bits: std::collections::HashMap<u64, [u64; 16]> = std::collections::HashMap::new();
+        let mut unmovable: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+        for &(s, n, movable) in &runs {
+            for p in s..(s + n).min(limit) {
+                blocks.entry(p & !(nr - 1)).or_insert([0; 16])[((p & (nr - 1)) >> 6) as usize] |= 1 << (p & 63);
+                if movable {
+                    movable_bits.entry(p & !(nr - 1)).or_insert([0; 16])[((p & (nr - 1)) >> 6) as usize] |=
+                        1 << (p & 63);
+                } else {
+                    *unmovable.entry(p >> PAGEBLOCK_ORDER).or_default() += 1;
+                }
+            }
+        }
+        // the pageblocks that become UNMOVABLE and RECLAIMABLE, zone by zone
+        let mut types: std::collections::HashMap<u64, u8> = std::collections::HashMap::new();
+        for zi in 0..self.pm.zones.len() {
+            let z = &self.pm.zones[zi];
+            let Some((nu, nrc)) = pagetypeinfo.and_then(|t| pageblock_type_counts(t, z.node, z.name)) else { continue };
+            let (zs, ze) = (z.start_pfn, z.end_pfn());
+            let mut ranked: Vec<(u64, u64)> = unmovable
+                .iter()
+                .filter(|(&pb, _)| (zs..ze).contains(&(pb << PAGEBLOCK_ORDER)))
+                .map(|(&pb, &c)| (c, pb))
+                .collect();
+            ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            for (i, &(_, pb)) in ranked.iter().take((nu + nrc) as usize).enumerate() {
+                types.insert(pb, if (i as u64) < nu { MIGRATE_UNMOVABLE } else { MIGRATE_RECLAIMABLE });
+            }
+        }
+        let mut vm = crate::vmstat::VmStat::default();
+        let mut held = 0;
+        let mut zones = std::collections::BTreeSet::new();
+        for (&b, bits) in &blocks {
+            let used = |p: u64| bits[((p - b) >> 6) as usize] & (1 << (p & 63)) != 0;
+            let movable =
+                |p: u64| movable_bits.get(&b).is_some_and(|m| m[((p - b) >> 6) as usize] & (1 << (p & 63)) != 0);
+            // the free blocks of [b, b + nr), taken off the free lists and held
+            let mut p = b;
+            let mut taken = vec![];
+            while p < (b + nr).min(limit) {
+                let f = self.pm.frames[p as usize];
+                if is_free_head(f) {
+                    let zi = self.pm.zone_of(p);
+                    if let Some(o) = self.pm.isolate_free_page(zi, p) {
+                        taken.push((p, 1u64 << o));
+                        zones.insert(zi);
+                        p += 1 << o;
+                        continue;
+                    }
+                }
+                p += 1;
+            }
+            for pb in (b..b + nr).step_by(PAGEBLOCK_NR_PAGES as usize) {
+                if let Some(&mt) = types.get(&(pb >> PAGEBLOCK_ORDER)) {
+                    self.pm.set_pb_mt(pb, mt);
+                }
+            }
+            for &(s, n) in &taken {
+                for q in s..s + n {
+                    self.pm.frames[q as usize] = make_kernel(0, true);
+                }
+                // the pages not in use go back, in the largest aligned blocks
+                let mut q = s;
+                while q < s + n {
+                    if used(q) {
+                        if movable(q) {
+                            self.pm.frames[q as usize] = make_kernel_movable();
+                        }
+                        held += 1;
+                        self.mod_node_page_state(q, NodeStat::NrKernelMisc, 1);
+                        q += 1;
+                        continue;
+                    }
+                    let mut o = 0u32;
+                    while o < MAX_PAGE_ORDER
+                        && q.trailing_zeros() > o
+                        && q + (2 << o) <= s + n
+                        && (q..q + (2 << o)).all(|x| !used(x))
+                    {
+                        o += 1;
+                    }
+                    self.pm.free_pages(Pfn(q), o, &mut vm);
+                    q += 1 << o;
+                }
+            }
+        }
+        for zi in zones {
+            self.pm.drain_all_pages(Some(zi));
+            self.pm.shuffle_free_lists(zi, seed);
+        }
+        Ok(held)
+    }
+
     /// Start each zone with the free blocks below MAX_PAGE_ORDER that `buddyinfo` lists
     /// for it, counting those the boot layout already has (module doc); a zone with too
     /// few free 4 MiB blocks gets what they give. With `pagetypeinfo` (the same moment's

@@ -119,7 +119,7 @@ const PB: u64 = PAGEBLOCK_NR_PAGES;
 /// page that is not a hugetlb folio's head (those it steps over whole).
 #[inline(always)]
 fn plain_kernel(f: u64) -> bool {
-    tag(f) == TAG_KERNEL && !is_hugetlb_head(f)
+    tag(f) == TAG_KERNEL && !is_hugetlb_head(f) && !is_kernel_movable(f)
 }
 
 #[inline]
@@ -906,6 +906,10 @@ impl Kernel {
                 // stepped one frame at a time: its compound_order() reads 0)
                 pfn += HPAGE_PMD_NR - 1;
                 nr_scanned += HPAGE_PMD_NR - 1;
+            } else if is_kernel_movable(f) {
+                // a page with movable ops (isolate_movable_ops_page()): isolated without the
+                // lru_lock, so without marking the block skipped
+                ok = true;
             } else if t == TAG_ANON && compound(f) == COMPOUND_BASE {
                 let l = lru(f);
                 let pinned = isolated(f);
@@ -1323,7 +1327,11 @@ impl Kernel {
         for &src in &pages {
             match self.compaction_alloc(cc) {
                 Some(dst) => {
-                    self.move_folio(Pfn(src), Pfn(dst));
+                    if is_kernel_movable(self.pm.frames[src as usize]) {
+                        self.move_kernel_movable(src, dst);
+                    } else {
+                        self.move_folio(Pfn(src), Pfn(dst));
+                    }
                     moved += 1;
                 }
                 None => {
@@ -1339,6 +1347,15 @@ impl Kernel {
         cc.migratepages.clear();
         cc.nr_migratepages = 0;
         enomem
+    }
+
+    /// Move a held page with movable ops (mm_types make_kernel_movable) to `dst`: its
+    /// contents copied (migrate_4k_ns, as a base page), the source freed.
+    fn move_kernel_movable(&mut self, src: u64, dst: u64) {
+        self.pm.frames[dst as usize] = self.pm.frames[src as usize];
+        self.pm.frames[src as usize] = make_kernel(0, false);
+        self.charge(self.costs.migrate_4k_ns);
+        self.pm.free_pages(Pfn(src), 0, &mut self.rec.vm);
     }
 
     // ---------------- compact_zone ----------------

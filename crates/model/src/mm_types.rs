@@ -166,6 +166,20 @@ pub fn is_hugetlb(f: u64) -> bool {
 pub fn is_hugetlb_head(f: u64) -> bool {
     is_hugetlb(f) && f & 0x10 != 0
 }
+const MOVABLE_OPS_BIT: u64 = 0x40;
+/// A page another tenant holds that compaction may move but the model has no owner for:
+/// a page the live run found on an LRU (aged.rs hold_in_use). It migrates as 6.18 moves a
+/// non-LRU movable page (page_has_movable_ops(), isolate_movable_ops_page()): a copy, no
+/// rmap walk, no LRU lock.
+#[inline]
+pub fn make_kernel_movable() -> u64 {
+    make_kernel(0, true) | MOVABLE_OPS_BIT
+}
+/// A held page compaction may move (make_kernel_movable).
+#[inline]
+pub fn is_kernel_movable(f: u64) -> bool {
+    tag(f) == TAG_KERNEL && f & MOVABLE_OPS_BIT != 0
+}
 #[inline]
 pub fn make_reserved() -> u64 {
     TAG_RESERVED << TAG_SHIFT

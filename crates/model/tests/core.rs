@@ -174,10 +174,23 @@ fn too_small_machine_is_an_error() {
         buddyinfo: None,
         reported: None,
         pagetypeinfo: None,
+        in_use: None,
         pcp: vec![],
     };
     let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err().to_string();
     assert!(e.contains("too small for the kernel's own reserve"), "{e}");
+}
+
+/// A machine's pages in use that do not parse are bad input naming `machine.in_use` and
+/// the line.
+#[test]
+fn bad_in_use_is_an_input_error() {
+    let w = parse_workload(SEED000).unwrap();
+    let mut m = thplab_workload::machine::MachineSpec::parse_shorthand("1G,aged").unwrap();
+    m.in_use = Some("4096 2 u\n4100 two m\n".into());
+    let e = run(&w, &RunOptions { machine: Some(m), ..Default::default() }).unwrap_err();
+    assert!(matches!(&e, thplab_workload::Error::BadInput { field, .. } if field == "machine.in_use"), "{e}");
+    assert!(e.to_string().contains("line 2"), "{e}");
 }
 
 #[test]

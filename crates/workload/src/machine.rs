@@ -121,6 +121,14 @@ pub struct MachineSpec {
     /// free blocks are laid out per migratetype (aged.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pagetypeinfo: Option<String>,
+    /// The pages in use as found, page by page (the live run's `kernel.in_use_prefill`,
+    /// from /proc/kpageflags): `start len kind` lines, kind `m` (on an LRU) or `u`. Where
+    /// given, an aged model machine holds exactly those pages as the kernel's and the
+    /// other tenants' instead of laying out `buddyinfo`'s small free blocks
+    /// (`Kernel::hold_in_use`, aged.rs): its free blocks then lie where the live
+    /// machine's lie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_use: Option<String>,
     /// The per-CPU lists as found (the live run's `kernel.pcp_before`, from /proc/zoneinfo's
     /// pagesets): the free pages each CPU's list of each zone held and its auto-tuned high.
     /// After a run that freed a lot, the CPU it ran on keeps up to pcp->high_max (1/8 of
@@ -287,6 +295,7 @@ impl MachineSpec {
             buddyinfo: None,
             reported: None,
             pagetypeinfo: None,
+            in_use: None,
             pcp: vec![],
         };
         m.validate()?;

@@ -396,7 +396,7 @@ impl Default for RecordSpec {
 #[serde(untagged)]
 pub enum MachineArg {
     Shorthand(String),
-    Spec(MachineSpec),
+    Spec(Box<MachineSpec>),
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -459,7 +459,7 @@ pub fn workload_from_value(v: &Value) -> Result<Workload, String> {
         Some(m) => {
             let spec: MachineSpec = serde_json::from_value(m.clone()).map_err(|e| format!("workload.machine: {e}"))?;
             spec.validate().map_err(|e| format!("workload.{e}"))?;
-            Some(MachineArg::Spec(spec))
+            Some(MachineArg::Spec(Box::new(spec)))
         }
     };
     let mut knobs = BTreeMap::new();

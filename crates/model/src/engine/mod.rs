@@ -55,7 +55,7 @@ pub fn resolve_machine(w: &Workload, o: &RunOptions) -> Result<MachineSpec, Stri
     }
     match &w.machine {
         Some(MachineArg::Shorthand(s)) => MachineSpec::parse_shorthand(s),
-        Some(MachineArg::Spec(m)) => Ok(m.clone()),
+        Some(MachineArg::Spec(m)) => Ok((**m).clone()),
         None => MachineSpec::parse_shorthand("24G"),
     }
 }
@@ -101,8 +101,11 @@ impl Boot {
         costs.validate()?;
         let seed = o.seed.unwrap_or(w.seed);
         let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
-        // an aged machine as found: its small free blocks (aged.rs)
-        if let (true, Some(b)) = (machine.aged, &machine.buddyinfo) {
+        // an aged machine as found: its pages in use, else its small free blocks (aged.rs)
+        if let (true, Some(u)) = (machine.aged, &machine.in_use) {
+            k.hold_in_use(u, machine.pagetypeinfo.as_deref(), seed)
+                .map_err(|message| Error::BadInput { field: "machine.in_use".into(), message })?;
+        } else if let (true, Some(b)) = (machine.aged, &machine.buddyinfo) {
             k.hold_small_free_blocks(b, machine.pagetypeinfo.as_deref(), seed);
         }
         // its per-CPU lists as found (page_alloc.rs)
@@ -401,11 +404,14 @@ impl<'w> Engine<'w> {
             .kthreads()
             .into_iter()
             .map(|kind| {
-                let cpu = match kind {
-                    Kthread::Kswapd(n) | Kthread::Kcompactd(n) => k.pm.nodes[n].cpus.first().copied().unwrap_or(0),
-                    Kthread::Khugepaged | Kthread::PageReporting => 0,
+                let cpus: Vec<u32> = match kind {
+                    Kthread::Kswapd(n) | Kthread::Kcompactd(n) => k.pm.nodes[n].cpus.clone(),
+                    Kthread::Khugepaged => (0..ncpus).collect(),
+                    Kthread::PageReporting => vec![],
                 };
-                Kt { kind, cpu: cpu % ncpus, gen: 0, scheduled: None, busy_ns: 0, runs: 0 }
+                let cpu = cpus.first().copied().unwrap_or(0) % ncpus;
+                let cpus = cpus.into_iter().filter(|&c| c < ncpus).collect();
+                Kt { kind, cpu, cpus, gen: 0, scheduled: None, busy_ns: 0, runs: 0 }
             })
             .collect();
         for (i, kt) in kts.iter_mut().enumerate() {
@@ -460,7 +466,8 @@ impl<'w> Engine<'w> {
                 break;
             }
             match ev {
-                Event::Kthread { idx, gen } | Event::KthreadYield { idx, gen } => self.kthread_event(t, idx, gen),
+                Event::Kthread { idx, gen } => self.kthread_event(t, idx, gen, true),
+                Event::KthreadYield { idx, gen } => self.kthread_event(t, idx, gen, false),
                 Event::Task { pid } => {
                     if self.task_event(t, pid) && checking && self.steps.is_multiple_of(CHECK_EVERY_STEPS) {
                         check(&self.k, self.now)?;
@@ -515,10 +522,17 @@ impl<'w> Engine<'w> {
     }
 
     /// A kernel thread's turn (unless superseded, or its CPU is busy: then it waits).
-    fn kthread_event(&mut self, t: u64, idx: usize, gen: u64) {
+    /// `woken`: it wakes from a sleep (not resumes after yielding the CPU), so the
+    /// scheduler places it (Kt::place).
+    fn kthread_event(&mut self, t: u64, idx: usize, gen: u64, woken: bool) {
         let kt = &mut self.kts[idx];
         if gen != kt.gen {
             return;
+        }
+        // woken with its CPU busy: an idle one it may run on takes it (Kt::place); a
+        // thread that yielded waits for its own
+        if woken {
+            kt.place(None, t, &self.cpu_free);
         }
         let cpu = kt.cpu as usize;
         let start = t.max(self.cpu_free[cpu]);
@@ -547,7 +561,7 @@ impl<'w> Engine<'w> {
             KthreadNext::Again => kt.schedule_yield(&mut self.queue, idx, end),
             KthreadNext::Wait => {}
         }
-        drain_wakeups(&mut self.k, &mut self.kts, &mut self.queue);
+        drain_wakeups(&mut self.k, &mut self.kts, &mut self.queue, &self.cpu_free);
         self.steps += 1;
     }
 
@@ -586,7 +600,7 @@ impl<'w> Engine<'w> {
         self.steps += 1;
         self.after_step(pid, start, outcome);
         self.collect_oom_victims();
-        drain_wakeups(&mut self.k, &mut self.kts, &mut self.queue);
+        drain_wakeups(&mut self.k, &mut self.kts, &mut self.queue, &self.cpu_free);
         true
     }
 

@@ -51,13 +51,33 @@ pub(super) fn enter_step(k: &mut Kernel, start: u64) {
 #[derive(Clone)]
 pub(super) struct Kt {
     pub(super) kind: Kthread,
+    /// the CPU it runs on now (where it last ran)
     pub(super) cpu: u32,
+    /// the CPUs it may run on (kswapd and kcompactd: their node's; khugepaged: any); none
+    /// for a work item, which runs where it was queued
+    pub(super) cpus: Vec<u32>,
     pub(super) gen: u64,
     pub(super) scheduled: Option<u64>,
     pub(super) busy_ns: u64,
     pub(super) runs: u64,
 }
 impl Kt {
+    /// Where a woken thread runs (select_idle_sibling(), simplified): on the CPU it last
+    /// ran on unless that one is busy at `at` (running the waker, `waker`, counts as busy),
+    /// else on the first of its CPUs that is idle then; with none idle, where it was.
+    /// Measured: compaction-fill-p60's write of vm.compaction_proactiveness from the
+    /// workload pinned on CPU 0 ran kcompactd0 on CPU 1 for its whole proactive round, and
+    /// its 500 ms wake-ups kept it there (docs/page_reporting.md, "Where kcompactd runs").
+    pub(super) fn place(&mut self, waker: Option<u32>, at: u64, cpu_free: &[u64]) {
+        let busy = |c: u32| Some(c) == waker || cpu_free.get(c as usize).is_none_or(|&f| f > at);
+        if !busy(self.cpu) {
+            return;
+        }
+        if let Some(&c) = self.cpus.iter().find(|&&c| !busy(c)) {
+            self.cpu = c;
+        }
+    }
+
     pub(super) fn schedule(&mut self, q: &mut EventQueue, idx: usize, at: u64) {
         self.scheduled = Some(at);
         q.push(at, Event::Kthread { idx, gen: self.gen });
@@ -79,7 +99,9 @@ pub fn kthread_name(k: Kthread) -> String {
 }
 
 /// Wake-ups the kernel requested during a step: a waiting or later-scheduled thread runs earlier.
-pub(super) fn drain_wakeups(k: &mut Kernel, kts: &mut [Kt], q: &mut EventQueue) {
+pub(super) fn drain_wakeups(k: &mut Kernel, kts: &mut [Kt], q: &mut EventQueue, cpu_free: &[u64]) {
+    // the waker: the task or thread whose step this was, still on its CPU
+    let (waker, now) = (k.clock.cpu, k.clock.now + k.clock.cost);
     if std::mem::take(&mut k.pm.pr.schedule_requested) {
         // schedule_delayed_work(&prdev->work, PAGE_REPORTING_DELAY)
         let at = k.clock.now + k.clock.cost + crate::page_reporting::PAGE_REPORTING_DELAY_NS;
@@ -89,9 +111,46 @@ pub(super) fn drain_wakeups(k: &mut Kernel, kts: &mut [Kt], q: &mut EventQueue) 
         if let Some(i) = kts.iter().position(|t| t.kind == kind) {
             let kt = &mut kts[i];
             if kt.scheduled.is_none_or(|s| s > at) {
+                kt.place((at <= now).then_some(waker), at, cpu_free);
                 kt.gen += 1;
                 kt.schedule(q, i, at);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kt::place: a thread woken by a task on its own CPU goes to an idle CPU it may run on;
+    /// one whose CPU is idle stays; with every CPU busy it stays; a work item (no CPUs of
+    /// its own) never moves; a wake-up for later does not count the waker as busy.
+    #[test]
+    fn woken_threads_go_to_an_idle_cpu() {
+        let kt = |cpu: u32, cpus: Vec<u32>| Kt {
+            kind: Kthread::Kcompactd(0),
+            cpu,
+            cpus,
+            gen: 0,
+            scheduled: None,
+            busy_ns: 0,
+            runs: 0,
+        };
+        let mut t = kt(0, vec![0, 1]);
+        t.place(Some(0), 100, &[100, 50]);
+        assert_eq!(t.cpu, 1, "the waker's CPU is busy");
+        t.place(None, 100, &[50, 50]);
+        assert_eq!(t.cpu, 1, "its own CPU idle: it stays");
+        t.place(None, 100, &[50, 200]);
+        assert_eq!(t.cpu, 0, "its own CPU busy, the other idle");
+        t.place(None, 100, &[300, 200]);
+        assert_eq!(t.cpu, 0, "every CPU busy: it stays");
+        let mut w = kt(0, vec![]);
+        w.place(Some(0), 100, &[100, 50]);
+        assert_eq!(w.cpu, 0, "a work item runs where it was queued");
+        let mut t = kt(0, vec![0, 1]);
+        t.place(None, 100, &[100, 50]);
+        assert_eq!(t.cpu, 0, "the waker's step ended: its CPU is idle");
     }
 }

@@ -115,3 +115,82 @@ fn per_cpu_lists_start_as_found() {
     assert_eq!(k.pm.pcp[j].high, max);
     assert_eq!(k.pm.hold_pcp_as_found(zi, 7, 100, 100), 0, "no such CPU");
 }
+
+/// The pages in use as found (aged.rs hold_in_use): exactly the listed pfns are held as
+/// the kernel's (the checker's accounting balances), the rest of their 4 MiB blocks goes
+/// back in the largest aligned blocks (a single page at a pageblock's end leaves one free
+/// block of each order 0..8 below it, and its buddy pageblock free at order 9), a movable
+/// (`m`) run is held too, a pfn outside the model's memory is skipped, and with a
+/// pagetypeinfo table the pageblocks with the most `u` pages take its Unmovable and then
+/// Reclaimable counts.
+#[test]
+fn pages_in_use_are_held_where_found() {
+    use crate::mmzone::{MIGRATE_MOVABLE, MIGRATE_RECLAIMABLE, MIGRATE_UNMOVABLE};
+    let mut k = kernel("4G,aged", &[]);
+    let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
+    let zs = k.pm.zones[zi].start_pfn;
+    let (free, kernel_before) = (k.pm.zones[zi].free_pages, k.nr_kernel_pages());
+    let single = zs + 2 * 1024 + 1023; // the last page of a 4 MiB block
+    let text = format!(
+        "{single} 1 u\n{} 3 m\n{} 40 u\n{} 20 u\n{} 5 u\n99999999999 4 u\n",
+        zs + 8 * 1024 + 100,
+        zs + 16 * 1024,
+        zs + 20 * 1024 + 7,
+        zs + 24 * 1024
+    );
+    let pti = "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
+               Node 0, zone    DMA32            0          100            0            0            0 \n\
+               Node 0, zone   Normal            1          500            1            0            0 \n";
+    let held = k.hold_in_use(&text, Some(pti), 1).unwrap();
+    crate::check::check(&k).unwrap();
+    assert_eq!(held, 1 + 3 + 40 + 20 + 5);
+    assert_eq!(k.nr_kernel_pages() - kernel_before, held);
+    assert_eq!(k.pm.zones[zi].free_pages, free - held);
+    for o in 0..9 {
+        let head = single - (1 << (o + 1)) + 1;
+        let head = head & !((1u64 << o) - 1);
+        assert!(crate::mm_types::is_free_head(k.pm.frames[head as usize]), "order {o} below the held page");
+        assert_eq!(crate::mm_types::free_order(k.pm.frames[head as usize]), o as u32);
+    }
+    let buddy = single & !1023;
+    assert_eq!(crate::mm_types::free_order(k.pm.frames[buddy as usize]), 9, "its buddy pageblock");
+    assert_eq!(k.pm.pb_mt(zs + 16 * 1024), MIGRATE_UNMOVABLE, "40 unmovable pages: the most");
+    assert_eq!(k.pm.pb_mt(zs + 20 * 1024), MIGRATE_RECLAIMABLE, "20: the next");
+    assert_eq!(k.pm.pb_mt(zs + 24 * 1024), MIGRATE_MOVABLE, "5: no more counted");
+    assert_eq!(k.pm.pb_mt(single), MIGRATE_MOVABLE);
+    // a line that does not parse names itself
+    let e = crate::aged::in_use_runs("12 3 u\n12 x m\n").unwrap_err();
+    assert!(e.contains("line 2"), "{e}");
+    assert!(crate::aged::in_use_runs("1 2 q").is_err());
+}
+
+/// A page found on an LRU (`m`) is held as one compaction moves (mm_types
+/// make_kernel_movable): vm.compact_memory migrates it out of the bottom of the zone, so
+/// its 4 MiB block comes back whole, while an unmovable (`u`) page stays where it was
+/// found; the kernel's page count is unchanged and the checker's accounting balances.
+#[test]
+fn pages_found_on_an_lru_are_moved_by_compaction() {
+    use crate::mm_types::{free_order, is_free_head, is_kernel_movable, tag, TAG_KERNEL};
+    use crate::vmstat::Ev;
+    let mut k = kernel("4G,aged", &[("vm.compaction_proactiveness", "0")]);
+    let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
+    let zs = k.pm.zones[zi].start_pfn;
+    let (m, u) = (zs + 1023, zs + 4096 + 1023);
+    k.hold_in_use(&format!("{m} 1 m\n{u} 1 u\n"), None, 1).unwrap();
+    assert!(is_kernel_movable(k.pm.frames[m as usize]));
+    assert!(!is_kernel_movable(k.pm.frames[u as usize]));
+    let kernel_before = k.nr_kernel_pages();
+    k.compact_all();
+    // the freed source is on the compactor's per-CPU list until drained
+    k.pm.drain_all_pages(Some(zi));
+    crate::check::check(&k).unwrap();
+    assert_eq!(k.nr_kernel_pages(), kernel_before);
+    assert!(k.rec.vm.get(Ev::PGMIGRATE_SUCCESS) >= 1);
+    assert!(
+        is_free_head(k.pm.frames[zs as usize]) && free_order(k.pm.frames[zs as usize]) == MAX_PAGE_ORDER,
+        "its block whole again"
+    );
+    assert_eq!(tag(k.pm.frames[u as usize]), TAG_KERNEL, "the unmovable page stays");
+    let moved = (zs..k.pm.zones[zi].end_pfn()).filter(|&p| is_kernel_movable(k.pm.frames[p as usize])).count();
+    assert_eq!(moved, 1, "the movable page lives on elsewhere");
+}
