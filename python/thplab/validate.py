@@ -874,7 +874,13 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   compaction-fill-p60 p:fault now 0.37x (too few free order-9 blocks after the settle: 41-52
   against live 77-125), the swap pageout phases 1.3-1.5x with h28's calibration (148 of 154
   with out/host-h27.toml). h25/h26/h27 unchanged (152, 149, 152): docs/page_reporting.md,
-  "The pages in use as found, and where kcompactd runs".
+  "The pages in use as found, and where kcompactd runs". Then out/host-h29.toml,
+  out/vk-h29 (31 min, this model and runner): 42/45 scenarios, every counter within, 151 of
+  155 gated (7 unstable), geomean 0.91x, host speed 0.98x (0.93-1.08x); out:
+  compaction-fill-p60 p:fault 0.50x (live 535-637 ms, ~60 of 512 faults refaulting; model
+  274 ms, 41; live's settle migrated 830k pages in this pair, 249-617k in four other runs),
+  mthp_64k_pageout_zram p:munmap 1.29x, seed 000 disk_best p:pageout_thp 0.75x and
+  p:pageout_4k 0.67x.
 """
 
 from __future__ import annotations

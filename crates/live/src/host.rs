@@ -144,8 +144,8 @@ fn zone_spans() -> Option<Vec<(u32, String, u64, u64)>> {
 /// of the kernel's (vmalloc, stacks), which the two cannot be told apart by; on the
 /// reference host the flagless pages are ~1.4 times the per-CPU lists' count.
 pub fn pages_in_use() -> Option<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open("/proc/kpageflags").ok()?;
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open("/proc/kpageflags").ok()?;
     let mut out = String::new();
     const CHUNK: u64 = 1 << 17;
     let mut buf = vec![0u8; (CHUNK * 8) as usize];
@@ -156,9 +156,7 @@ pub fn pages_in_use() -> Option<String> {
         while pfn < end {
             let n = CHUNK.min(end - pfn);
             let b = &mut buf[..(n * 8) as usize];
-            use std::io::Seek;
-            f.seek(std::io::SeekFrom::Start(pfn * 8)).ok()?;
-            f.read_exact(b).ok()?;
+            f.read_exact_at(b, pfn * 8).ok()?;
             for (i, c) in b.chunks_exact(8).enumerate() {
                 runs.push(pfn + i as u64, in_use_kind(u64::from_ne_bytes(c.try_into().unwrap())));
             }

@@ -21,7 +21,6 @@
 //! MAX_PAGE_ORDER block gives one free block of each order 9..0 for a single held page while
 //! every order is still wanted. What is left of the last block when every order has its count
 //! stays held.
-
 //!
 //! Where the live runner read the pages in use page by page (`MachineSpec::in_use`,
 //! kernel.in_use_prefill), `Kernel::hold_in_use` holds exactly those instead: the free
@@ -144,16 +143,19 @@ impl Kernel {
         let runs = in_use_runs(in_use)?;
         let nr = 1u64 << MAX_PAGE_ORDER;
         let limit = self.pm.frames.len() as u64;
-        // per MAX_PAGE_ORDER block, a bitmap of its pages in use; per pageblock, its `u` pages
-        let mut blocks: std::collections::BTreeMap<u64, [u64; 16]> = std::collections::BTreeMap::new();
-        let mut movable_bits: std::collections::HashMap<u64, [u64; 16]> = std::collections::HashMap::new();
+        // per MAX_PAGE_ORDER block, bitmaps of its pages in use and of the movable ones;
+        // per pageblock, its `u` pages
+        type Bits = [u64; 16];
+        let bit = |p: u64| (((p & (nr - 1)) >> 6) as usize, 1u64 << (p & 63));
+        let mut blocks: std::collections::BTreeMap<u64, (Bits, Bits)> = std::collections::BTreeMap::new();
         let mut unmovable: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
         for &(s, n, movable) in &runs {
             for p in s..(s + n).min(limit) {
-                blocks.entry(p & !(nr - 1)).or_insert([0; 16])[((p & (nr - 1)) >> 6) as usize] |= 1 << (p & 63);
+                let (i, m) = bit(p);
+                let (used, mov) = blocks.entry(p & !(nr - 1)).or_insert(([0; 16], [0; 16]));
+                used[i] |= m;
                 if movable {
-                    movable_bits.entry(p & !(nr - 1)).or_insert([0; 16])[((p & (nr - 1)) >> 6) as usize] |=
-                        1 << (p & 63);
+                    mov[i] |= m;
                 } else {
                     *unmovable.entry(p >> PAGEBLOCK_ORDER).or_default() += 1;
                 }
@@ -178,10 +180,9 @@ impl Kernel {
         let mut vm = crate::vmstat::VmStat::default();
         let mut held = 0;
         let mut zones = std::collections::BTreeSet::new();
-        for (&b, bits) in &blocks {
-            let used = |p: u64| bits[((p - b) >> 6) as usize] & (1 << (p & 63)) != 0;
-            let movable =
-                |p: u64| movable_bits.get(&b).is_some_and(|m| m[((p - b) >> 6) as usize] & (1 << (p & 63)) != 0);
+        for (&b, (used_bits, movable_bits)) in &blocks {
+            let used = |p: u64| used_bits[bit(p).0] & bit(p).1 != 0;
+            let movable = |p: u64| movable_bits[bit(p).0] & bit(p).1 != 0;
             // the free blocks of [b, b + nr), taken off the free lists and held
             let mut p = b;
             let mut taken = vec![];

@@ -3,7 +3,8 @@
 //! one step at a time, FIFO by ready time then pid). Every operation is cut into steps
 //! (a 2 MiB chunk of a write, a batch of accesses, a batch of munmap pieces); a step's
 //! kernel work is charged from the cost profile and advances the process's clock.
-//! Kernel threads (kswapd, kcompactd, khugepaged) run as timed tasks beside them.
+//! Kernel threads (kswapd, kcompactd, khugepaged) run as timed tasks beside them, each on
+//! the CPU it last ran on unless that one is busy when it wakes (queue.rs `Kt::place`).
 //!
 //! queue.rs: the event queue and the clock; task.rs: the processes; ops/: one handler per
 //! family of workload ops; sampler.rs: the time series; report.rs: the result.
