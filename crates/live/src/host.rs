@@ -136,7 +136,8 @@ fn zone_spans() -> Option<Vec<(u32, String, u64, u64)>> {
 /// len kind` (pfns, decimal): kind `m` for pages on an LRU (PageLRU: compaction migrates
 /// them), `u` for the rest (slab, page tables, other kernel pages). Read from
 /// /proc/kpageflags (include/uapi/linux/kernel-page-flags.h; stable_page_flags() in
-/// fs/proc/page.c), 1 MiB of flags at a time, ~0.3 s for 24 GiB. Left out as free: a
+/// fs/proc/page.c), 1 MiB of flags at a time (~0.7 s of the kernel's time for 24 GiB,
+/// before the run starts). Left out as free: a
 /// free buddy page (KPF_BUDDY, set on every page of a free block), a reserved page
 /// (KPF_RESERVED: memmap, firmware; the model keeps its own), a pfn with no page
 /// (KPF_NOPAGE), and a page with no flags at all: a page on a per-CPU list (free, its
