@@ -38,6 +38,7 @@ use crate::consts::*;
 use crate::kernel::Kernel;
 use crate::mm_types::{free_order, is_free_head, make_kernel, make_kernel_movable, Pfn};
 use crate::mmzone::{MIGRATE_MOVABLE, MIGRATE_RECLAIMABLE, MIGRATE_UNMOVABLE};
+use crate::page_alloc::aligned_blocks;
 use crate::vmstat::NodeStat;
 
 /// The free block counts of orders below MAX_PAGE_ORDER of `node`'s `zone` in a
@@ -208,7 +209,7 @@ impl Kernel {
                 for q in s..s + n {
                     self.pm.frames[q as usize] = make_kernel(0, true);
                 }
-                // the pages not in use go back, in the largest aligned blocks
+                // the pages not in use go back, each run of them in the largest aligned blocks
                 let mut q = s;
                 while q < s + n {
                     if used(q) {
@@ -220,16 +221,11 @@ impl Kernel {
                         q += 1;
                         continue;
                     }
-                    let mut o = 0u32;
-                    while o < MAX_PAGE_ORDER
-                        && q.trailing_zeros() > o
-                        && q + (2 << o) <= s + n
-                        && (q..q + (2 << o)).all(|x| !used(x))
-                    {
-                        o += 1;
+                    let r = (q..s + n).find(|&x| used(x)).unwrap_or(s + n);
+                    for (p, o) in aligned_blocks(q, r) {
+                        self.pm.free_pages(Pfn(p), o, &mut vm);
                     }
-                    self.pm.free_pages(Pfn(q), o, &mut vm);
-                    q += 1 << o;
+                    q = r;
                 }
             }
         }

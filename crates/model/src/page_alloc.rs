@@ -97,6 +97,23 @@ fn kclamp(v: u64, lo: u64, hi: u64) -> u64 {
     v.max(lo).min(hi)
 }
 
+/// [s, e) as the largest aligned blocks up to MAX_PAGE_ORDER, lowest first: (pfn, order).
+pub fn aligned_blocks(s: u64, e: u64) -> impl Iterator<Item = (u64, u32)> {
+    let mut pfn = s;
+    std::iter::from_fn(move || {
+        if pfn >= e {
+            return None;
+        }
+        let mut order = MAX_PAGE_ORDER;
+        while order > 0 && (pfn & ((1 << order) - 1) != 0 || pfn + (1 << order) > e) {
+            order -= 1;
+        }
+        let b = (pfn, order);
+        pfn += 1 << order;
+        Some(b)
+    })
+}
+
 /// pcp_allowed_order(): the per-CPU lists keep orders 0..=PAGE_ALLOC_COSTLY_ORDER and PMD THPs.
 #[inline]
 pub fn pcp_allowed_order(order: u32) -> bool {
@@ -364,18 +381,12 @@ impl PhysMem {
     /// memblock_free_all(): hand [s, e) to the buddy allocator in the largest aligned blocks,
     /// lowest first, each to the tail of its list: the lists start in address order.
     fn free_range(&mut self, zi: usize, s: u64, e: u64) {
-        let mut pfn = s;
-        while pfn < e {
-            let mut order = MAX_PAGE_ORDER;
-            while order > 0 && (pfn & ((1 << order) - 1) != 0 || pfn + (1 << order) > e) {
-                order -= 1;
-            }
+        for (pfn, order) in aligned_blocks(s, e) {
             for p in pfn..pfn + (1 << order) {
                 self.frames[p as usize] = 0;
             }
             // __free_pages_core(): boot memory goes to the tail of the lists (FPI_TO_TAIL)
             self.free_one_page_split(zi, pfn, order, true);
-            pfn += 1 << order;
         }
     }
 

@@ -104,7 +104,7 @@ pub(super) fn drain_wakeups(k: &mut Kernel, kts: &mut [Kt], q: &mut EventQueue, 
     let (waker, now) = (k.clock.cpu, k.clock.now + k.clock.cost);
     if std::mem::take(&mut k.pm.pr.schedule_requested) {
         // schedule_delayed_work(&prdev->work, PAGE_REPORTING_DELAY)
-        let at = k.clock.now + k.clock.cost + crate::page_reporting::PAGE_REPORTING_DELAY_NS;
+        let at = now + crate::page_reporting::PAGE_REPORTING_DELAY_NS;
         k.clock.wakeups.push((Kthread::PageReporting, at));
     }
     for (kind, at) in std::mem::take(&mut k.clock.wakeups) {
