@@ -590,12 +590,23 @@ fn supervise(
                 let mut b = [0u8; 65536];
                 let k = unsafe { libc::read(ps.msg, b.as_mut_ptr() as *mut _, b.len()) };
                 if k > 0 {
+                    // only the bytes just read can hold a new line's end (the latencies' line
+                    // is tens of MB)
+                    let mut from = ps.buf.len();
                     ps.buf.extend_from_slice(&b[..k as usize]);
-                    while let Some(pos) = ps.buf.iter().position(|&c| c == b'\n') {
+                    while let Some(pos) = ps.buf[from..].iter().position(|&c| c == b'\n').map(|p| p + from) {
                         let line: Vec<u8> = ps.buf.drain(..=pos).collect();
-                        let v: Value = serde_json::from_slice(&line)
-                            .map_err(|e| RunError::Failed(format!("bad message from process {}: {e}", ps.name)))?;
-                        handle_msg(ps, &v, t0, &mut phases, (&mut thp_lat, &mut fault_lat, &mut phase_lat));
+                        from = 0;
+                        let bad = |e: serde_json::Error| {
+                            RunError::Failed(format!("bad message from process {}: {e}", ps.name))
+                        };
+                        if line.starts_with(LAT_PREFIX) {
+                            let lat: LatMsg = serde_json::from_slice(&line).map_err(bad)?;
+                            handle_lat(&ps.name, lat, (&mut thp_lat, &mut fault_lat, &mut phase_lat));
+                        } else {
+                            let v: Value = serde_json::from_slice(&line).map_err(bad)?;
+                            handle_msg(ps, &v, t0, &mut phases);
+                        }
                     }
                 } else if k == 0 || (k < 0 && errno() != libc::EINTR) {
                     // The child is gone.
@@ -872,13 +883,44 @@ fn set_phase_start(ps: &mut ProcState, v: &Value) {
     }
 }
 
-fn handle_msg(
-    ps: &mut ProcState,
-    v: &Value,
-    t0: u64,
-    phases: &mut Vec<PhaseResult>,
+/// The start of the child's latencies line (child.rs send_latencies, after its "done").
+const LAT_PREFIX: &[u8] = br#"{"t":"lat""#;
+
+/// A process's fault latencies in ns, in the order faulted, and the phase marks (name, THP
+/// index, fault index) where each phase began. Parsed as typed vectors: a JSON value per
+/// latency took ~100 bytes each of the supervisor's memory.
+#[derive(serde::Deserialize)]
+struct LatMsg {
+    thp_fault: Vec<u64>,
+    fault: Vec<u64>,
+    #[serde(default)]
+    marks: Vec<(String, usize, usize)>,
+}
+
+fn handle_lat(
+    proc_name: &str,
+    lat: LatMsg,
     (thp_lat, fault_lat, phase_lat): (&mut Vec<u64>, &mut Vec<u64>, &mut BTreeMap<String, Vec<u64>>),
 ) {
+    let LatMsg { thp_fault: thp, fault: flt, mut marks } = lat;
+    if marks.is_empty() {
+        marks.push(("main".into(), 0, 0));
+    }
+    // split by the phase marks the child reported: (name, thp index, fault index)
+    for (i, (name, a, b)) in marks.iter().enumerate() {
+        let (a2, b2) = marks.get(i + 1).map_or((thp.len(), flt.len()), |m| (m.1, m.2));
+        for (kind, src, lo, hi) in [("thp_fault", &thp, *a, a2), ("fault", &flt, *b, b2)] {
+            if hi > lo && hi <= src.len() {
+                let key = format!("{kind}@{proc_name}:{name}");
+                phase_lat.entry(key).or_default().extend_from_slice(&src[lo..hi]);
+            }
+        }
+    }
+    thp_lat.extend(thp);
+    fault_lat.extend(flt);
+}
+
+fn handle_msg(ps: &mut ProcState, v: &Value, t0: u64, phases: &mut Vec<PhaseResult>) {
     let u = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
     match v["t"].as_str().unwrap_or("") {
         "phase" => {
@@ -902,24 +944,6 @@ fn handle_msg(
             errno: v["errno"].as_str().unwrap_or("").into(),
             message: v["msg"].as_str().unwrap_or("").into(),
         }),
-        "lat" => {
-            let thp: Vec<u64> = v["thp_fault"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()).collect();
-            let flt: Vec<u64> = v["fault"].as_array().into_iter().flatten().filter_map(|x| x.as_u64()).collect();
-            // split by the phase marks the child reported: (name, thp index, fault index)
-            let marks: Vec<(String, usize, usize)> =
-                serde_json::from_value(v["marks"].clone()).unwrap_or_else(|_| vec![("main".into(), 0, 0)]);
-            for (i, (name, a, b)) in marks.iter().enumerate() {
-                let (a2, b2) = marks.get(i + 1).map_or((thp.len(), flt.len()), |m| (m.1, m.2));
-                for (kind, src, lo, hi) in [("thp_fault", &thp, *a, a2), ("fault", &flt, *b, b2)] {
-                    if hi > lo {
-                        let key = format!("{kind}@{}:{name}", ps.name);
-                        phase_lat.entry(key).or_default().extend_from_slice(&src[lo..hi]);
-                    }
-                }
-            }
-            thp_lat.extend(thp);
-            fault_lat.extend(flt);
-        }
         "done" => {
             set_phase_start(ps, v);
             let n = usize::MAX;
