@@ -136,7 +136,7 @@ fn send(fd: RawFd, v: serde_json::Value) {
 
 /// The fault latencies, one JSON line (`{"t":"lat",...}`) written through a small buffer: no
 /// JSON value of millions of numbers is built in the child's memory.
-fn send_latencies(fd: RawFd, thp: &[u64], fault: &[u64], marks: &[(String, usize, usize)]) {
+pub(crate) fn send_latencies(fd: RawFd, thp: &[u64], fault: &[u64], marks: &[(String, usize, usize)]) {
     use std::io::Write;
     use std::os::unix::io::FromRawFd;
     #[derive(serde::Serialize)]

@@ -884,20 +884,20 @@ fn set_phase_start(ps: &mut ProcState, v: &Value) {
 }
 
 /// The start of the child's latencies line (child.rs send_latencies, after its "done").
-const LAT_PREFIX: &[u8] = br#"{"t":"lat""#;
+pub(crate) const LAT_PREFIX: &[u8] = br#"{"t":"lat""#;
 
 /// A process's fault latencies in ns, in the order faulted, and the phase marks (name, THP
 /// index, fault index) where each phase began. Parsed as typed vectors: a JSON value per
 /// latency took ~100 bytes each of the supervisor's memory.
 #[derive(serde::Deserialize)]
-struct LatMsg {
+pub(crate) struct LatMsg {
     thp_fault: Vec<u64>,
     fault: Vec<u64>,
     #[serde(default)]
     marks: Vec<(String, usize, usize)>,
 }
 
-fn handle_lat(
+pub(crate) fn handle_lat(
     proc_name: &str,
     lat: LatMsg,
     (thp_lat, fault_lat, phase_lat): (&mut Vec<u64>, &mut Vec<u64>, &mut BTreeMap<String, Vec<u64>>),
@@ -975,5 +975,48 @@ fn reap(ps: &mut ProcState, t0: u64, phases: &mut Vec<PhaseResult>) {
         ps.result.killed = Some(if oom { "SIGKILL (OOM killer?)".into() } else { safety::signal_name(s).to_string() });
     } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
         ps.result.killed = Some(format!("exited with status {}", libc::WEXITSTATUS(status)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The child's latencies line, written after its "done", is recognised by its prefix,
+    /// parses as typed vectors and is split at the phase marks.
+    #[test]
+    fn latencies_line_is_recognised_and_split_by_phase() {
+        let mut fds = [0i32; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let thp = [5u64, 6, 7];
+        let flt: Vec<u64> = (0..10_000).collect();
+        let marks = vec![("main".to_string(), 0, 0), ("fault".to_string(), 1, 4000)];
+        let writer = std::thread::spawn(move || {
+            crate::child::send_latencies(fds[1], &thp, &flt, &marks);
+            unsafe { libc::close(fds[1]) };
+        });
+        let mut line = vec![];
+        let mut b = [0u8; 4096];
+        loop {
+            let k = unsafe { libc::read(fds[0], b.as_mut_ptr() as *mut _, b.len()) };
+            if k <= 0 {
+                break;
+            }
+            line.extend_from_slice(&b[..k as usize]);
+        }
+        writer.join().unwrap();
+        unsafe { libc::close(fds[0]) };
+        assert!(line.starts_with(LAT_PREFIX) && line.ends_with(b"\n"));
+        assert_eq!(line.iter().filter(|&&c| c == b'\n').count(), 1);
+        let lat: LatMsg = serde_json::from_slice(&line).unwrap();
+        let (mut t, mut f, mut by) = (vec![], vec![], BTreeMap::new());
+        handle_lat("p", lat, (&mut t, &mut f, &mut by));
+        assert_eq!(t, vec![5, 6, 7]);
+        assert_eq!(f.len(), 10_000);
+        assert_eq!(by["thp_fault@p:main"], vec![5]);
+        assert_eq!(by["thp_fault@p:fault"], vec![6, 7]);
+        assert_eq!(by["fault@p:main"].len(), 4000);
+        assert_eq!(by["fault@p:fault"].len(), 6000);
+        assert_eq!(by["fault@p:fault"][0], 4000);
     }
 }
