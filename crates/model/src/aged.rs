@@ -95,17 +95,34 @@ pub fn small_free_blocks_by_type(
     (!v.is_empty()).then_some(v)
 }
 
+/// What a run of an in-use text holds (host.rs pages_in_use()).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InUse {
+    /// `m`: pages on an LRU
+    Lru,
+    /// `u`: other pages with flags (slab, page tables, ...)
+    Kernel,
+    /// `p`: pages with no flags: on a per-CPU list, or bare kernel pages
+    Flagless,
+}
+
 /// The runs of an in-use text (`start len kind` lines; host.rs pages_in_use()): (start,
-/// len, movable), in pfn order. A line that does not parse is an error naming it.
-pub fn in_use_runs(text: &str) -> Result<Vec<(u64, u64, bool)>, String> {
+/// len, kind), in pfn order. A line that does not parse is an error naming it.
+pub fn in_use_runs(text: &str) -> Result<Vec<(u64, u64, InUse)>, String> {
     let mut v = vec![];
     for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let t: Vec<&str> = l.split_whitespace().collect();
-        let run = match t.as_slice() {
-            [s, n, k @ ("m" | "u")] => s.parse().ok().zip(n.parse().ok()).map(|(s, n)| (s, n, *k == "m")),
+        let kind = |k: &str| match k {
+            "m" => Some(InUse::Lru),
+            "u" => Some(InUse::Kernel),
+            "p" => Some(InUse::Flagless),
             _ => None,
         };
-        v.push(run.ok_or_else(|| format!("line {}: expected `start len m|u`, got {l:?}", i + 1))?);
+        let run = match t.as_slice() {
+            [s, n, k] => s.parse().ok().zip(n.parse().ok()).zip(kind(k)).map(|((s, n), k)| (s, n, k)),
+            _ => None,
+        };
+        v.push(run.ok_or_else(|| format!("line {}: expected `start len m|u|p`, got {l:?}", i + 1))?);
     }
     v.sort_unstable();
     Ok(v)
@@ -139,9 +156,18 @@ impl Kernel {
     /// as many UNMOVABLE and then RECLAIMABLE blocks as its table counts (kpageflags
     /// cannot tell them apart). Pages outside the model's free memory (its own reserve, a
     /// zone edge) are skipped. The zones' free lists are shuffled afterwards with `seed`.
-    /// Returns the pages held.
-    pub fn hold_in_use(&mut self, in_use: &str, pagetypeinfo: Option<&str>, seed: u64) -> Result<u64, String> {
+    /// A flagless page (`p`) is held as a kernel page too, and its pfn returned (in pfn
+    /// order) for the per-CPU lists as found (`flagless_to_pcp`), except the whole aligned
+    /// pageblocks of a flagless run: blocks page reporting had isolated (free). Returns
+    /// the pages held.
+    pub fn hold_in_use(
+        &mut self,
+        in_use: &str,
+        pagetypeinfo: Option<&str>,
+        seed: u64,
+    ) -> Result<(u64, Vec<u64>), String> {
         let runs = in_use_runs(in_use)?;
+        let mut flagless = vec![];
         let nr = 1u64 << MAX_PAGE_ORDER;
         let limit = self.pm.frames.len() as u64;
         // per MAX_PAGE_ORDER block, bitmaps of its pages in use and of the movable ones;
@@ -150,15 +176,22 @@ impl Kernel {
         let bit = |p: u64| (((p & (nr - 1)) >> 6) as usize, 1u64 << (p & 63));
         let mut blocks: std::collections::BTreeMap<u64, (Bits, Bits)> = std::collections::BTreeMap::new();
         let mut unmovable: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-        for &(s, n, movable) in &runs {
-            for p in s..(s + n).min(limit) {
+        for &(s, n, kind) in &runs {
+            // a flagless run's aligned pageblocks are free blocks page reporting had taken
+            // off the free lists to report (page_reporting_cycle(): order >=
+            // pageblock_order), as the census met them: free here
+            let reporting = |p: u64| {
+                let pb = p & !(PAGEBLOCK_NR_PAGES - 1);
+                kind == InUse::Flagless && pb >= s && pb + PAGEBLOCK_NR_PAGES <= s + n
+            };
+            for p in (s..(s + n).min(limit)).filter(|&p| !reporting(p)) {
                 let (i, m) = bit(p);
                 let (used, mov) = blocks.entry(p & !(nr - 1)).or_insert(([0; 16], [0; 16]));
                 used[i] |= m;
-                if movable {
-                    mov[i] |= m;
-                } else {
-                    *unmovable.entry(p >> PAGEBLOCK_ORDER).or_default() += 1;
+                match kind {
+                    InUse::Lru => mov[i] |= m,
+                    InUse::Kernel => *unmovable.entry(p >> PAGEBLOCK_ORDER).or_default() += 1,
+                    InUse::Flagless => flagless.push(p),
                 }
             }
         }
@@ -233,7 +266,24 @@ impl Kernel {
             self.pm.drain_all_pages(Some(zi));
             self.pm.shuffle_free_lists(zi, seed);
         }
-        Ok(held)
+        // only those held (in the model's free memory) can go to a per-CPU list
+        flagless.retain(|&p| self.pm.frames[p as usize] == make_kernel(0, true));
+        Ok((held, flagless))
+    }
+
+    /// A per-CPU list as found where the live run read its pages' positions: up to `count`
+    /// (at most the list's high_max) of the flagless pages `pfns` of zone `zi` (taken from
+    /// the front, pfn order; hold_in_use held them as kernel pages) go on CPU `cpu`'s list
+    /// of their pageblock's type (MOVABLE for a pageblock of another type), in pfn order,
+    /// and its high becomes `high` (within its bounds). The flagless pages left are the
+    /// kernel's bare pages (vmalloc, stacks). kpageflags does not tell which flagless page
+    /// is on which CPU's list, nor the lists' order. Returns the pages placed.
+    pub fn flagless_to_pcp(&mut self, zi: usize, cpu: u32, count: u64, high: u64, pfns: &mut Vec<u64>) -> u64 {
+        let placed = self.pm.hold_pcp_at(zi, cpu, count, high, pfns);
+        for &p in &placed {
+            self.mod_node_page_state(p, NodeStat::NrKernelMisc, -1);
+        }
+        placed.len() as u64
     }
 
     /// Start each zone with the free blocks below MAX_PAGE_ORDER that `buddyinfo` lists

@@ -1612,6 +1612,38 @@ impl PhysMem {
         held
     }
 
+    /// The per-CPU list of CPU `cpu` for zone `zi` as found page by page (aged.rs
+    /// flagless_to_pcp): up to `count` (at most high_max) of the held pages `pfns` in the
+    /// zone, from the front, go on the list of their pageblock's type (MOVABLE for another
+    /// type) at its tail; its high becomes `high` within its bounds. The pages placed leave
+    /// `pfns` and are returned.
+    pub fn hold_pcp_at(&mut self, zi: usize, cpu: u32, count: u64, high: u64, pfns: &mut Vec<u64>) -> Vec<u64> {
+        if cpu >= self.nr_cpus || count == 0 {
+            return vec![];
+        }
+        let i = self.pcp_index(cpu, zi);
+        let want = count.min(self.pcp[i].high_max) as usize;
+        let (zs, ze) = (self.zones[zi].start_pfn, self.zones[zi].end_pfn());
+        let mut placed = vec![];
+        pfns.retain(|&p| {
+            if placed.len() >= want || !(zs..ze).contains(&p) {
+                return true;
+            }
+            let mt = match self.pb_mt(p) {
+                mt if mt < MIGRATE_PCPTYPES => mt,
+                _ => MIGRATE_MOVABLE,
+            };
+            self.frames[p as usize] = make_pcp(0, mt);
+            self.pcp[i].lists[order_to_pindex(mt, 0)].push_tail(p as u32);
+            placed.push(p);
+            false
+        });
+        let pcp = &mut self.pcp[i];
+        pcp.count += placed.len() as u64;
+        pcp.high = kclamp(high.max(pcp.count), pcp.high_min, pcp.high_max);
+        placed
+    }
+
     /// __isolate_free_page(): take the free block at `pfn` off the buddy lists for the
     /// compaction free scanner, if the zone stays above its min watermark (+ the block).
     /// Returns the block's order; its frames read as free tails until the caller uses or

@@ -122,7 +122,9 @@ pub struct MachineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pagetypeinfo: Option<String>,
     /// The pages in use as found, page by page (the live run's `kernel.in_use_prefill`,
-    /// from /proc/kpageflags): `start len kind` lines, kind `m` (on an LRU) or `u`. Where
+    /// from /proc/kpageflags): `start len kind` lines, kind `m` (on an LRU), `u` (other
+    /// flagged pages) or `p` (no flags: per-CPU-list pages, blocks being reported, bare
+    /// kernel pages; `pcp` is then placed on them, aged.rs flagless_to_pcp). Where
     /// given, an aged model machine holds exactly those pages as the kernel's and the
     /// other tenants' instead of laying out `buddyinfo`'s small free blocks
     /// (`Kernel::hold_in_use`, aged.rs): its free blocks then lie where the live

@@ -103,17 +103,26 @@ impl Boot {
         let seed = o.seed.unwrap_or(w.seed);
         let mut k = Kernel::new(&machine, ks.clone(), costs, seed)?;
         // an aged machine as found: its pages in use, else its small free blocks (aged.rs)
+        let mut flagless = vec![];
         if let (true, Some(u)) = (machine.aged, &machine.in_use) {
-            k.hold_in_use(u, machine.pagetypeinfo.as_deref(), seed)
-                .map_err(|message| Error::BadInput { field: "machine.in_use".into(), message })?;
+            flagless = k
+                .hold_in_use(u, machine.pagetypeinfo.as_deref(), seed)
+                .map_err(|message| Error::BadInput { field: "machine.in_use".into(), message })?
+                .1;
         } else if let (true, Some(b)) = (machine.aged, &machine.buddyinfo) {
             k.hold_small_free_blocks(b, machine.pagetypeinfo.as_deref(), seed);
         }
-        // its per-CPU lists as found (page_alloc.rs)
+        // its per-CPU lists as found (page_alloc.rs): on the flagless pages the live run
+        // found in the zone (aged.rs flagless_to_pcp), else on whole free blocks
         for p in &machine.pcp {
             let zi = k.pm.zones.iter().position(|z| z.node == p.node as usize && z.name == p.zone && z.populated());
             if let Some(zi) = zi {
-                k.pm.hold_pcp_as_found(zi, p.cpu, p.count, p.high);
+                let (zs, ze) = (k.pm.zones[zi].start_pfn, k.pm.zones[zi].end_pfn());
+                if flagless.iter().any(|f| (zs..ze).contains(f)) {
+                    k.flagless_to_pcp(zi, p.cpu, p.count, p.high, &mut flagless);
+                } else {
+                    k.pm.hold_pcp_as_found(zi, p.cpu, p.count, p.high);
+                }
             }
         }
         // thplab.free_page_reporting_start=idle: a reporting guest idle before the run, its

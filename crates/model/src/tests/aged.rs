@@ -141,7 +141,7 @@ fn pages_in_use_are_held_where_found() {
     let pti = "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
                Node 0, zone    DMA32            0          100            0            0            0 \n\
                Node 0, zone   Normal            1          500            1            0            0 \n";
-    let held = k.hold_in_use(&text, Some(pti), 1).unwrap();
+    let (held, _) = k.hold_in_use(&text, Some(pti), 1).unwrap();
     crate::check::check(&k).unwrap();
     assert_eq!(held, 1 + 3 + 40 + 20 + 5);
     assert_eq!(k.nr_kernel_pages() - kernel_before, held);
@@ -193,4 +193,43 @@ fn pages_found_on_an_lru_are_moved_by_compaction() {
     assert_eq!(tag(k.pm.frames[u as usize]), TAG_KERNEL, "the unmovable page stays");
     let moved = (zs..k.pm.zones[zi].end_pfn()).filter(|&p| is_kernel_movable(k.pm.frames[p as usize])).count();
     assert_eq!(moved, 1, "the movable page lives on elsewhere");
+}
+
+/// Flagless pages (`p`: a per-CPU list's page or a bare kernel page) are held by
+/// hold_in_use and returned in pfn order; flagless_to_pcp puts a CPU's per-CPU list count
+/// on them (the list of their pageblock's type, high as found) and leaves the rest held
+/// as kernel pages; draining the list frees them where they lie (a page whose buddy is
+/// free merges with it). The checker's accounting balances throughout.
+#[test]
+fn flagless_pages_take_the_per_cpu_lists_as_found() {
+    use crate::mm_types::{free_order, is_free_head, tag, TAG_KERNEL};
+    let mut k = kernel("4G,aged", &[]);
+    let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
+    let zs = k.pm.zones[zi].start_pfn;
+    let kernel_before = k.nr_kernel_pages();
+    // two flagless pages side by side at the start of a 4 MiB block, a third further on,
+    // and an unmovable page beside the pair
+    let (a, far) = (zs + 8 * 1024, zs + 12 * 1024 + 5);
+    // and a flagless run over a whole aligned pageblock (a block page reporting had taken
+    // off the free lists): that pageblock stays free
+    let rep = zs + 16 * 1024 + 512;
+    let text = format!("{a} 2 p\n{} 1 u\n{far} 1 p\n{} 514 p\n", a + 2, rep - 1);
+    let (held, mut flagless) = k.hold_in_use(&text, None, 1).unwrap();
+    assert!(is_free_head(k.pm.frames[rep as usize]) && free_order(k.pm.frames[rep as usize]) >= 9);
+    flagless.retain(|&p| p < rep - 1);
+    assert_eq!((held, flagless.clone()), (6, vec![a, a + 1, far]), "the reported block's neighbours held");
+    let placed = k.flagless_to_pcp(zi, 0, 2, 100, &mut flagless);
+    crate::check::check(&k).unwrap();
+    assert_eq!((placed, flagless.clone()), (2, vec![far]), "the count taken from the front");
+    assert_eq!(k.nr_kernel_pages() - kernel_before, 4, "the unmovable page and the other flagless ones");
+    assert_eq!(tag(k.pm.frames[far as usize]), TAG_KERNEL);
+    let i = k.pm.pcp_index(0, zi);
+    assert_eq!(k.pm.pcp[i].count, 2);
+    assert!(k.pm.pcp[i].high >= 2);
+    // no CPU 7: nothing placed
+    assert_eq!(k.flagless_to_pcp(zi, 7, 1, 1, &mut flagless), 0);
+    // drained, the pair merges into one order-1 block where it was
+    k.pm.drain_all_pages(Some(zi));
+    crate::check::check(&k).unwrap();
+    assert!(is_free_head(k.pm.frames[a as usize]) && free_order(k.pm.frames[a as usize]) == 1);
 }
