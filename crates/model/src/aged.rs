@@ -102,7 +102,8 @@ pub enum InUse {
     Lru,
     /// `u`: other pages with flags (slab, page tables, ...)
     Kernel,
-    /// `p`: pages with no flags: on a per-CPU list, or bare kernel pages
+    /// `p`: pages with no flags: on a per-CPU list, in a block page reporting had taken off
+    /// the free lists, or bare kernel pages
     Flagless,
 }
 
