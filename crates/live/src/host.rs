@@ -137,14 +137,15 @@ fn zone_spans() -> Option<Vec<(u32, String, u64, u64)>> {
 /// them), `u` for the rest with flags (slab, page tables, other kernel pages) and `p` for a
 /// page with no flags at all: a page on a per-CPU list (free, its refcount 0, which
 /// kpageflags cannot show) reads so, as does a bare alloc_pages() page of the kernel's
-/// (vmalloc, stacks); the model puts the per-CPU lists' counts on them and holds the rest
-/// (on this guest 135,501 flagless pages in zone Normal in 11,482 runs, 120,041 of them the
-/// per-CPU lists' count, 2026-12-05). Read from /proc/kpageflags
-/// (include/uapi/linux/kernel-page-flags.h; stable_page_flags() in fs/proc/page.c), 1 MiB
-/// of flags at a time (~0.7 s of the kernel's time for 24 GiB, before the run starts).
-/// Left out as free: a free buddy page (KPF_BUDDY, set on every page of a free block); and
-/// a reserved page (KPF_RESERVED: memmap, firmware; the model keeps its own) and a pfn with
-/// no page (KPF_NOPAGE).
+/// (vmalloc, stacks), and so do the pages of a free block page reporting has taken off its
+/// free list to report; the model frees a flagless run's whole aligned pageblocks, puts the
+/// per-CPU lists' counts on the rest and holds what is left (on this guest, idle: 135,501
+/// flagless pages in zone Normal in 11,482 runs, 120,041 of them the per-CPU lists' count,
+/// 2026-12-05). Read from /proc/kpageflags (include/uapi/linux/kernel-page-flags.h;
+/// stable_page_flags() in fs/proc/page.c), 1 MiB of flags at a time (~0.7 s of the
+/// kernel's time for 24 GiB, before the run starts). Left out: a free buddy page
+/// (KPF_BUDDY, set on every page of a free block), a reserved page (KPF_RESERVED: memmap,
+/// firmware; the model keeps its own) and a pfn with no page (KPF_NOPAGE).
 pub fn pages_in_use() -> Option<String> {
     use std::os::unix::fs::FileExt;
     let f = std::fs::File::open("/proc/kpageflags").ok()?;
