@@ -882,14 +882,18 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   mthp_64k_pageout_zram p:munmap 1.29x, seed 000 disk_best p:pageout_thp 0.75x and
   p:pageout_4k 0.67x.
 * 2026-12-05 (stop 44): the census writes flagless pages as `p` (per-CPU-list pages, blocks
-  page reporting had isolated, bare kernel pages); the model frees a flagless run's whole
-  aligned pageblocks and puts each CPU's per-CPU list count on the rest
-  (docs/page_reporting.md "Flagless pages"). One live compaction-fill-p60 (239 free order-9
-  blocks at the settle's end, p:fault 1,403 ms): model 51 -> 59 blocks, 320 -> 364 ms. The
-  last phase's counters no longer hold the runner's latency encoding (compaction-frag-p0
-  p:fault pgfault 35,917 -> 257). Seed 000 disk_best p:pageout_thp (0.75x) is the host's
-  rate moving: 64 to 1024 THPs to a loop device on this host took 290-485 us a THP within
-  an hour (calibrate's 329 us in h29), with ~210-260 us of it in the caller's system time.
+  page reporting had isolated, THPs on the order-9 lists, few bare kernel pages); the model
+  frees a flagless run's whole pageblocks, puts each CPU's per-CPU list on the rest and
+  frees what is left (docs/page_reporting.md "Flagless pages"). The last phase's counters
+  no longer hold the runner's latency encoding (compaction-frag-p0 p:fault pgfault 35,917 ->
+  257). A pair (out/host-h30.toml, out/vk-h30, 27 min; the first version of the flagless
+  layout, which held the pages no list took): 42/45, 151 of 154 gated (8 unstable), every
+  counter within, geomean 0.91x; replayed with this model 43/45, 152 of 154, 0.92x, out only
+  seed 000 disk_best and file_best p:pageout_4k (0.65x, 0.71x); compaction-fill-p60 p:fault
+  unstable (live 398, 1,424, 1,038 ms: its settle leaves 67-239 free order-9 blocks between
+  runs, the model 36-62). Seed 000 disk_best p:pageout_thp (0.75x in h29, within in h30) is
+  the host's rate moving: 64 to 1024 THPs to a loop device took 290-485 us a THP within an
+  hour (calibrate's 329 us in h29), ~210-260 us of it the caller's system time.
 """
 
 from __future__ import annotations

@@ -138,10 +138,10 @@ fn zone_spans() -> Option<Vec<(u32, String, u64, u64)>> {
 /// page with no flags at all: a page on a per-CPU list (free, its refcount 0, which
 /// kpageflags cannot show) reads so, as does a bare alloc_pages() page of the kernel's
 /// (vmalloc, stacks), and so do the pages of a free block page reporting has taken off its
-/// free list to report; the model frees a flagless run's whole aligned pageblocks, puts the
-/// per-CPU lists' counts on the rest and holds what is left (on this guest, idle: 135,501
-/// flagless pages in zone Normal in 11,482 runs, 120,041 of them the per-CPU lists' count,
-/// 2026-12-05). Read from /proc/kpageflags (include/uapi/linux/kernel-page-flags.h;
+/// free list to report. On this guest the flagless pages outside whole aligned pageblocks
+/// came to the per-CPU lists' count within 0.5 % at the start of two live fill runs; the
+/// model puts the per-CPU lists on them and frees the rest (aged.rs `InUse::Flagless`,
+/// docs/page_reporting.md "Flagless pages"). Read from /proc/kpageflags (include/uapi/linux/kernel-page-flags.h;
 /// stable_page_flags() in fs/proc/page.c), 1 MiB of flags at a time (~0.7 s of the
 /// kernel's time for 24 GiB, before the run starts). Left out: a free buddy page
 /// (KPF_BUDDY, set on every page of a free block), a reserved page (KPF_RESERVED: memmap,

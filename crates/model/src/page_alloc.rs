@@ -1644,6 +1644,14 @@ impl PhysMem {
         placed
     }
 
+    /// A page held at the start (aged.rs) back to the buddy lists directly, not through a
+    /// per-CPU list.
+    pub fn free_held_page(&mut self, pfn: u64) {
+        let zi = self.zone_of(pfn);
+        self.frames[pfn as usize] = 0;
+        self.free_one_page_split(zi, pfn, 0, false);
+    }
+
     /// __isolate_free_page(): take the free block at `pfn` off the buddy lists for the
     /// compaction free scanner, if the zone stays above its min watermark (+ the block).
     /// Returns the block's order; its frames read as free tails until the caller uses or

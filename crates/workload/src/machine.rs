@@ -124,7 +124,7 @@ pub struct MachineSpec {
     /// The pages in use as found, page by page (the live run's `kernel.in_use_prefill`,
     /// from /proc/kpageflags): `start len kind` lines, kind `m` (on an LRU), `u` (other
     /// flagged pages) or `p` (no flags: per-CPU-list pages, blocks being reported, bare
-    /// kernel pages; `pcp` is then placed on them, aged.rs flagless_to_pcp). Where
+    /// kernel pages; `pcp` goes on them, the rest is free: aged.rs `InUse::Flagless`). Where
     /// given, an aged model machine holds exactly those pages as the kernel's and the
     /// other tenants' instead of laying out `buddyinfo`'s small free blocks
     /// (`Kernel::hold_in_use`, aged.rs): its free blocks then lie where the live

@@ -196,10 +196,11 @@ fn pages_found_on_an_lru_are_moved_by_compaction() {
 }
 
 /// Flagless pages (`p`: a per-CPU list's page or a bare kernel page) are held by
-/// hold_in_use and returned in pfn order; flagless_to_pcp puts a CPU's per-CPU list count
-/// on them (the list of their pageblock's type, high as found) and leaves the rest held
-/// as kernel pages; draining the list frees them where they lie (a page whose buddy is
-/// free merges with it). The checker's accounting balances throughout.
+/// hold_in_use and returned in pfn order, but a flagless run's whole pageblocks (a block
+/// being reported) stay free; flagless_to_pcp puts a CPU's per-CPU list count on them
+/// (the list of their pageblock's type, high as found); draining the list frees them
+/// where they lie (a page whose buddy is free merges with it); release_flagless frees the
+/// rest. The checker's accounting balances throughout.
 #[test]
 fn flagless_pages_take_the_per_cpu_lists_as_found() {
     use crate::mm_types::{free_order, is_free_head, tag, TAG_KERNEL};
@@ -232,4 +233,15 @@ fn flagless_pages_take_the_per_cpu_lists_as_found() {
     k.pm.drain_all_pages(Some(zi));
     crate::check::check(&k).unwrap();
     assert!(is_free_head(k.pm.frames[a as usize]) && free_order(k.pm.frames[a as usize]) == 1);
+    // the flagless pages no list took are free (release_flagless): only the unmovable page
+    // stays the kernel's, and the far page's 4 MiB block is whole again
+    k.release_flagless(&flagless);
+    crate::check::check(&k).unwrap();
+    assert_eq!(
+        k.nr_kernel_pages() - kernel_before,
+        3,
+        "the unmovable page and the two flagless pages left out of the list above"
+    );
+    let blk = far & !1023;
+    assert!(is_free_head(k.pm.frames[blk as usize]) && free_order(k.pm.frames[blk as usize]) == MAX_PAGE_ORDER);
 }
