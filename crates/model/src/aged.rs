@@ -159,9 +159,10 @@ impl Kernel {
     /// cannot tell them apart). Pages outside the model's free memory (its own reserve, a
     /// zone edge) are skipped. The zones' free lists are shuffled afterwards with `seed`.
     /// A flagless page (`p`) is held as a kernel page too, and its pfn returned (in pfn
-    /// order) for the per-CPU lists as found (`flagless_to_pcp`), except the whole aligned
-    /// pageblocks of a flagless run: blocks page reporting had isolated (free). Returns
-    /// the pages held.
+    /// order) for the per-CPU lists as found (`flagless_to_pcp`; `release_flagless` frees
+    /// the rest), except the whole aligned pageblocks of a flagless run, which stay free
+    /// (blocks page reporting had isolated, THPs on an order-9 per-CPU list). Returns the
+    /// pages held.
     pub fn hold_in_use(
         &mut self,
         in_use: &str,
@@ -179,14 +180,15 @@ impl Kernel {
         let mut blocks: std::collections::BTreeMap<u64, (Bits, Bits)> = std::collections::BTreeMap::new();
         let mut unmovable: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
         for &(s, n, kind) in &runs {
-            // a flagless run's aligned pageblocks are free blocks page reporting had taken
-            // off the free lists to report (page_reporting_cycle(): order >=
-            // pageblock_order), as the census met them: free here
-            let reporting = |p: u64| {
+            // a flagless run's whole aligned pageblocks are free blocks page reporting had
+            // taken off the free lists to report (page_reporting_cycle(): order >=
+            // pageblock_order) or THPs on an order-9 per-CPU list, as the census met
+            // them: free here
+            let whole_pageblock = |p: u64| {
                 let pb = p & !(PAGEBLOCK_NR_PAGES - 1);
                 kind == InUse::Flagless && pb >= s && pb + PAGEBLOCK_NR_PAGES <= s + n
             };
-            for p in (s..(s + n).min(limit)).filter(|&p| !reporting(p)) {
+            for p in (s..(s + n).min(limit)).filter(|&p| !whole_pageblock(p)) {
                 let (i, m) = bit(p);
                 let (used, mov) = blocks.entry(p & !(nr - 1)).or_insert(([0; 16], [0; 16]));
                 used[i] |= m;

@@ -1589,7 +1589,8 @@ impl PhysMem {
         }
         let i = self.pcp_index(cpu, zi);
         let (high_min, high_max) = (self.pcp[i].high_min, self.pcp[i].high_max);
-        let want = count.min(high_max);
+        // with what the list already holds (aged.rs flagless_to_pcp), at most high_max
+        let want = count.min(high_max.saturating_sub(self.pcp[i].count));
         let li = order_to_pindex(MIGRATE_MOVABLE, 0);
         let mut held = 0;
         while held < want {
