@@ -40,6 +40,7 @@ use crate::mm_types::{free_order, is_free_head, make_kernel, make_kernel_movable
 use crate::mmzone::{MIGRATE_MOVABLE, MIGRATE_RECLAIMABLE, MIGRATE_UNMOVABLE};
 use crate::page_alloc::aligned_blocks;
 use crate::vmstat::NodeStat;
+use thplab_workload::machine::PcpFound;
 
 /// The free block counts of orders below MAX_PAGE_ORDER of `node`'s `zone` in a
 /// /proc/buddyinfo text (`Node 0, zone   Normal  15218  14278 ...`): the small blocks and
@@ -273,6 +274,24 @@ impl Kernel {
         // only those held (in the model's free memory) can go to a per-CPU list
         flagless.retain(|&p| self.pm.frames[p as usize] == make_kernel(0, true));
         Ok((held, flagless))
+    }
+
+    /// The per-CPU lists as the live run started (`MachineSpec::pcp`): each on the flagless
+    /// pages hold_in_use found in its zone (flagless_to_pcp), the rest of its count on whole
+    /// free blocks (PhysMem::hold_pcp_as_found; THPs on the order-9 lists read as whole
+    /// flagless pageblocks, which stay free); the flagless pages no list took are freed
+    /// (release_flagless).
+    pub fn hold_pcp_lists_as_found(&mut self, lists: &[PcpFound], mut flagless: Vec<u64>) {
+        for p in lists {
+            let zi = self.pm.zones.iter().position(|z| z.node == p.node as usize && z.name == p.zone && z.populated());
+            if let Some(zi) = zi {
+                let placed = self.flagless_to_pcp(zi, p.cpu, p.count, p.high, &mut flagless);
+                if placed < p.count {
+                    self.pm.hold_pcp_as_found(zi, p.cpu, p.count - placed, p.high);
+                }
+            }
+        }
+        self.release_flagless(&flagless);
     }
 
     /// A per-CPU list as found where the live run read its pages' positions: up to `count`

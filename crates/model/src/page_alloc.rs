@@ -1588,9 +1588,7 @@ impl PhysMem {
             return 0;
         }
         let i = self.pcp_index(cpu, zi);
-        let (high_min, high_max) = (self.pcp[i].high_min, self.pcp[i].high_max);
-        // with what the list already holds (aged.rs flagless_to_pcp), at most high_max
-        let want = count.min(high_max.saturating_sub(self.pcp[i].count));
+        let want = self.pcp_found_room(i, count);
         let li = order_to_pindex(MIGRATE_MOVABLE, 0);
         let mut held = 0;
         while held < want {
@@ -1607,14 +1605,26 @@ impl PhysMem {
             }
             held += 1 << MAX_PAGE_ORDER;
         }
-        let pcp = &mut self.pcp[i];
-        pcp.count += held;
-        pcp.high = kclamp(high.max(pcp.count), high_min, high_max);
+        self.pcp_found_set(i, held, high);
         held
     }
 
+    /// How many of `count` pages found on per-CPU list `i` it can take: with what it
+    /// already holds (hold_pcp_at, then hold_pcp_as_found), at most high_max.
+    fn pcp_found_room(&self, i: usize, count: u64) -> u64 {
+        count.min(self.pcp[i].high_max.saturating_sub(self.pcp[i].count))
+    }
+
+    /// `added` pages put on per-CPU list `i` as found: its count, and its high as found
+    /// (at least the count, within its bounds).
+    fn pcp_found_set(&mut self, i: usize, added: u64, high: u64) {
+        let pcp = &mut self.pcp[i];
+        pcp.count += added;
+        pcp.high = kclamp(high.max(pcp.count), pcp.high_min, pcp.high_max);
+    }
+
     /// The per-CPU list of CPU `cpu` for zone `zi` as found page by page (aged.rs
-    /// flagless_to_pcp): up to `count` (at most high_max) of the held pages `pfns` in the
+    /// flagless_to_pcp): up to `count` (pcp_found_room) of the held pages `pfns` in the
     /// zone, from the front, go on the list of their pageblock's type (MOVABLE for another
     /// type) at its tail; its high becomes `high` within its bounds. The pages placed leave
     /// `pfns` and are returned.
@@ -1623,7 +1633,7 @@ impl PhysMem {
             return vec![];
         }
         let i = self.pcp_index(cpu, zi);
-        let want = count.min(self.pcp[i].high_max) as usize;
+        let want = self.pcp_found_room(i, count) as usize;
         let (zs, ze) = (self.zones[zi].start_pfn, self.zones[zi].end_pfn());
         let mut placed = vec![];
         pfns.retain(|&p| {
@@ -1639,9 +1649,7 @@ impl PhysMem {
             placed.push(p);
             false
         });
-        let pcp = &mut self.pcp[i];
-        pcp.count += placed.len() as u64;
-        pcp.high = kclamp(high.max(pcp.count), pcp.high_min, pcp.high_max);
+        self.pcp_found_set(i, placed.len() as u64, high);
         placed
     }
 

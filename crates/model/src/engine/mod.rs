@@ -112,26 +112,8 @@ impl Boot {
         } else if let (true, Some(b)) = (machine.aged, &machine.buddyinfo) {
             k.hold_small_free_blocks(b, machine.pagetypeinfo.as_deref(), seed);
         }
-        // its per-CPU lists as found (page_alloc.rs): on the flagless pages the live run
-        // found in the zone (aged.rs flagless_to_pcp), else on whole free blocks; the
-        // flagless pages left over are free (release_flagless)
-        for p in &machine.pcp {
-            let zi = k.pm.zones.iter().position(|z| z.node == p.node as usize && z.name == p.zone && z.populated());
-            if let Some(zi) = zi {
-                let (zs, ze) = (k.pm.zones[zi].start_pfn, k.pm.zones[zi].end_pfn());
-                let placed = if flagless.iter().any(|f| (zs..ze).contains(f)) {
-                    k.flagless_to_pcp(zi, p.cpu, p.count, p.high, &mut flagless)
-                } else {
-                    0
-                };
-                // the rest (more than the flagless pages: THPs on the order-9 lists read as
-                // whole flagless pageblocks, left free) on whole free blocks
-                if placed < p.count {
-                    k.pm.hold_pcp_as_found(zi, p.cpu, p.count - placed, p.high);
-                }
-            }
-        }
-        k.release_flagless(&flagless);
+        // its per-CPU lists as found (aged.rs hold_pcp_lists_as_found)
+        k.hold_pcp_lists_as_found(&machine.pcp, flagless);
         // thplab.free_page_reporting_start=idle: a reporting guest idle before the run, its
         // free memory reported; then the live runner backs the run's footprint
         // (page_reporting.rs) and forks the workload's processes, the first of which met
