@@ -541,6 +541,7 @@ def _fit_devices(prof, S, V, rows, spread):
         )
         for k, note in [
             ("pageout_4k", "4 KiB MADV_PAGEOUT per page (async writeback: not waited for)"),
+            ("pageout_4k_sparse", "the same, one page per 2 MiB (a reclaim_pages() call each)"),
             ("writeback_drain_4k", "then until writeback completes, per page"),
             ("swapcache_hit", "a fault on a page still in the swap cache"),
             ("pageout_clean_4k", "MADV_PAGEOUT of clean swap-cache pages (freed, no I/O)"),
@@ -666,13 +667,30 @@ def _fit_reclaim(prof, S, V, rows, spread):
             z["slot_free_ns"] = round(max(0.0, per_entry - prof["swap_free_ns"] - pte))
             spread[f"zram.{a}.slot_free_ns"] = round(_spread(S[src]), 4)
     alg = _device_alg(S)
+    # reclaim_pages(): MADV_PAGEOUT's one call per PMD. One page per 2 MiB against 512 (the
+    # same device, paired by repetition) differ per page by (1 - 1/512) of a call and its
+    # PMD step, and by the walk of 511 more none PTEs
+    sk = f"{dev}.pageout_4k_sparse" if dev else None
+    if sk and S.get(sk) and S.get(f"{dev}.pageout_4k"):
+        diff = _paired_diff(S[sk], S[f"{dev}.pageout_4k"])
+        _put(
+            prof,
+            rows,
+            spread,
+            "reclaim_pages_ns",
+            (diff - 511 * pte) * 512 / 511 - pmd,
+            S[sk],
+            f"{sk} less {dev}.pageout_4k (paired), less 511 PTEs' walk and a PMD step",
+        )
+    # a dense pageout's share of its calls: one per 512 pages
+    call = (prof["reclaim_pages_ns"] + pmd) / 512
     x = None
     if dev and m(f"{dev}.pageout_4k") is not None:
         # reclaim_scan_page + unmap_page: a 4 KiB folio written and kept in the swap cache
-        x = m(f"{dev}.pageout_4k") - tlb - pte - best
+        x = m(f"{dev}.pageout_4k") - tlb - pte - best - call
     elif alg and m(f"zram.{alg}.same.out") is not None:
         z = prof["zram"][alg]["same_ns"]
-        x = m(f"zram.{alg}.same.out") - z - tlb - pte - best - prof["remove_mapping_ns"] - prof["page_free_ns"]
+        x = m(f"zram.{alg}.same.out") - z - tlb - pte - best - prof["remove_mapping_ns"] - prof["page_free_ns"] - call
     if x is None:
         return
     if alg and m(f"zram.{alg}.same.thp_out") is not None:
@@ -685,6 +703,7 @@ def _fit_reclaim(prof, S, V, rows, spread):
             + prof["page_free_ns"]
             + 511 * prof["free_tail_page_ns"]
             + pmd
+            + prof["reclaim_pages_ns"]
         )
         u = ((m(f"zram.{alg}.same.thp_out") - z) - fixed / 512) / (1 - 1 / 512)
         _put(
@@ -915,8 +934,8 @@ def _fit_reclaim_split(prof, S, V, rows, spread):
     split and its 511 zero subpages remapped to the zero page), less what the model charges
     the rest of it: the scan of the THP and of its one written subpage, the PMD split, the
     folio split and the zero checks of 511 subpages (plus the first page's, which stops at
-    its first byte), the unmap of the written page, the TLB flush and the PMD walk; per zero
-    subpage, each of which still takes a pass of shrink_folio_list (see costs.rs)."""
+    its first byte), the unmap of the written page, the TLB flush, the PMD walk and the
+    reclaim_pages() call; per zero subpage, each of which still takes a pass of shrink_folio_list (see costs.rs)."""
 
     k = "file.thp_pageout_best"
     if not S.get(k) or (V.get("file.thp_best.thp_swpout_fallback") or 0) < 0.9:
@@ -931,6 +950,7 @@ def _fit_reclaim_split(prof, S, V, rows, spread):
         + prof["unmap_page_ns"]
         + prof["tlb_flush_ns"]
         + prof["pmd_walk_ns"]
+        + prof["reclaim_pages_ns"]
     )
     _put(
         prof,

@@ -894,6 +894,27 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   runs, the model 36-62). Seed 000 disk_best p:pageout_thp (0.75x in h29, within in h30) is
   the host's rate moving: 64 to 1024 THPs to a loop device took 290-485 us a THP within an
   hour (calibrate's 329 us in h29), ~210-260 us of it the caller's system time.
+* 2026-12-05 (stop 45): seed 000's best cases' p:pageout_4k (disk 0.65x, file 0.71x on
+  out/vk-h30) page out one 4 KiB page per 2 MiB, so each page pays a reclaim_pages() call
+  of its own (madvise_cold_or_pageout_pte_range calls it once per PMD). Live, 1024 pages at
+  1, 4, 16, 64 and 512 per PMD (zram, median of 5): 5.0, 4.2, 4.1, 3.5, 3.5-3.9 us a page;
+  perf (cpu-clock) puts the difference in the walker's own time (~1 us per table of 511
+  none PTEs coming back cold after a reclaim pass) and the pass's fixed work (reclaim_pages,
+  reclaim_folio_list, try_to_unmap_flush, free_unref_folios: ~0.3-0.5 us). The model now
+  charges reclaim_pages_ns per call, calibrated from a sparse pageout against the dense one
+  (631 ns; file.pageout_4k_sparse 3.40 us against 2.21 us a page), and no longer a TLB
+  flush per PMD for PAGEOUT (it gathers none; try_to_unmap flushes per folio, which the
+  model charged already). No TLB shootdown IPIs during these runs (/proc/interrupts).
+  Replayed: out/vk-h30 45/45, 154 of 154 gated (disk_best p:pageout_4k 0.76x, file_best
+  0.84x); out/vk-h29 151 -> 152 of 155. A new pair (out/host-h31.toml, out/vk-h31): 44/45,
+  154 of 155 gated (7 unstable), every counter within, geomean 0.89x (spread 1.40x),
+  disk_best p:pageout_4k 0.97x, file_best 0.95x (live 3.55 and 3.61 ms, where h30's were
+  4.47 and 4.04); out only zram_best p:fault_thp 0.73x, its live runs 87, 112-121 ms where
+  disk_best's and file_best's were 89-97 (three more live runs right after: 87, 90, 661 ms;
+  the model 84.5 ms). Left: the best cases' p:pageout_4k still runs 0.3-0.9 us a page
+  slower inside the scenario than alone on some hosts (the 1 GiB THP pageout before it
+  leaves the pages' data cold for zram's compressor: lzo1x_1_do_compress 3x slower per
+  page in perf after a THP pageout).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ use crate::calibrate::*;
 use crate::safety::SavedKnob;
 use crate::util::*;
 use serde_json::json;
+use thplab_workload::workload::{DataKind, WriteData};
 
 const PAGE: usize = 4096;
 const HPAGE: usize = 2 << 20;
@@ -281,8 +282,26 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
         let present = munmap_pieces(m3, MUNMAP_PIECE);
         // the first region: swap entries whose pages were freed (but for the 64 read back)
         let entries = munmap_pieces(m, MUNMAP_PIECE);
+        // one page per 2 MiB (seed 000's best case for 4 KiB pages): MADV_PAGEOUT calls
+        // reclaim_pages() once per PMD, here with one folio each; against pageout_4k's 512
+        // per PMD, the difference per page is a call's own cost and the walk of 511 none PTEs
+        let ns = if quick { 512 } else { 2048 };
+        back(ns * 2 * PAGE, false); // a page and a PTE table each
+        let sp = Map_::new(ns * HPAGE, Some(false))?;
+        for b in 0..ns {
+            // SAFETY: the page lies inside the mapping
+            unsafe {
+                crate::child::fill(sp.page(b * 512), PAGE, &WriteData::Kind(DataKind::Random), 1, b as u64, &corpus)
+            };
+        }
+        let sparse = timed(ns, || {
+            madvise(&sp, 0, sp.len, libc::MADV_PAGEOUT);
+        });
+        wait_writeback();
+        drop(sp);
         if keep {
             s.add(&k("pageout_4k"), v);
+            s.add(&k("pageout_4k_sparse"), sparse);
             s.add(&k("writeback_drain_4k"), d);
             s.add(&k("swapcache_hit"), hit);
             s.add(&k("pageout_clean_4k"), clean);

@@ -139,10 +139,11 @@ impl Kernel {
                     let head = head as u64;
                     if whole {
                         self.madvise_folio(head, HPAGE_PMD_NR, advice, &mut list);
-                        self.mms[mm].tlb.flush_range(idx << PMD_SHIFT, (idx + 1) << PMD_SHIFT);
-                        self.charge(self.costs.tlb_flush_ns);
                         if advice == Advice::Pageout {
                             self.reclaim_pages(list);
+                        } else {
+                            self.mms[mm].tlb.flush_range(idx << PMD_SHIFT, (idx + 1) << PMD_SHIFT);
+                            self.charge(self.costs.tlb_flush_ns);
                         }
                         continue;
                     }
@@ -201,10 +202,14 @@ impl Kernel {
                 }
                 i += 1;
             }
-            self.mms[mm].tlb.flush_range(ps, pe);
-            self.charge(self.costs.tlb_flush_ns);
+            // PAGEOUT leaves the PTEs' accessed bits alone and gathers no TLB entries: its
+            // flushes are try_to_unmap's, per folio, in the reclaim (the mmu_gather of
+            // madvise_cold_or_pageout_pte_range flushes only what COLD cleared)
             if advice == Advice::Pageout {
                 self.reclaim_pages(list);
+            } else {
+                self.mms[mm].tlb.flush_range(ps, pe);
+                self.charge(self.costs.tlb_flush_ns);
             }
         }
     }

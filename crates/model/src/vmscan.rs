@@ -37,7 +37,8 @@
 //! folio_referenced), each PTE or PMD unmapped unmap_page_ns, each folio freed
 //! remove_mapping_ns; each piece a split for reclaim leaves unmapped (a zero subpage
 //! remapped to the zero page) reclaim_unmapped_ns for the pass of shrink_folio_list it
-//! still takes (split_for_reclaim). Shared locks are simulated (locking.rs): the node's lru_lock taken
+//! still takes (split_for_reclaim); each reclaim_pages() call (MADV_PAGEOUT: one per PMD)
+//! reclaim_pages_ns. Shared locks are simulated (locking.rs): the node's lru_lock taken
 //! once per isolated batch and once for the putback (isolate_lru_folios,
 //! move_folios_to_lru; once per folio by MADV_PAGEOUT's folio_isolate_lru), the swap
 //! device's si->lock when the allocator takes a cluster from its lists, and each swap
@@ -841,11 +842,14 @@ impl Kernel {
         sc.nr_reclaimed
     }
 
-    /// reclaim_pages(): MADV_PAGEOUT's isolated folios, references ignored.
+    /// reclaim_pages(): MADV_PAGEOUT's isolated folios, references ignored. Each call costs
+    /// reclaim_pages_ns beside its folios (reclaim_folio_list's pass of shrink_folio_list and
+    /// the putback); MADV_PAGEOUT makes one per PMD with folios to reclaim.
     pub fn reclaim_pages(&mut self, list: Vec<u64>) -> u64 {
         if list.is_empty() {
             return 0;
         }
+        self.charge(self.costs.reclaim_pages_ns);
         let mut sc = ScanControl {
             nr_to_reclaim: u64::MAX,
             nr_reclaimed: 0,

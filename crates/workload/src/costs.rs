@@ -362,8 +362,21 @@ pub struct CostProfile {
     /// isolation from the LRU, the rmap walk of folio_referenced, the folio lock, the swap
     /// slot allocation and swap-cache insertion, the writeback set-up (bio submission).
     /// calibrate: 4 KiB MADV_PAGEOUT to a swap file per page (the folio stays in the swap
-    /// cache) less unmap_page_ns, the TLB flush and the PTE walk.
+    /// cache) less unmap_page_ns, the TLB flush, the PTE walk and a 512th of reclaim_pages_ns
+    /// and pmd_walk_ns (one call per PMD).
     pub reclaim_scan_page_ns: u64,
+    /// One reclaim_pages() call beyond its folios' own costs: MADV_PAGEOUT calls it once per
+    /// PMD it walks (madvise_cold_or_pageout_pte_range), so a sparse range pays it per page.
+    /// reclaim_folio_list's pass of shrink_folio_list (its set-up, try_to_unmap_flush, the
+    /// batched free_unref_folios), the putback, and the walk of the next PTE table coming
+    /// back cold after that pass (perf, 1024 PMDs of one page each against 16 of 64 pages,
+    /// zram: the walker's own time ~1 us per table of 511 none entries, ~2 ns each, against
+    /// the ~1 ns pte_walk_ns MADV_COLD measures over tables it has just walked).
+    /// calibrate: <dev>.pageout_4k_sparse (MADV_PAGEOUT of one page per 2 MiB, per page)
+    /// less <dev>.pageout_4k (512 per 2 MiB, paired by repetition), less the walk of 511
+    /// more PTEs and a PMD step at pte_walk_ns and pmd_walk_ns (swap file: 3.40 us against
+    /// 2.21 us a page on the reference host, 631 ns a call).
+    pub reclaim_pages_ns: u64,
     /// Per PTE unmapped by try_to_unmap (its swap entry, the slot's count, the page's swap
     /// cache entry) or try_to_migrate. calibrate: zram MADV_PAGEOUT of same-filled THPs (written
     /// whole) per page, less same_ns and the folio's fixed costs / 512.
@@ -612,6 +625,7 @@ impl Default for CostProfile {
             compact_freelist_ns: 40,
             compact_isolate_ns: 100,
             reclaim_scan_page_ns: 60,
+            reclaim_pages_ns: 630,
             unmap_page_ns: 150,
             remove_mapping_ns: 700,
             reclaim_unmapped_ns: 1_000,

@@ -384,6 +384,50 @@ fn madv_free_lazyfree_is_discarded_unless_written_again() {
     assert_eq!(pd(&r, "reclaim", "pswpout"), 0, "re-dirtied lazy-free folios are activated first");
 }
 
+/// MADV_PAGEOUT of `pmds` PMDs with `per` written 4 KiB pages each, to zram, under `costs`:
+/// the pageout phase's time.
+fn pageout_time(pmds: u64, per: u64, costs: CostProfile) -> u64 {
+    let w = format!(
+        r#"{{"processes":[{{"name":"p","ops":[
+      {{"op":"mmap","name":"b","size":"{}M","align":"2M"}},{{"op":"madvise","region":"b","advice":"nohugepage"}},
+      {{"op":"write","region":"b","every":"2M","length":"{}K","data":"random"}},
+      {{"op":"phase","name":"out"}},{{"op":"madvise","region":"b","advice":"pageout"}},{{"op":"phase","name":"end"}}]}}]}}"#,
+        2 * pmds,
+        4 * per
+    );
+    let o = crate::RunOptions {
+        machine: Some(MachineSpec::parse_any("1G,swap=zram:256M").unwrap()),
+        costs: Some(costs),
+        check: true,
+        ..Default::default()
+    };
+    let r = crate::run(&thplab_workload::parse_workload(&w).unwrap(), &o).unwrap();
+    assert_eq!(pd(&r, "out", "pswpout"), (pmds * per) as i64);
+    let p = r.phases.iter().find(|p| p.name == "p:out").unwrap();
+    p.end_ns - p.start_ns
+}
+
+#[test]
+fn madv_pageout_pays_a_reclaim_pages_call_per_pmd_and_a_flush_per_folio() {
+    // madvise_cold_or_pageout_pte_range() calls reclaim_pages() once per PMD; PAGEOUT
+    // gathers no TLB entries, so the flushes are try_to_unmap's, one per dirty folio
+    // (try_to_unmap_flush_dirty before its writeback)
+    let base = CostProfile::default();
+    let with = |f: &dyn Fn(&mut CostProfile)| {
+        let mut c = base.clone();
+        f(&mut c);
+        c
+    };
+    for (pmds, per) in [(64, 1), (2, 32)] {
+        let t0 = pageout_time(pmds, per, with(&|c| c.reclaim_pages_ns = 0));
+        let t1 = pageout_time(pmds, per, with(&|c| c.reclaim_pages_ns = 10_000));
+        assert_eq!(t1 - t0, pmds * 10_000, "{pmds} PMDs of {per}");
+        let f0 = pageout_time(pmds, per, with(&|c| c.tlb_flush_ns = 0));
+        let f1 = pageout_time(pmds, per, with(&|c| c.tlb_flush_ns = 1_000));
+        assert_eq!(f1 - f0, pmds * per * 1_000, "{pmds} PMDs of {per}");
+    }
+}
+
 #[test]
 fn madv_cold_deactivates() {
     let w = r#"{"processes":[{"name":"p","ops":[
