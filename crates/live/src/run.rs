@@ -456,7 +456,7 @@ fn supervise(
     // the host's speed now (before the back-fill, which places the run's first blocks)
     let probe_fault_4k_ns = host::fault_4k_probe_ns(PROBE_BYTES);
     // memory the host took back (free page reporting) backed again, as the model starts
-    let backed_before_run = host::back_free_memory(p.footprint);
+    let backed_before_run = host::back_free_memory(p.footprint, thplab_workload::footprint::uses_madv_collapse(&p.w));
     if pinned {
         host::pin_to_set(&cpus);
     }

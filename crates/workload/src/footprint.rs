@@ -141,6 +141,20 @@ pub fn peak_bytes(w: &Workload) -> u64 {
     total
 }
 
+/// Does any process of `w` call MADV_COLLAPSE? Such a run allocates PMD THPs even where
+/// the knobs give its faults none; the live runner's back-fill then collapses what it
+/// faults, so that 2 MiB blocks are backed too (crates/live/src/host.rs back_free_memory).
+pub fn uses_madv_collapse(w: &Workload) -> bool {
+    fn any(ops: &[Op]) -> bool {
+        ops.iter().any(|op| match op {
+            Op::Repeat { ops, .. } => any(ops),
+            Op::Madvise { advice, .. } => *advice == Advice::Collapse,
+            _ => false,
+        })
+    }
+    w.processes.iter().any(|p| any(&p.ops))
+}
+
 /// The bytes a run backs before it starts: its peak footprint plus the largest hugetlb pool
 /// (`vm.nr_hugepages`, 2 MiB pages) it starts with (`initial_pool`) or sets on the way.
 pub fn run_footprint(w: &Workload, initial_pool: u64) -> u64 {
@@ -173,6 +187,19 @@ mod tests {
 
     fn wl(ops: &str) -> Workload {
         parse_workload(&format!(r#"{{"processes":[{{"name":"p","ops":[{ops}]}}]}}"#)).unwrap()
+    }
+
+    #[test]
+    fn madv_collapse_is_found_inside_repeats() {
+        let m = |a: &str| {
+            format!(r#"{{"op":"mmap","name":"m","size":"4M"}},{{"op":"madvise","region":"m","advice":"{a}"}}"#)
+        };
+        assert!(!uses_madv_collapse(&wl(&m("hugepage"))));
+        assert!(uses_madv_collapse(&wl(&m("collapse"))));
+        let rep = format!(
+            r#"{{"op":"mmap","name":"m","size":"4M"}},{{"op":"repeat","count":2,"ops":[{{"op":"madvise","region":"m","advice":"collapse"}}]}}"#
+        );
+        assert!(uses_madv_collapse(&wl(&rep)));
     }
 
     #[test]

@@ -10,9 +10,11 @@ impl Kernel {
     /// The live runner's host::back_free_memory() before a run on a reporting guest: a
     /// process (the runner itself, on CPU `cpu`) maps `bytes` rounded up to 2 MiB, 2 MiB
     /// aligned, with MADV_HUGEPAGE, writes every 4 KiB page (THP faults where the knobs
-    /// allow them, 4 KiB faults elsewhere; every page it gets is backed again in the
-    /// host) and unmaps it. The frees go where the kernel puts them: THPs and small pages
-    /// to `cpu`'s per-CPU lists (free_frozen_page_commit, pcp_allowed_order), the lists'
+    /// allow them, 4 KiB faults elsewhere, then for a run that `collapses` (calls
+    /// MADV_COLLAPSE) MADV_COLLAPSE of the region, so that 2 MiB blocks are backed too;
+    /// every page it gets is backed again in the host) and unmaps
+    /// it. The frees go where the kernel puts them: THPs and small pages to `cpu`'s
+    /// per-CPU lists (free_frozen_page_commit, pcp_allowed_order), the lists'
     /// overflow to the buddy lists (free_pcppages_bulk), where a freed block of at least
     /// the reporting order requests reporting (the first pass of the run is due
     /// PAGE_REPORTING_DELAY after the munmap). The work is before the run: its time, trace,
@@ -20,7 +22,7 @@ impl Kernel {
     /// counters are compared from the boot snapshot taken after it). khugepaged_enter_vma()
     /// of the runner's madvise is left out: the runner's mm has no memory of the workload's
     /// (the model has no runner heap for khugepaged to scan).
-    pub fn back_free_memory(&mut self, bytes: u64, cpu: u32, tlb: &thplab_workload::machine::TlbSpec) {
+    pub fn back_free_memory(&mut self, bytes: u64, collapses: bool, cpu: u32, tlb: &thplab_workload::machine::TlbSpec) {
         use crate::memory::{Fault, Mapping};
         use crate::mmap::{Mm, VM_HUGEPAGE, VM_READ, VM_WRITE};
         if !self.pm.pr.enabled || bytes == 0 {
@@ -41,6 +43,12 @@ impl Kernel {
                     break;
                 }
                 a += PAGE_SIZE;
+            }
+            // a run that collapses, no PMD THPs at fault under these knobs: the runner
+            // collapses the region (host::back_free_memory), so that 2 MiB blocks are
+            // backed too
+            if collapses && !self.thp_vma_allowable_flags(id, VM_READ | VM_WRITE | VM_HUGEPAGE) {
+                let _ = self.madvise_collapse(id, addr, addr + len);
             }
         }
         let before = self.clock.cost;

@@ -132,7 +132,8 @@ impl Boot {
                 );
             }
             let cpu = w.first_to_start() as u32 % k.pm.nr_cpus.max(1);
-            k.back_free_memory(backfill_bytes(w, &ks), cpu, &machine.tlb);
+            let collapses = thplab_workload::footprint::uses_madv_collapse(w);
+            k.back_free_memory(backfill_bytes(w, &ks), collapses, cpu, &machine.tlb);
         }
         k.rec.record_latency = record_latency;
         k.rec.trace = match &o.trace {

@@ -9,6 +9,7 @@ use crate::kthread::KthreadNext;
 use crate::mm_types::*;
 use crate::mmzone::MIGRATE_MOVABLE;
 use crate::page_reporting::*;
+use crate::vmstat::Ev;
 
 /// Run the worker through one pass (its report calls and their waits); returns the
 /// report calls made and whether it asked for another pass.
@@ -161,7 +162,7 @@ fn idle_start_reports_free_memory_and_the_back_fill_lands_on_the_runners_cpu() {
     let mms = k.mms.len();
     // two THPs: what the per-CPU list holds (pcp->high, from the low watermark)
     let len = 2 * HPAGE_PMD_SIZE;
-    k.back_free_memory(len, 0, &Default::default());
+    k.back_free_memory(len, false, 0, &Default::default());
     assert_eq!(k.mms.len(), mms, "the runner's mm is gone");
     assert_eq!(k.clock.cost, 0, "the back-fill is before the run");
     assert!(k.rec.mthp[HPAGE_PMD_ORDER as usize].values().all(|&v| v == 0), "its mTHP stats dropped");
@@ -187,7 +188,7 @@ fn idle_start_reports_free_memory_and_the_back_fill_lands_on_the_runners_cpu() {
     assert!(k.clock.cost < refault, "CPU 0's THPs are backed ({})", k.clock.cost);
     // a footprint beyond the per-CPU list: the overflow goes to the buddy lists and asks
     // for a pass, due PAGE_REPORTING_DELAY after the munmap
-    k.back_free_memory(64 * HPAGE_PMD_SIZE, 0, &Default::default());
+    k.back_free_memory(64 * HPAGE_PMD_SIZE, false, 0, &Default::default());
     assert_eq!(k.pm.pr.state, PrState::Requested, "the frees asked for reporting");
     match k.page_reporting_initial() {
         KthreadNext::Sleep(d) => assert!(d > 0 && d < PAGE_REPORTING_DELAY_NS, "{d}"),
@@ -270,4 +271,31 @@ fn found_start_reports_the_live_share_of_each_order_at_the_tails() {
     let dz = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "DMA32").unwrap();
     let (_, dma32_rep) = blocks(&k, dz);
     assert_eq!(dma32_rep, 0, "DMA32: none found reported");
+}
+
+/// Where the knobs give no THPs at fault (enabled=never), the back-fill of a run that calls
+/// MADV_COLLAPSE collapses what it faulted (host::back_free_memory), so the run's MADV_COLLAPSE or khugepaged finds
+/// backed 2 MiB blocks on the runner's CPU as a THP fault would (madv_collapse_latency:
+/// 350-641 ms live when its collapses took reported blocks, 60-90 ms when backed).
+#[test]
+fn the_back_fill_collapses_where_faults_give_no_thps() {
+    let kn = [
+        ("thplab.free_page_reporting", "1"),
+        ("thplab.free_page_reporting_start", "idle"),
+        ("vm.min_free_kbytes", "67584"),
+        ("transparent_hugepage/enabled", "never"),
+    ];
+    let mut k = kernel("4G,cpus=2", &kn);
+    k.page_reporting_settle();
+    let before = k.rec.vm.get(Ev::THP_COLLAPSE_ALLOC);
+    k.back_free_memory(2 * HPAGE_PMD_SIZE, false, 0, &Default::default());
+    assert_eq!(k.rec.vm.get(Ev::THP_COLLAPSE_ALLOC), before, "a run that does not collapse: none");
+    k.back_free_memory(2 * HPAGE_PMD_SIZE, true, 0, &Default::default());
+    assert_eq!(k.rec.vm.get(Ev::THP_COLLAPSE_ALLOC) - before, 2, "each 2 MiB collapsed");
+    let refault = k.costs.refault_reported_2m_ns;
+    k.clock.cost = 0;
+    for _ in 0..2 {
+        k.alloc_pages(GFP_TRANSHUGE, HPAGE_PMD_ORDER, 0).unwrap();
+    }
+    assert!(k.clock.cost < refault, "the collapsed THPs are backed ({})", k.clock.cost);
 }
