@@ -196,10 +196,8 @@ mod tests {
         };
         assert!(!uses_madv_collapse(&wl(&m("hugepage"))));
         assert!(uses_madv_collapse(&wl(&m("collapse"))));
-        let rep = format!(
-            r#"{{"op":"mmap","name":"m","size":"4M"}},{{"op":"repeat","count":2,"ops":[{{"op":"madvise","region":"m","advice":"collapse"}}]}}"#
-        );
-        assert!(uses_madv_collapse(&wl(&rep)));
+        let rep = r#"{"op":"mmap","name":"m","size":"4M"},{"op":"repeat","count":2,"ops":[{"op":"madvise","region":"m","advice":"collapse"}]}"#;
+        assert!(uses_madv_collapse(&wl(rep)));
     }
 
     #[test]
