@@ -915,6 +915,16 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   slower inside the scenario than alone on some hosts (the 1 GiB THP pageout before it
   leaves the pages' data cold for zram's compressor: lzo1x_1_do_compress 3x slower per
   page in perf after a THP pageout).
+  Then the live back-fill of a run that calls MADV_COLLAPSE where faults give no PMD THPs
+  collapses what it faulted (docs/page_reporting.md): madv_collapse_latency p:collapse, live
+  60-641 ms and ungated before, 61.2 ms (spread 1.01x) against the model's 61.0 in a second
+  pair (out/host-h32.toml, out/vk-h32): 43/45, 155 of 157 gated (5 unstable), every counter
+  within, geomean 0.88x; out compaction-fill-p60 p:fault 1.35x (its live runs agreed this
+  time, 494 ms; the model 667 ms, 294 ms on h31's found layout) and mthp_64k_partial_munmap
+  p:shrink 1.34x (live 2.14 ms as in h31's 2.08; the model 2.86 ms from this calibration's
+  split_folio_fixed_ns 2,468 ns, 546 in h31 and 32-915 in h25-h30: a residual of the 64 KiB
+  split probe less 15 split_unmap_pte_ns and a 32nd of split_folio_ns, so each's noise
+  lands in it whole).
 """
 
 from __future__ import annotations

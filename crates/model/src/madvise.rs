@@ -98,8 +98,9 @@ impl Kernel {
     ///    folio is split first (split_folio: the zero-subpage policy applies) and its
     ///    pages in the range handled one by one; a PTE-mapped THP only partly in the
     ///    range is split the same way;
-    ///  - COLD clears the accessed bits and deactivates; PAGEOUT clears them, isolates the
-    ///    folios and reclaims them at once, ignoring references (reclaim_pages);
+    ///  - COLD clears the accessed bits and deactivates; PAGEOUT clears the folios'
+    ///    referenced and young flags (not the PTEs'), isolates the folios and reclaims each
+    ///    PMD's at once, ignoring references (one reclaim_pages() call per PMD);
     ///  - FREE clears dirty and accessed bits and marks folios lazy-free
     ///    (folio_mark_lazyfree: pglazyfree, onto the inactive file list); swap entries in
     ///    the range are freed (the contents are discarded);

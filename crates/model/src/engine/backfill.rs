@@ -10,18 +10,18 @@ impl Kernel {
     /// The live runner's host::back_free_memory() before a run on a reporting guest: a
     /// process (the runner itself, on CPU `cpu`) maps `bytes` rounded up to 2 MiB, 2 MiB
     /// aligned, with MADV_HUGEPAGE, writes every 4 KiB page (THP faults where the knobs
-    /// allow them, 4 KiB faults elsewhere, then for a run that `collapses` (calls
-    /// MADV_COLLAPSE) MADV_COLLAPSE of the region, so that 2 MiB blocks are backed too;
-    /// every page it gets is backed again in the host) and unmaps
-    /// it. The frees go where the kernel puts them: THPs and small pages to `cpu`'s
-    /// per-CPU lists (free_frozen_page_commit, pcp_allowed_order), the lists'
-    /// overflow to the buddy lists (free_pcppages_bulk), where a freed block of at least
-    /// the reporting order requests reporting (the first pass of the run is due
-    /// PAGE_REPORTING_DELAY after the munmap). The work is before the run: its time, trace,
-    /// latency samples, wake-ups and the mTHP and lock stats are dropped (the vmstat
-    /// counters are compared from the boot snapshot taken after it). khugepaged_enter_vma()
-    /// of the runner's madvise is left out: the runner's mm has no memory of the workload's
-    /// (the model has no runner heap for khugepaged to scan).
+    /// allow them, 4 KiB faults elsewhere, and then, for a run that `collapses` (calls
+    /// MADV_COLLAPSE), MADV_COLLAPSE of the region, so that 2 MiB blocks are backed too;
+    /// every page it gets is backed again in the host) and unmaps it. The frees go where
+    /// the kernel puts them: THPs and small pages to `cpu`'s per-CPU lists
+    /// (free_frozen_page_commit, pcp_allowed_order), the lists' overflow to the buddy lists
+    /// (free_pcppages_bulk), where a freed block of at least the reporting order requests
+    /// reporting (the first pass of the run is due PAGE_REPORTING_DELAY after the munmap).
+    /// The work is before the run: its time, trace, latency samples, wake-ups and the mTHP
+    /// and lock stats are dropped (the vmstat counters are compared from the boot snapshot
+    /// taken after it). khugepaged_enter_vma() of the runner's madvise is left out: the
+    /// runner's mm has no memory of the workload's (the model has no runner heap for
+    /// khugepaged to scan).
     pub fn back_free_memory(&mut self, bytes: u64, collapses: bool, cpu: u32, tlb: &thplab_workload::machine::TlbSpec) {
         use crate::memory::{Fault, Mapping};
         use crate::mmap::{Mm, VM_HUGEPAGE, VM_READ, VM_WRITE};
