@@ -925,6 +925,15 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   split_folio_fixed_ns 2,468 ns, 546 in h31 and 32-915 in h25-h30: a residual of the 64 KiB
   split probe less 15 split_unmap_pte_ns and a 32nd of split_folio_ns, so each's noise
   lands in it whole).
+  Seed 000 zram_best's p:fault_thp runs slower live than disk_best's and file_best's in
+  every pair (h30 98-119 ms, h31 87-121, h32 109-128, against 88-110; the model 84.5): it
+  follows file_worst, and its set-up is the shortest (~1 s), so the free page reporting that
+  file_worst's frees request (1.5 GiB reported 0.6-2.1 s and 3.1-4.2 s after it ended,
+  /sys/module/page_reporting/parameters/reported_kib) runs under its probe and back-fill.
+  Right after file_worst 95-112 ms, 15 s later 89-94 ms. A runner that waited for
+  reported_kib to stay still 2.3 s before the probe waited 5.6-5.7 s and then spent ~7 s
+  more re-backing what had been reported (set-up 13 s), for 92-105 ms: not kept (every
+  live run would pay that).
 """
 
 from __future__ import annotations
