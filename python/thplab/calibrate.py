@@ -935,7 +935,8 @@ def _fit_reclaim_split(prof, S, V, rows, spread):
     the rest of it: the scan of the THP and of its one written subpage, the PMD split, the
     folio split and the zero checks of 511 subpages (plus the first page's, which stops at
     its first byte), the unmap of the written page, the TLB flush, the PMD walk and the
-    reclaim_pages() call; per zero subpage, each of which still takes a pass of shrink_folio_list (see costs.rs)."""
+    reclaim_pages() call; per zero subpage, each of which still takes a pass of
+    shrink_folio_list (see costs.rs)."""
 
     k = "file.thp_pageout_best"
     if not S.get(k) or (V.get("file.thp_best.thp_swpout_fallback") or 0) < 0.9:

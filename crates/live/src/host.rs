@@ -141,9 +141,9 @@ fn zone_spans() -> Option<Vec<(u32, String, u64, u64)>> {
 /// free list to report. On this guest the flagless pages outside whole aligned pageblocks
 /// came to the per-CPU lists' count within 0.5 % at the start of two live fill runs; the
 /// model puts the per-CPU lists on them and frees the rest (aged.rs `InUse::Flagless`,
-/// docs/page_reporting.md "Flagless pages"). Read from /proc/kpageflags (include/uapi/linux/kernel-page-flags.h;
-/// stable_page_flags() in fs/proc/page.c), 1 MiB of flags at a time (~0.7 s of the
-/// kernel's time for 24 GiB, before the run starts). Left out: a free buddy page
+/// docs/page_reporting.md "Flagless pages"). Read from /proc/kpageflags
+/// (include/uapi/linux/kernel-page-flags.h; stable_page_flags() in fs/proc/page.c), 1 MiB
+/// of flags at a time (~0.7 s of the kernel's time for 24 GiB, before the run starts). Left out: a free buddy page
 /// (KPF_BUDDY, set on every page of a free block), a reserved page (KPF_RESERVED: memmap,
 /// firmware; the model keeps its own) and a pfn with no page (KPF_NOPAGE).
 pub fn pages_in_use() -> Option<String> {
@@ -358,7 +358,7 @@ pub fn back_free_memory(bytes: u64, collapses: bool) -> u64 {
 /// Does a MADV_HUGEPAGE mapping take PMD THPs at fault under the knobs now
 /// (thp_vma_allowable_orders: the 2048kB size's own mode, or the top-level one it inherits)?
 pub fn pmd_thp_faults() -> bool {
-    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let read = |path: &str| read_trim(path).unwrap_or_default();
     pmd_thp_faults_in(
         &read("/sys/kernel/mm/transparent_hugepage/enabled"),
         &read("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled"),
@@ -368,11 +368,9 @@ pub fn pmd_thp_faults() -> bool {
 /// pmd_thp_faults() from the two files' text (`always [madvise] never`; the size's file
 /// may be missing: empty).
 fn pmd_thp_faults_in(top: &str, pmd: &str) -> bool {
-    let mode =
-        |s: &str| s.split_whitespace().find(|w| w.starts_with('[')).map(|w| w.trim_matches(['[', ']']).to_string());
-    match mode(pmd).as_deref() {
+    match knobs::parse_sysfs_choice(pmd).as_deref() {
         Some("never") => false,
-        Some("inherit") | None => mode(top).as_deref() != Some("never"),
+        Some("inherit") | None => knobs::parse_sysfs_choice(top).as_deref() != Some("never"),
         Some(_) => true,
     }
 }

@@ -274,9 +274,10 @@ fn found_start_reports_the_live_share_of_each_order_at_the_tails() {
 }
 
 /// Where the knobs give no THPs at fault (enabled=never), the back-fill of a run that calls
-/// MADV_COLLAPSE collapses what it faulted (host::back_free_memory), so the run's MADV_COLLAPSE or khugepaged finds
-/// backed 2 MiB blocks on the runner's CPU as a THP fault would (madv_collapse_latency:
-/// 350-641 ms live when its collapses took reported blocks, 60-90 ms when backed).
+/// MADV_COLLAPSE collapses what it faulted (host::back_free_memory), so the run's collapses
+/// find backed 2 MiB blocks on the runner's CPU as a THP fault would (madv_collapse_latency:
+/// 350-641 ms live when its collapses took reported blocks, 60-90 ms when backed); the
+/// back-fill of a run that does not collapse leaves its pages as faulted.
 #[test]
 fn the_back_fill_collapses_where_faults_give_no_thps() {
     let kn = [
