@@ -523,6 +523,10 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
 
     // ---- swap: zram per compressor and content class, and a swap file ----
     let mut journal_guard = JGuard { j: Journal::new(), owner: std::process::id() };
+    if is_root() {
+        // the first of three windows minutes apart (calibrate_split_64k)
+        crate::calibrate_mm::calibrate_split_64k(&mut c, &mut journal_guard)?;
+    }
     let swaps = read_file("/proc/swaps").unwrap_or_default();
     let other_swap = swaps.lines().count() > 1;
     if (zram || swapfile) && !is_root() {
@@ -549,11 +553,15 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     if is_root() {
         crate::calibrate_mm::calibrate_split(&mut c, &mut journal_guard)?;
         crate::calibrate_mm::calibrate_mthp_fault(&mut c, &mut journal_guard)?;
+        crate::calibrate_mm::calibrate_split_64k(&mut c, &mut journal_guard)?;
         crate::calibrate_mm::calibrate_compaction(&mut c)?;
     } else {
         c.notes.push("not root: split, mTHP fault and compaction costs were not measured".into());
     }
     crate::calibrate_mm::calibrate_collapse(&mut c)?;
+    if is_root() {
+        crate::calibrate_mm::calibrate_split_64k(&mut c, &mut journal_guard)?;
+    }
     drop(journal_guard);
     // ---- random reads and THP faults again, a minute later: this host's speed steps for
     // seconds to minutes at a time (cache_miss_ns 34 ns in one calibration, 20 ns in the
