@@ -503,9 +503,9 @@ def test_found_start_models_each_live_run_from_its_own_start():
 
 def test_time_runs_come_in_rounds_over_every_scenario():
     """With reps 3 the first run of each scenario (its counters) comes first, then a round
-    of one more run of every scenario, then another: a host slowdown of a few minutes does
-    not meet all of one scenario's repetitions. Each scenario's times are the median of its
-    own three runs."""
+    of one more run of every scenario, then another, each round in its own order: a host
+    slowdown of a few minutes does not meet all of one scenario's repetitions. Each
+    scenario's times are the median of its own three runs."""
     calls = []
 
     def run_kernel(w, timeout):
@@ -521,7 +521,7 @@ def test_time_runs_come_in_rounds_over_every_scenario():
 
     sc = {"a": {"name": "a", "processes": []}, "b": {"name": "b", "processes": []}}
     rep = v.validate(sc, run_kernel=run_kernel, run_model_fn=model, reps=3, warmup=1)
-    assert calls == ["a", "a", "b", "b", "a", "b", "a", "b"]
+    assert calls == ["a", "a", "b", "b", *v.round_order(sc, 1), *v.round_order(sc, 2)]
     for n in ("a", "b"):
         t = next(t for t in rep["scenarios"][n]["times"] if t["phase"] == "p:fault")
         assert t["runs"] == 3 and t["kernel_ns"] == 8_000_000
@@ -548,8 +548,25 @@ def test_short_scenarios_get_more_time_runs():
 
     sc = {"short": {"name": "short", "processes": []}, "long": {"name": "long", "processes": []}}
     rep = v.validate(sc, run_kernel=run_kernel, run_model_fn=model, reps=3, short_reps=5, warmup=1)
-    assert calls == ["short"] * 2 + ["long"] * 2 + ["short", "long", "short", "long", "short", "short"]
+    rounds = [n for r in (1, 2, 3, 4) for n in v.round_order(["short", "long"], r) if r < 3 or n == "short"]
+    assert calls == ["short"] * 2 + ["long"] * 2 + rounds
     ts = {n: next(t for t in rep["scenarios"][n]["times"] if t["phase"] == "p:fault") for n in sc}
     assert (ts["short"]["runs"], ts["long"]["runs"]) == (5, 3)
     assert ts["short"]["kernel_ns"] == 12_000_000 and ts["long"]["kernel_ns"] == 18_000_000
     assert v.runs_for({"sim_time_ns": None}, 3, 5) == 3
+
+
+def test_time_rounds_give_each_scenario_other_predecessors():
+    """Each time round runs the scenarios in its own order, the same on every validation: in
+    name order a scenario followed the same one in every round and all of its runs paid for
+    what that one left behind (seed 000's zram_best after file_worst's free page reporting).
+    Over the rounds of five runs, no validation scenario has the same predecessor every time."""
+    names = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "examples" / "validate").glob("*.json"))
+    assert len(names) > 40
+    assert v.round_order(names, 1) == v.round_order(list(reversed(names)), 1)
+    orders = [v.round_order(names, r) for r in (1, 2, 3, 4)]
+    assert all(sorted(o) == names for o in orders) and len({tuple(o) for o in orders}) == 4
+    prev = {n: {o[o.index(n) - 1] if o.index(n) else None for o in orders} for n in names}
+    assert all(len(p) > 1 for p in prev.values())
+    zb = "swap_pageout_seed000_zram_best"
+    assert "swap_pageout_seed000_file_worst" not in prev[zb]

@@ -939,6 +939,7 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
 from __future__ import annotations
 
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -1760,8 +1761,9 @@ def validate(
     Live, each scenario runs ``warmup`` times (discarded), then until its counters compare
     (``retries``); the ``reps - 1`` more runs for the times (``short_reps - 1`` where the
     first live run took under ``SHORT_RUN_S``, ``runs_for``) come in rounds after every
-    scenario has had that first run, one run of each scenario a round (each run's
-    ``run_times`` go to the saved result's ``extra.time_runs``). This host's speed steps
+    scenario has had that first run, one run of each scenario a round, each round in its
+    own order (``round_order``; each run's ``run_times`` go to the saved result's
+    ``extra.time_runs``). This host's speed steps
     by tens of percent for minutes at a time (the notes above, stop 35): back to back, a
     scenario's repetitions all met the same step (out/vk-h16: the six mTHP 64 KiB scenarios,
     run one after another, at host speed 1.04-1.33x, 7 of their 17 phases out at 0.58-0.73x;
@@ -1843,10 +1845,12 @@ def validate(
             kernel["extra"]["time_runs"] = [run_times(kernel)]
             _save_kernel(save_dir, name, kernel)
             pending[name] = (w_live, kernel, model, gate, dict(live_kw, timeout=timeout), attempts)
-    # the further time runs, a round of every live scenario at a time (the docstring)
+    # the further time runs, a round of every live scenario at a time (the docstring), each
+    # round in its own order (round_order)
     short_reps = max(reps, short_reps or reps)
     for r in range(1, short_reps):
-        for name, (w_live, kernel, _model, _gate, kw, _attempts) in pending.items():
+        for name in round_order(pending, r):
+            w_live, kernel, _model, _gate, kw, _attempts = pending[name]
             n_runs = runs_for(kernel, reps, short_reps)
             if r >= n_runs:
                 continue
@@ -1865,6 +1869,20 @@ def validate(
     report["ok"] = bool(report["scenarios"]) and all(s["ok"] for s in report["scenarios"].values())
     report["time_summary"] = time_summary(report)
     return report
+
+
+def round_order(names, r: int) -> list[str]:
+    """The scenarios of time round ``r`` (1, 2, ...), shuffled by a generator seeded with
+    ``r``: the same order on every validation, a different one in each round. A live run
+    inherits what the run before it left behind: after seed 000's file_worst, the next
+    scenario's THP faults ran 95-112 ms where they took 89-94 ms 15 s later (the free page
+    reporting of file_worst's 1.5 GiB, which goes on for seconds after it ends; the notes
+    above, stop 45). In name order zram_best followed file_worst in every round, so all of
+    its runs, and its median, paid for it (0.73-0.83x in five calibrated validations);
+    shuffled, at most the first run does."""
+    order = sorted(names)
+    random.Random(r).shuffle(order)
+    return order
 
 
 #: a scenario whose live run takes less than this many seconds gets ``--short-reps`` time
