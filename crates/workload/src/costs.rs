@@ -339,7 +339,8 @@ pub struct CostProfile {
     /// (split_folio_ns less this). Live on this host (2026-11-26, the deferred split of
     /// partially mapped folios by drop_caches=2, per folio): 7.0 us at 16 KiB, 19.5 us at 64
     /// KiB, 62 us at 256 KiB, 239 us at 1 MiB, ~3 us + 0.9 us per subpage. Estimate: 3 us.
-    /// calibrate: split_partial_64k (the same for 64 KiB folios, per folio) less drop_slab
+    /// calibrate: split_partial_64k (the same for 64 KiB folios, per folio; its samples from
+    /// three windows minutes apart, calibrate_mm.rs `calibrate_split_64k`) less drop_slab
     /// per folio, the unmapped page's free and 15 zero checks, against split_folio_ns.
     pub split_folio_fixed_ns: u64,
     /// Migrating a 4 KiB folio (isolation, unmap, copy, remap, free): calibrate: vm.compact_memory
