@@ -354,3 +354,38 @@ def test_a_workload_that_drops_caches_has_the_setups_dentries_dropped_first():
     assert "khugepaged" in ends[0]["kthreads_cpu_ns"]
     r = live.run_kernel(w(False))
     assert "drop_caches_before_run" not in r["extra"] and r["vmstat_delta"].get("drop_slab", 0) == 0
+
+
+@pytest.mark.live
+def test_a_workloads_madv_hugepage_wakes_khugepaged_at_once():
+    """The runner backs free memory (free page reporting) in a child that exits, and makes
+    khugepaged drop that child's slot: the workload's process is not on khugepaged's list
+    from its fork (khugepaged_fork of a runner whose MADV_HUGEPAGE back-fill had put it
+    there), so its MADV_HUGEPAGE puts it on an empty list, which wakes khugepaged
+    (__khugepaged_enter), as the model's khugepaged starts. With scan_sleep_millisecs at 60 s
+    the collapse comes only from that wake-up: the runner's own back-fill gave none in 3 s."""
+    from thplab import live
+
+    need_root()
+    before = state()
+    w = {
+        "name": "khugepaged_wake",
+        "knobs": {
+            "transparent_hugepage/enabled": "madvise",
+            "transparent_hugepage/khugepaged/scan_sleep_millisecs": 60000,
+        },
+        "processes": [
+            {
+                "name": "p",
+                "ops": [
+                    {"op": "mmap", "name": "m", "size": "4M", "align": "2M"},
+                    {"op": "write", "region": "m", "bytes": 8, "data": "text"},
+                    {"op": "madvise", "region": "m", "advice": "hugepage"},
+                    {"op": "sleep", "duration": "3s"},
+                ],
+            }
+        ],
+    }
+    r = live.run_kernel(w)
+    assert r["vmstat_delta"].get("thp_collapse_alloc", 0) >= 1, r["vmstat_delta"]
+    assert state() == before

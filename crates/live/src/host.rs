@@ -348,11 +348,76 @@ pub fn pin_to_set(cpus: &[usize]) -> bool {
 /// two live runs, 350-641 ms in three that found reported blocks): the region is then
 /// collapsed too (MADV_COLLAPSE ignores the sysfs mode), which backs 2 MiB blocks as a
 /// fault would, before the munmap frees them.
+///
+/// The work is done by a child of the runner that exits before the workload starts: its
+/// MADV_HUGEPAGE mapping puts its mm on khugepaged's list (khugepaged_enter_vma), and an mm
+/// stays there until it exits. Done by the runner itself, the runner's mm stayed on the list
+/// through the run, and every workload process forked from it was put there at its fork
+/// (khugepaged_fork): its MADV_HUGEPAGE then woke nothing (__khugepaged_enter returns on an mm
+/// already flagged MMF_VM_HUGEPAGE, and wakes khugepaged only when the list was empty), so
+/// khugepaged's first collapse waited for its scan_sleep_millisecs timer, where the model's
+/// khugepaged (which has no runner) starts at once (khugepaged_collapse_time_100's 32
+/// collapses reached 64 MiB 386-416 ms after the madvise live, 323 ms in the model;
+/// `khugepaged_collect_exited`).
 pub fn back_free_memory(bytes: u64, collapses: bool) -> u64 {
     if !free_page_reporting() {
         return 0;
     }
-    touch_fresh(bytes, true, collapses && !pmd_thp_faults()).0
+    let collapse = collapses && !pmd_thp_faults();
+    let len = (bytes as usize).div_ceil(2 << 20) as u64 * (2 << 20);
+    let backed = match in_child(|| touch_fresh(bytes, true, collapse).0 > 0) {
+        Some(true) => len,
+        Some(false) => 0,
+        // no child (fork failed): the runner backs it itself
+        None => touch_fresh(bytes, true, collapse).0,
+    };
+    khugepaged_collect_exited();
+    backed
+}
+
+/// Run `f` in a forked child of this (single-threaded) process and wait for it: Some(what
+/// `f` returned), None if the fork failed. The child leaves by _exit(), running no
+/// destructor of the runner's (its journal, its guards).
+fn in_child(f: impl FnOnce() -> bool) -> Option<bool> {
+    // SAFETY: the runner has no other thread here; the child only runs `f` and _exit()s
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return None;
+        }
+        if pid == 0 {
+            libc::_exit(if f() { 0 } else { 1 });
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if errno() != libc::EINTR {
+                return None;
+            }
+        }
+        Some(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
+    }
+}
+
+/// khugepaged frees the slot of an exited mm at once unless it is the one its cursor is on
+/// (__khugepaged_exit), which its next pass collects (collect_mm_slot) when its
+/// scan_sleep_millisecs timer ends, up to 10 s later; until then the list is not empty, and
+/// the next mm to join it does not wake khugepaged (__khugepaged_enter). A write of
+/// scan_sleep_millisecs (its own value) ends the timer and wakes it
+/// (scan_sleep_millisecs_store: khugepaged_sleep_expire = 0): its pass collects the slot and,
+/// at the list's end, counts a full scan. Waits up to 50 ms for that count to move (it does
+/// not where the slot was already gone: khugepaged was idle, and stays so).
+fn khugepaged_collect_exited() {
+    let dir = "/sys/kernel/mm/transparent_hugepage/khugepaged";
+    let Some(ms) = read_trim(&format!("{dir}/scan_sleep_millisecs")) else { return };
+    let scans = || read_trim(&format!("{dir}/full_scans"));
+    let before = scans();
+    if write_file(&format!("{dir}/scan_sleep_millisecs"), &ms).is_err() {
+        return;
+    }
+    let t = now_ns();
+    while scans() == before && now_ns() - t < 50_000_000 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// Does a MADV_HUGEPAGE mapping take PMD THPs at fault under the knobs now

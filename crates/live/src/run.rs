@@ -433,11 +433,12 @@ fn supervise(
 
     *ZRAM_DEVS.lock().unwrap() = zram_devs.clone();
     // Each workload process runs pinned to the CPU the model gives it (host::process_cpu),
-    // and the probe and the back-fill run on the first process's CPU: the THPs the
-    // back-fill frees go to that CPU's per-CPU list first (pcp_allowed_order(): order 9 is
-    // a per-CPU order), where a process on the other CPU would not find them and would
-    // take reported blocks instead (split_underused_511's 256 THP faults: 2-10 % host
-    // refaults in each of 6 runs unpinned, in none of 6 pinned; docs/page_reporting.md)
+    // and the probe and the back-fill (a child of the runner's: it inherits the pin) run on
+    // the first process's CPU: the THPs the back-fill frees go to that CPU's per-CPU list
+    // first (pcp_allowed_order(): order 9 is a per-CPU order), where a process on the other
+    // CPU would not find them and would take reported blocks instead (split_underused_511's
+    // 256 THP faults: 2-10 % host refaults in each of 6 runs unpinned, in none of 6 pinned;
+    // docs/page_reporting.md)
     let cpus = host::allowed_cpus();
     let first = w.first_to_start();
     let pinned = host::pin_to(host::process_cpu(&cpus, first));

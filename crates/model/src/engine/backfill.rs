@@ -19,9 +19,10 @@ impl Kernel {
     /// reporting (the first pass of the run is due PAGE_REPORTING_DELAY after the munmap).
     /// The work is before the run: its time, trace, latency samples, wake-ups and the mTHP
     /// and lock stats are dropped (the vmstat counters are compared from the boot snapshot
-    /// taken after it). khugepaged_enter_vma() of the runner's madvise is left out: the
-    /// runner's mm has no memory of the workload's (the model has no runner heap for
-    /// khugepaged to scan).
+    /// taken after it). khugepaged_enter_vma() of the madvise is left out: live, the
+    /// back-fill's process is a child of the runner that exits before the run and whose
+    /// slot khugepaged is made to drop, so khugepaged's list is as the model starts it
+    /// (host.rs `back_free_memory`, `khugepaged_collect_exited`).
     pub fn back_free_memory(&mut self, bytes: u64, collapses: bool, cpu: u32, tlb: &thplab_workload::machine::TlbSpec) {
         use crate::memory::{Fault, Mapping};
         use crate::mmap::{Mm, VM_HUGEPAGE, VM_READ, VM_WRITE};
