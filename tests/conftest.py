@@ -4,6 +4,11 @@ import json
 
 import pytest
 from fixtures.helpers import SEED000
+from thplab import _native
+
+# The live tests run in this process after model tests: none of its arrays may put it on
+# khugepaged's list (host_alloc.rs `set_advise`; thplab.live._no_huge_page_advice).
+_native.set_huge_page_advice(False)
 
 
 @pytest.fixture

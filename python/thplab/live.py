@@ -99,6 +99,17 @@ def _message(err: str) -> str:
     return "; ".join(lines) or "thplab-live failed without a message"
 
 
+def _no_huge_page_advice() -> None:
+    """This process drives live runs: the model's arrays in it are no longer advised with
+    MADV_HUGEPAGE, which would put this process on khugepaged's list for its whole life and
+    keep a workload's MADV_HUGEPAGE from waking khugepaged (host_alloc.rs `set_advise`). A
+    process that advised before its first live run (a model run of 32 MiB arrays or more)
+    is on the list already: `thplab validate` starts with a live run."""
+    from thplab import _native
+
+    _native.set_huge_page_advice(False)
+
+
 def run_kernel(
     workload,
     machine=None,
@@ -118,6 +129,7 @@ def run_kernel(
     """
     text = _check_workload(workload)
     binary = find_binary()
+    _no_huge_page_advice()
     with tempfile.TemporaryDirectory(prefix="thplab-live-") as d:
         wf = Path(d) / "workload.json"
         wf.write_text(text)

@@ -934,6 +934,37 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   reported_kib to stay still 2.3 s before the probe waited 5.6-5.7 s and then spent ~7 s
   more re-backing what had been reported (set-up 13 s), for 92-105 ms: not kept (every
   live run would pay that).
+* 2026-12-05 (stop 46): split_folio_fixed_ns came out 2,468 ns in h32 against 331-915 in
+  seven other calibrations. Its probe (64 KiB folios, partially mapped, split by
+  drop_caches=2) measures the same split as mthp_64k_partial_munmap p:shrink, but on this
+  host that split runs 8.7-9.5 us a folio for a minute and 10-14 us the next (a C loop, 7
+  repetitions back to back; no TLB shootdowns, the 4 KiB fault probe unmoved), so one
+  window's samples decided it. calibrate now takes them in three windows minutes apart
+  (calibrate_mm.rs `calibrate_split_64k`); h33: 1,161 ns, p:shrink 1.20x (live 2.12 ms).
+  The probe still reads ~10 % above the scenario at the same size (runner 8.1-9.9 us a
+  folio, the probe's loop 8.7-12.8 us alternating with it), which is not explained.
+  Time rounds now run in a seeded order of their own each (``round_order``): in name order
+  seed 000's zram_best followed file_worst in every round (p:fault_thp 0.73-0.83x in five
+  pairs); in h33 0.94x. A pair (out/host-h33.toml, out/vk-h33, 28 min): 43/45, 155 of 157
+  gated (5 unstable), every counter within, geomean 0.98x; out compaction-fill-p60 p:fault
+  0.44x (the free order-9 blocks the settle leaves, reported and each refaulted by one
+  fault, decide it: live 47-219 in the first runs of h28-h32, the model 37-48 from four of
+  their starts and 133 from h32's) and disk_worst
+  p:pageout_thp 0.75x (live 107-129 ms, 0.78-0.79x in three of four earlier pairs: 256
+  THPs written at 420-530 us each, calibrate's 64 at 355 us; 128 MiB in the scenario 356-479
+  us, so not the size alone). Shuffled, mthp_64k_partial_munmap p:fault met neighbours'
+  leftovers (5.4-10.6 ms in three runs, 2.0 after its warm-up): a short scenario's time run
+  now comes after a warm-up run of its own.
+  khugepaged_collapse_time_100's milestone was 0.78-0.84x in every pair: the runner backed
+  memory with a MADV_HUGEPAGE mapping of its own, which put its mm on khugepaged's list for
+  the run, and every workload process forked from it joined the list at its fork
+  (khugepaged_fork), so its MADV_HUGEPAGE woke nothing (__khugepaged_enter wakes khugepaged
+  only onto an empty list) and the first collapse waited for the 100 ms timer (64 MiB at
+  386-416 ms live, 323 ms in the model). The back-fill now runs in a child that exits, and
+  the runner wakes khugepaged to drop its slot (host.rs `khugepaged_collect_exited`): the
+  first 16 MiB then appear 50 ms after the run starts, as in the model (three live runs);
+  the later passes still take ~105 ms each against the model's 100, the last sometimes
+  130.
 """
 
 from __future__ import annotations

@@ -371,7 +371,11 @@ pub fn back_free_memory(bytes: u64, collapses: bool) -> u64 {
         // no child (fork failed): the runner backs it itself
         None => touch_fresh(bytes, true, collapse).0,
     };
-    khugepaged_collect_exited();
+    // only where the madvise could put the child on khugepaged's list
+    // (khugepaged_enter_vma: hugepage_pmd_enabled())
+    if pmd_thp_faults() {
+        khugepaged_collect_exited();
+    }
     backed
 }
 

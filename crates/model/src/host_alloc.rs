@@ -50,9 +50,25 @@ const HPAGE_SIZE: usize = 2 << 20;
 /// The system allocator, with MADV_HUGEPAGE over large allocations.
 pub struct HugePageAlloc;
 
+/// Large allocations are advised (`set_advise`).
+static ADVISE: AtomicBool = AtomicBool::new(true);
+
+/// Advise large allocations from now on (`true`, the default) or not. A process that also
+/// drives live runs turns it off before its first model run: MADV_HUGEPAGE puts its mm on
+/// khugepaged's list (khugepaged_enter_vma) until it exits, and while the list is not empty
+/// khugepaged sleeps its scan_sleep_millisecs timer out and a workload's first
+/// MADV_HUGEPAGE wakes nothing (__khugepaged_enter wakes it onto an empty list only), where
+/// the model's khugepaged starts at once; its passes also spend their pages_to_scan on this
+/// process's arrays (`thplab validate`: khugepaged_collapse_time_100/1000's first collapses
+/// came one scan_sleep_millisecs after the madvise, 100 ms / 1 s, against ~20 ms alone;
+/// 2026-12-05).
+pub fn set_advise(on: bool) {
+    ADVISE.store(on, Ordering::Relaxed);
+}
+
 /// madvise(MADV_HUGEPAGE) over the whole 2 MiB pages inside [p, p + size).
 fn advise(p: *mut u8, size: usize) {
-    if p.is_null() || size < HUGE_MIN {
+    if p.is_null() || size < HUGE_MIN || !ADVISE.load(Ordering::Relaxed) {
         return;
     }
     let start = (p as usize).next_multiple_of(HPAGE_SIZE);
@@ -437,7 +453,8 @@ mod tests {
     static SCOPES: Mutex<()> = Mutex::new(());
 
     /// A large allocation through HugePageAlloc gets a VMA with the hugepage advice (smaps
-    /// lists "hg" in its VmFlags); a small one does not.
+    /// lists "hg" in its VmFlags); a small one does not, nor a large one while set_advise
+    /// has the advice off.
     #[test]
     fn a_large_allocation_is_advised_for_huge_pages() {
         let flags_of = |p: usize| -> Option<bool> {
@@ -464,6 +481,13 @@ mod tests {
             if let Some(hg) = flags_of(mid) {
                 assert!(hg, "the large allocation is advised");
                 assert_eq!(flags_of(q as usize), Some(false), "the small one is not");
+                // a process that drives live runs turns the advice off (set_advise)
+                set_advise(false);
+                let r = HugePageAlloc.alloc(big);
+                set_advise(true);
+                let mid_r = (r as usize + big.size() / 2) & !(HPAGE_SIZE - 1);
+                assert_eq!(flags_of(mid_r), Some(false), "not advised while the advice is off");
+                HugePageAlloc.dealloc(r, big);
             }
             HugePageAlloc.dealloc(p, big);
             HugePageAlloc.dealloc(q, small);

@@ -133,6 +133,13 @@ fn to_py_err(py: Python<'_>, e: thplab_workload::Error) -> PyErr {
     built.unwrap_or_else(|err| err)
 }
 
+/// Advise the model's large arrays with MADV_HUGEPAGE from now on (True, the default) or not
+/// (host_alloc.rs `set_advise`: a process that drives live runs turns it off).
+#[pyfunction]
+fn set_huge_page_advice(on: bool) {
+    thplab_model::host_alloc::set_advise(on);
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     thplab_workload::VERSION
@@ -149,6 +156,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_costs, m)?)?;
     m.add_function(wrap_pyfunction!(run_model, m)?)?;
     m.add_function(wrap_pyfunction!(run_model_shared, m)?)?;
+    m.add_function(wrap_pyfunction!(set_huge_page_advice, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }
