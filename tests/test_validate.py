@@ -504,17 +504,15 @@ def test_found_start_models_each_live_run_from_its_own_start():
 def test_time_runs_come_in_rounds_over_every_scenario():
     """With reps 3 the first run of each scenario (its counters) comes first, then a round
     of one more run of every scenario, then another, each round in its own order: a host
-    slowdown of a few minutes does not meet all of one scenario's repetitions. A short
-    scenario's time run comes after a warm-up run of its own, as its first run does. Each
+    slowdown of a few minutes does not meet all of one scenario's repetitions. Each
     scenario's times are the median of its own three runs."""
     calls = []
 
     def run_kernel(w, timeout):
         calls.append(w["name"])
         k = kernel_result(thp_fault_alloc=64)
-        # scenario a's runs take 8, 8, 80 ms (its fourth call: the first round's time run,
-        # after that round's warm-up); b's 8 ms each
-        if w["name"] == "a" and calls.count("a") == 4:
+        # scenario a's runs take 8, 8, 80 ms; b's 8 ms each
+        if w["name"] == "a" and calls.count("a") == 3:
             k["phases"][0]["end_ns"] = 80_000_000
         return k
 
@@ -523,7 +521,7 @@ def test_time_runs_come_in_rounds_over_every_scenario():
 
     sc = {"a": {"name": "a", "processes": []}, "b": {"name": "b", "processes": []}}
     rep = v.validate(sc, run_kernel=run_kernel, run_model_fn=model, reps=3, warmup=1)
-    assert calls == ["a", "a", "b", "b", *[n for r in (1, 2) for n in v.round_order(sc, r) for _ in (0, 1)]]
+    assert calls == ["a", "a", "b", "b", *v.round_order(sc, 1), *v.round_order(sc, 2)]
     for n in ("a", "b"):
         t = next(t for t in rep["scenarios"][n]["times"] if t["phase"] == "p:fault")
         assert t["runs"] == 3 and t["kernel_ns"] == 8_000_000
@@ -531,9 +529,8 @@ def test_time_runs_come_in_rounds_over_every_scenario():
 
 def test_short_scenarios_get_more_time_runs():
     """A scenario whose first live run took under SHORT_RUN_S gets short_reps time runs,
-    in the same rounds, each after a warm-up run of its own; a long one keeps reps, without
-    warm-ups. The short one's median is over its five runs: two runs slowed by host
-    refaults (18 ms against 12) no longer make the median."""
+    in the same rounds; a long one keeps reps. The short one's median is over its five
+    runs: two runs slowed by host refaults (18 ms against 12) no longer make the median."""
     calls = []
 
     def run_kernel(w, timeout):
@@ -542,10 +539,8 @@ def test_short_scenarios_get_more_time_runs():
         if w["name"] == "long":
             k["sim_time_ns"] = int(v.SHORT_RUN_S * 1e9) + 1
         n = calls.count(w["name"])
-        # the counter run (after the warm-up) and the first round's time run slow: the long
-        # one's third call, the short one's fourth (after that round's warm-up)
-        slow = (2, 3) if w["name"] == "long" else (2, 4)
-        k["phases"][0]["end_ns"] = 18_000_000 if n in slow else 12_000_000
+        # the counter run (after the warm-up) and the next two runs slow, the last two fast
+        k["phases"][0]["end_ns"] = 18_000_000 if n in (2, 3) else 12_000_000
         return k
 
     def model(w, k, c):
@@ -553,13 +548,7 @@ def test_short_scenarios_get_more_time_runs():
 
     sc = {"short": {"name": "short", "processes": []}, "long": {"name": "long", "processes": []}}
     rep = v.validate(sc, run_kernel=run_kernel, run_model_fn=model, reps=3, short_reps=5, warmup=1)
-    rounds = [
-        m
-        for r in (1, 2, 3, 4)
-        for n in v.round_order(["short", "long"], r)
-        if r < 3 or n == "short"
-        for m in ([n, n] if n == "short" else [n])
-    ]
+    rounds = [n for r in (1, 2, 3, 4) for n in v.round_order(["short", "long"], r) if r < 3 or n == "short"]
     assert calls == ["short"] * 2 + ["long"] * 2 + rounds
     ts = {n: next(t for t in rep["scenarios"][n]["times"] if t["phase"] == "p:fault") for n in sc}
     assert (ts["short"]["runs"], ts["long"]["runs"]) == (5, 3)
