@@ -389,3 +389,19 @@ def test_a_workloads_madv_hugepage_wakes_khugepaged_at_once():
     r = live.run_kernel(w)
     assert r["vmstat_delta"].get("thp_collapse_alloc", 0) >= 1, r["vmstat_delta"]
     assert state() == before
+
+
+def test_run_kernel_turns_the_model_arrays_advice_off(monkeypatch):
+    """A process that drives live runs advises none of its model arrays with MADV_HUGEPAGE
+    from its first live run on (host_alloc.rs set_advise): the advice would put it on
+    khugepaged's list for its whole life, where a workload's MADV_HUGEPAGE no longer wakes
+    khugepaged. run_kernel turns it off before it starts the runner."""
+    from thplab import _native, live
+    from thplab.errors import LiveError
+
+    calls = []
+    monkeypatch.setattr(_native, "set_huge_page_advice", calls.append)
+    monkeypatch.setenv("THPLAB_LIVE_BIN", "/bin/false")
+    with pytest.raises((LiveError, InputError)):
+        live.run_kernel({"name": "w", "processes": [{"ops": [{"op": "mmap", "name": "m", "size": "4M"}]}]})
+    assert calls == [False]
