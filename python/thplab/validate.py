@@ -978,6 +978,26 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   before), mthp_64k_pageout_zram p:munmap 1.33x (1.15-1.48x in every pair since h28: to
   look at) and mthp_64k_partial_munmap p:fault 0.57x (2.0-9.0 ms, three of five runs with
   a host refault or two even after their own warm-up).
+  With the advice off (out/host-h35.toml, out/vk-h35, 32 min) khugepaged_collapse_time_100
+  and _1000's milestones came out 0.98x and 1.00x (331 and 3,223 ms live). That pair: 38/45,
+  151 of 158 gated (4 unstable), every counter within, geomean 0.98x, host speed 1.04x
+  (0.97-1.10x). Out: its calibration's zram text_free_ns 365-395 (309-361 in h33-h34):
+  mthp_64k_pageout_zram p:munmap 1.68x (live 1.11 ms for 4,096 text entries, 276 ns each;
+  calibrate's text thp_free 377-429 ns a page) and swap_pageout_thp_zram_dense p:munmap
+  1.31x; its disk write_mb_per_s 6,802 (5,900-6,442): disk_best / disk_worst p:pageout_thp
+  0.69x / 0.68x; split_partial_munmap and split_underused_256 p:fault 0.68x / 0.66x (host
+  refaults in 3 of 5 runs, after the warm-ups, since dropped: ``round_order``);
+  compaction-fill-p60 p:fault 0.67x. Without the warm-ups (out/host-h36.toml, out/vk-h36,
+  28 min): 41/45, 149 of 154 gated (8 unstable), every counter within, geomean 0.92x, host
+  speed 1.05x (1.01-1.25x); khugepaged milestones 0.90x and 1.00x, zram_best p:fault_thp
+  0.97x. Out: seed 000 disk_best / disk_worst p:pageout_thp 0.75x / 0.70x (0.68-0.79x in
+  five of the last six pairs: calibrate's 64 THPs pageout + drain give 5,900-6,800 MB/s,
+  the scenario's 256 THPs go out at ~4,400; a probe of the scenario's size is next),
+  mthp_64k_pageout_swapfile p:pageout 0.73x and p:munmap 0.75x, compaction-fill-p60
+  p:fault 0.57x. split_folio_fixed_ns came out 0 (h33-h35: 1,161, 733, 387): the 64 KiB
+  probe's pooled median fell below what split_folio_ns / 32 and 15 split_unmap_pte_ns
+  already account for, so the residual estimator stays fragile even with three windows
+  (mthp_64k_partial_munmap p:shrink 1.20x).
 """
 
 from __future__ import annotations
