@@ -1961,16 +1961,11 @@ def round_order(names, r: int) -> list[str]:
 SHORT_RUN_S = 2.0
 
 
-def is_short(kernel: dict) -> bool:
-    """Did the live scenario's first run take less than ``SHORT_RUN_S`` (``sim_time_ns``)?"""
-    t = kernel.get("sim_time_ns")
-    return isinstance(t, (int, float)) and t < SHORT_RUN_S * 1e9
-
-
 def runs_for(kernel: dict, reps: int, short_reps: int) -> int:
     """How many time runs a live scenario gets: ``short_reps`` where its first live run took
-    less than ``SHORT_RUN_S`` (``is_short``), else ``reps``."""
-    return short_reps if is_short(kernel) else reps
+    less than ``SHORT_RUN_S`` (``sim_time_ns``), else ``reps``."""
+    t = kernel.get("sim_time_ns")
+    return short_reps if isinstance(t, (int, float)) and t < SHORT_RUN_S * 1e9 else reps
 
 
 def _save_kernel(save_dir: str | None, name: str, kernel: dict) -> None:

@@ -610,7 +610,7 @@ pub fn calibrate_split_64k(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> 
     for r in 0..=reps.div_ceil(3).max(2) {
         back(fsz, true);
         let m = Map_::new(fsz, Some(true))?;
-        (0..nf).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i * 16), 1) });
+        // each folio faulted in by the write of its first page
         m.touch(0xff);
         for i in 0..nf {
             unsafe { libc::munmap(m.page(i * 16 + 8) as *mut _, PAGE) };

@@ -143,9 +143,10 @@ fn zone_spans() -> Option<Vec<(u32, String, u64, u64)>> {
 /// model puts the per-CPU lists on them and frees the rest (aged.rs `InUse::Flagless`,
 /// docs/page_reporting.md "Flagless pages"). Read from /proc/kpageflags
 /// (include/uapi/linux/kernel-page-flags.h; stable_page_flags() in fs/proc/page.c), 1 MiB
-/// of flags at a time (~0.7 s of the kernel's time for 24 GiB, before the run starts). Left out: a free buddy page
-/// (KPF_BUDDY, set on every page of a free block), a reserved page (KPF_RESERVED: memmap,
-/// firmware; the model keeps its own) and a pfn with no page (KPF_NOPAGE).
+/// of flags at a time (~0.7 s of the kernel's time for 24 GiB, before the run starts).
+/// Left out: a free buddy page (KPF_BUDDY, set on every page of a free block), a reserved
+/// page (KPF_RESERVED: memmap, firmware; the model keeps its own) and a pfn with no page
+/// (KPF_NOPAGE).
 pub fn pages_in_use() -> Option<String> {
     use std::os::unix::fs::FileExt;
     let f = std::fs::File::open("/proc/kpageflags").ok()?;
@@ -363,17 +364,17 @@ pub fn back_free_memory(bytes: u64, collapses: bool) -> u64 {
     if !free_page_reporting() {
         return 0;
     }
-    let collapse = collapses && !pmd_thp_faults();
-    let len = (bytes as usize).div_ceil(2 << 20) as u64 * (2 << 20);
+    let pmd_thps = pmd_thp_faults();
+    let collapse = collapses && !pmd_thps;
     let backed = match in_child(|| touch_fresh(bytes, true, collapse).0 > 0) {
-        Some(true) => len,
+        Some(true) => huge_len(bytes) as u64,
         Some(false) => 0,
         // no child (fork failed): the runner backs it itself
         None => touch_fresh(bytes, true, collapse).0,
     };
     // only where the madvise could put the child on khugepaged's list
     // (khugepaged_enter_vma: hugepage_pmd_enabled())
-    if pmd_thp_faults() {
+    if pmd_thps {
         khugepaged_collect_exited();
     }
     backed
@@ -456,6 +457,11 @@ pub fn back_memory(bytes: u64, huge: bool) -> u64 {
     touch_fresh(bytes, huge, false).0
 }
 
+/// `bytes` rounded up to 2 MiB: what touch_fresh() maps and faults in.
+fn huge_len(bytes: u64) -> usize {
+    (bytes as usize).div_ceil(2 << 20) * (2 << 20)
+}
+
 /// back_memory()'s work: the bytes faulted in (0 if the mmap failed), and the writes' time
 /// per 4 KiB page (elapsed less this thread's run-queue wait, ns); with `collapse`, the
 /// region is then collapsed into THPs (MADV_COLLAPSE; failures ignored).
@@ -464,7 +470,7 @@ fn touch_fresh(bytes: u64, huge: bool, collapse: bool) -> (u64, f64) {
     if bytes == 0 {
         return (0, 0.0);
     }
-    let len = (bytes as usize).div_ceil(HPAGE) * HPAGE;
+    let len = huge_len(bytes);
     unsafe {
         // 2 MiB aligned, so that every block can be a THP
         let raw = libc::mmap(

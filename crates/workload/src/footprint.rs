@@ -18,7 +18,7 @@
 
 #[cfg(test)]
 use crate::workload::parse_workload;
-use crate::workload::{Advice, Op, Workload};
+use crate::workload::{walk_ops, Advice, Op, Workload};
 use std::collections::HashMap;
 
 const PAGE: u64 = 4096;
@@ -145,14 +145,13 @@ pub fn peak_bytes(w: &Workload) -> u64 {
 /// the knobs give its faults none; the live runner's back-fill then collapses what it
 /// faults, so that 2 MiB blocks are backed too (crates/live/src/host.rs back_free_memory).
 pub fn uses_madv_collapse(w: &Workload) -> bool {
-    fn any(ops: &[Op]) -> bool {
-        ops.iter().any(|op| match op {
-            Op::Repeat { ops, .. } => any(ops),
-            Op::Madvise { advice, .. } => *advice == Advice::Collapse,
-            _ => false,
-        })
+    let mut found = false;
+    for p in &w.processes {
+        walk_ops(&p.ops, &mut |_, op| {
+            found |= matches!(op, Op::Madvise { advice: Advice::Collapse, .. });
+        });
     }
-    w.processes.iter().any(|p| any(&p.ops))
+    found
 }
 
 /// The bytes a run backs before it starts: its peak footprint plus the largest hugetlb pool
