@@ -174,6 +174,25 @@ def test_swap_put_cached_is_solved_from_the_thp_munmap_and_the_4k_pair():
     assert "swap_put_cached_ns" not in calibrate.profile_from_samples(fx)[0]
 
 
+def test_swap_batch_is_the_reversed_munmap_less_the_in_order_one_pooled_over_devices():
+    """free_swap_and_cache_nr()'s own cost: the munmap of swap-cache pages paged out from the
+    end (a call per PTE) less the same paged out in order (a call per 512), paired by piece
+    and pooled over the swap file and the loop device; without the reversed munmap the
+    default stays."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    default = calibrate.profile_from_samples(fx)[0]["swap_batch_ns"]
+    assert default == tomllib.loads(n.default_costs())["swap_batch_ns"]
+    fx["samples"]["file.munmap_cached_rev"] = [1000, 1010, 990]  # 200 above file.munmap_cached's 800
+    fx["samples"]["disk.munmap_cached"] = [700, 800, 900]
+    fx["samples"]["disk.munmap_cached_rev"] = [800, 900, 1000]  # 100 above, piece by piece
+    prof, rows = calibrate.profile_from_samples(fx)
+    # the pairs 200, 210, 190, 100, 100, 100: median 145; a batched page carried 1/512 of a call
+    assert prof["swap_batch_ns"] == round(145 * 512 / 511)
+    assert any(r[0] == "swap_batch_ns" and "file+disk" in r[3] for r in rows)
+
+
 def test_write_segment_cost_is_fitted_only_against_a_thp_swap_write_rate():
     """A device whose write bandwidth comes from whole-THP swap writes (one segment per
     2 MiB) takes the 4 KiB swap-out's excess per page as its per-segment cost; one whose

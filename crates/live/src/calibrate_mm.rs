@@ -290,6 +290,17 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
         let m3 = Map_::new(n * PAGE, Some(false))?;
         fill_class(&m3, "random", &corpus);
         let present = munmap_pieces(m3, MUNMAP_PIECE);
+        // and the same again with each page paged out on its own, from the region's end
+        // down: descending slots, so the zap's swap_pte_batch() finds no two PTEs holding
+        // consecutive slots and calls free_swap_and_cache_nr() once per PTE (as for the
+        // pieces of a folio split for reclaim); against munmap_cached, a call's own cost
+        let m4 = Map_::new(n * PAGE, Some(false))?;
+        fill_class(&m4, "random", &corpus);
+        for i in (0..n).rev() {
+            madvise(&m4, i * PAGE, PAGE, libc::MADV_PAGEOUT);
+        }
+        wait_writeback();
+        let cached_rev = munmap_pieces(m4, MUNMAP_PIECE);
         // the first region: swap entries whose pages were freed (but for the 64 read back)
         let entries = munmap_pieces(m, MUNMAP_PIECE);
         // one page per 2 MiB (seed 000's best case for 4 KiB pages): MADV_PAGEOUT calls
@@ -319,6 +330,7 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
             s.add(&k("swapin_seq_pswpin"), pin as f64 / n as f64);
             s.add_all(&k("swapin_single"), single);
             s.add_all(&k("munmap_cached"), cached);
+            s.add_all(&k("munmap_cached_rev"), cached_rev);
             s.add_all(&k("munmap_entry"), entries);
             s.add_all(&k("munmap_present"), present);
         }

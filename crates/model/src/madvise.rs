@@ -129,9 +129,7 @@ impl Kernel {
                         if advice == Advice::Free {
                             // the seed's madvise_free_huge_pmd(): the whole entry's slots go
                             self.slots.get_mut(sid).pmd = Pmd::Table(Box::new([PTE_NONE; PTRS_PER_PTE]));
-                            for k in 0..HPAGE_PMD_NR as u32 {
-                                self.free_swap_entry(mm, first + k);
-                            }
+                            self.free_swap_entries(mm, first, HPAGE_PMD_NR as u32);
                         }
                         continue;
                     }
@@ -165,8 +163,15 @@ impl Kernel {
                 self.charge(self.costs.pte_walk_ns);
                 match pte_kind(pte) {
                     K_SWAP if advice == Advice::Free => {
-                        self.set_pte(sid, i, PTE_NONE);
-                        self.free_swap_entry(mm, pte_payload(pte));
+                        // madvise_free_pte_range(): a swap_pte_batch() at a time
+                        let n = self.swap_pte_batch(sid, i, i1);
+                        self.charge(self.costs.pte_walk_ns * (n as u64 - 1));
+                        for k in 0..n as usize {
+                            self.set_pte(sid, i + k, PTE_NONE);
+                        }
+                        self.free_swap_entries(mm, pte_payload(pte), n);
+                        i += n as usize;
+                        continue;
                     }
                     K_PRESENT => {
                         let pfn = pte_payload(pte) as u64;

@@ -980,7 +980,18 @@ impl Kernel {
                             i += n as usize;
                             continue;
                         }
-                        K_SWAP => self.free_swap_entry(mm, pte_payload(pte)),
+                        K_SWAP => {
+                            // zap_nonpresent_ptes(): the batch swap_pte_batch() finds, one
+                            // free_swap_and_cache_nr()
+                            let n = self.swap_pte_batch(sid, i, i1);
+                            self.charge(self.costs.pte_walk_ns * (n as u64 - 1));
+                            self.free_swap_entries(mm, pte_payload(pte), n);
+                            for k in 0..n as usize {
+                                self.set_pte(sid, i + k, PTE_NONE);
+                            }
+                            i += n as usize;
+                            continue;
+                        }
                         // zap_present_ptes() without a normal page: clear and record it
                         K_ZERO => {
                             flush = true;
@@ -1020,20 +1031,39 @@ impl Kernel {
                 }
                 self.free_folio(Pfn(head as u64));
             }
-            Pmd::SwapPmd(s) => {
-                for k in 0..HPAGE_PMD_NR as u32 {
-                    self.free_swap_entry(mm, s + k);
-                }
-            }
+            Pmd::SwapPmd(s) => self.free_swap_entries(mm, s, HPAGE_PMD_NR as u32),
             _ => {}
         }
         self.free_pgtable(slot.table_pfn);
     }
 
-    /// free_swap_and_cache() for a swap PTE (or one of a PMD swap entry's 512) being zapped.
-    pub fn free_swap_entry(&mut self, mm: MmId, entry: u32) {
-        self.mms[mm].swap_ents -= 1;
-        self.free_swap_and_cache(entry);
+    /// free_swap_and_cache_nr() for `n` swap PTEs holding consecutive slots from `first`
+    /// (a swap_pte_batch(), or a PMD swap entry's 512) being zapped: the call's own cost
+    /// (swap_batch_ns) once, then each entry's.
+    pub fn free_swap_entries(&mut self, mm: MmId, first: u32, n: u32) {
+        self.mms[mm].swap_ents -= n as u64;
+        self.charge(self.costs.swap_batch_ns);
+        for k in 0..n {
+            self.free_swap_and_cache(first + k);
+        }
+    }
+
+    /// swap_pte_batch() (mm/internal.h): how many PTEs from `i` (up to `i1`) of table `sid`
+    /// are swap entries whose slots follow each other on one device (pte_next_swp_offset;
+    /// one memory cgroup here). PTE `i` is a swap entry.
+    pub(crate) fn swap_pte_batch(&self, sid: u32, i: usize, i1: usize) -> u32 {
+        let Pmd::Table(t) = &self.slots.get(sid).pmd else { return 1 };
+        let first = pte_payload(t[i]);
+        let dev = self.swap.dev_of(first);
+        let mut n = 1u32;
+        while i + (n as usize) <= i1 {
+            let p = t[i + n as usize];
+            if pte_kind(p) != K_SWAP || pte_payload(p) != first + n || self.swap.dev_of(first + n) != dev {
+                break;
+            }
+            n += 1;
+        }
+        n
     }
 
     /// Seed 003: __split_huge_swap_pmd(): a PMD swap entry becomes 512 PTE swap entries in

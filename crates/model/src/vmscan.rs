@@ -492,7 +492,18 @@ impl Kernel {
                         if self.can_reclaim_anon() { self.costs.reclaim_unmapped_ns } else { self.costs.page_free_ns };
                     self.charge(pass * (nr - p.len() as u64));
                 }
-                *pieces = p.into_iter().map(|x| x.0).collect();
+                // the order shrink_folio_list() goes on in: the head at once (it retries
+                // folio_alloc_swap() as an order-0 folio), then the tails, which
+                // lru_add_split_folio() added in ascending order with list_add_tail() to
+                // the list that lru_to_folio() takes from its tail: the last tail first.
+                // So a split folio's pieces get their swap slots head first, then from
+                // the last piece down (seen with /proc/self/pagemap on 6.18: 64 KiB folios
+                // paged out to a swap file hold slots 1, 16, 15, .., 2), which the zap's
+                // swap_pte_batch() cannot batch
+                let mut v: Vec<u64> = p.into_iter().map(|x| x.0).collect();
+                let tails = usize::from(v.first() == Some(&head));
+                v[tails..].reverse();
+                *pieces = v;
                 Fate::Split
             }
             Err(_) => Fate::Activate,

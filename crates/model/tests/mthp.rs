@@ -198,3 +198,32 @@ fn an_mthp_fault_charges_clear_folio_4k_ns_per_subpage() {
     assert_eq!(t(600, 160) - t(100, 160), 256 * 16 * 500);
     assert_eq!(t(600, 999) - t(600, 160), 8 * (999 - 160));
 }
+
+/// The pieces of a folio split for reclaim take their swap slots head first, then from
+/// the last piece down (6.18: lru_add_split_folio() adds the tails with list_add_tail(),
+/// shrink_folio_list() takes the list's tail; /proc/self/pagemap after MADV_PAGEOUT of
+/// 64 KiB folios to a swap file: slots 1, 16, 15, .., 2), so at munmap swap_pte_batch()
+/// finds no two PTEs holding consecutive slots: one free_swap_and_cache_nr() each
+/// (swap_batch_ns). 4 KiB folios paged out in address order hold consecutive slots: one
+/// call per PTE table.
+#[test]
+fn split_pieces_take_slots_from_the_last_down_and_zap_one_call_each() {
+    use thplab_workload::costs::CostProfile;
+    let wl = w(
+        "4M",
+        r#"{"op":"write","region":"b","data":"text"},
+           {"op":"madvise","region":"b","advice":"pageout"},
+           {"op":"sleep","duration":"1s"},
+           {"op":"phase","name":"zap"},
+           {"op":"munmap","region":"b"}"#,
+    );
+    let wl = thplab_workload::parse_workload(&wl).unwrap();
+    let zap = |swap_batch_ns: u64, mthp: &str| {
+        let costs = CostProfile { swap_batch_ns, ..CostProfile::default() };
+        let r = run_with(&wl, Some("1G,swap=file:256M"), &[("hugepages-64kB/enabled", mthp)], Some(costs));
+        assert_eq!(vm(&r, "pswpout"), 1024);
+        phase_ns(&r, ":zap")
+    };
+    assert_eq!(zap(1000, "always") - zap(0, "always"), 1024 * 1000, "64 KiB folios split: a call per PTE");
+    assert_eq!(zap(1000, "never") - zap(0, "never"), 2 * 1000, "4 KiB folios: a call per PTE table");
+}

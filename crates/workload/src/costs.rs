@@ -418,6 +418,18 @@ pub struct CostProfile {
     /// 4 KiB swap-cache pages (munmap_cached less munmap_present: one PTE and one folio),
     /// solved with remove_mapping_ns.
     pub swap_put_cached_ns: Option<u64>,
+    /// free_swap_and_cache_nr()'s own cost per call, beyond its entries' (swap_free_ns or
+    /// swap_put_cached_ns each): zap_nonpresent_ptes() frees the swap PTEs that
+    /// swap_pte_batch() finds consecutive (the next PTE holds the next slot) with one call
+    /// (get_swap_device / put_swap_device, swap_entries_put_map_nr's cluster lock, the
+    /// reclaim pass over the range). A region paged out 4 KiB at a time in address order
+    /// gets ascending slots and frees up to a PTE table's 512 per call; the pieces of a
+    /// folio split for reclaim get theirs head first, then the last piece to the second
+    /// (lru_add_split_folio's list_add_tail, shrink_folio_list taking the list's tail),
+    /// one call each. Estimate: 150 ns. calibrate: munmap of 4 KiB swap-cache pages paged
+    /// out one by one from the region's end (descending slots: one call per PTE) less the
+    /// same pages paged out in order (munmap_cached_rev less munmap_cached), per page.
+    pub swap_batch_ns: u64,
     /// do_swap_page for a page not in the swap cache, beyond the fault's entry (fault_4k_ns)
     /// and the device read: the folio allocation, swap-cache insertion (or the skip for a
     /// synchronous device), mapping, freeing the slot. calibrate: zram swap-in of same-filled
@@ -632,6 +644,7 @@ impl Default for CostProfile {
             reclaim_unmapped_ns: 1_000,
             swap_free_ns: 50,
             swap_put_cached_ns: None,
+            swap_batch_ns: 150,
             zero_filled_4k_ns: None,
             swapin_ns: 2_300,
             collapse_ns: 400_000,
