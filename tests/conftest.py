@@ -4,11 +4,11 @@ import json
 
 import pytest
 from fixtures.helpers import SEED000
-from thplab import _native
+from thplab import live
 
-# The live tests run in this process after model tests: none of its arrays may put it on
-# khugepaged's list (host_alloc.rs `set_advise`; thplab.live._no_huge_page_advice).
-_native.set_huge_page_advice(False)
+# The live tests run in this process after model tests and plots: none of its arrays (the
+# model's, NumPy's) may put it on khugepaged's list (thplab.live._no_huge_page_advice).
+live._no_huge_page_advice()
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -104,10 +105,28 @@ def _no_huge_page_advice() -> None:
     MADV_HUGEPAGE, which would put this process on khugepaged's list for its whole life and
     keep a workload's MADV_HUGEPAGE from waking khugepaged (host_alloc.rs `set_advise`). A
     process that advised before its first live run (a model run of 32 MiB arrays or more)
-    is on the list already: `thplab validate` starts with a live run."""
+    is on the list already: `thplab validate` starts with a live run.
+
+    NumPy advises its arrays of 4 MiB or more alike (on Linux, unless NUMPY_MADVISE_HUGEPAGE=0
+    at its import), and pyarrow's default pool (mimalloc) its 1 GiB arenas: both off too,
+    for a module imported already by its own switch, else by the variable it reads at
+    import. seed 003's quick table had put a test session on the list through pyarrow, and
+    the khugepaged wake-up test then saw no collapse in 3 s (2026-12-05)."""
     from thplab import _native
 
     _native.set_huge_page_advice(False)
+    if "numpy" in sys.modules:
+        import numpy._core.multiarray as np_multiarray
+
+        np_multiarray._set_madvise_hugepage(False)
+    else:
+        os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"
+    if "pyarrow" in sys.modules:
+        import pyarrow
+
+        pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+    else:
+        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
 
 
 def run_kernel(
