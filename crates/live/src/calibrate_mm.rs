@@ -217,17 +217,7 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
     let (quick, reps) = (c.quick, c.reps);
     let Cal { s, values, notes, .. } = c;
     let n = if quick { 4096 } else { 16384 };
-    // THPs per whole-THP probe. The block device's rate for them is the sustained one over
-    // 512 MiB, as validation scenarios write (256-512 THPs): 128 MiB mostly fit in the
-    // queue (128 requests of 1280 KiB) and went ~15 % faster than 512 MiB on this project's
-    // VM (340 vs 390 us per THP, stop 47). A swap file splits them: 64 keep its probe short.
-    let nh = if quick {
-        16
-    } else if kind == "disk" {
-        256
-    } else {
-        64
-    };
+    let nh = if quick { 16 } else { 64 };
     let reps = reps.min(if quick { 2 } else { 3 });
     let swap_size = (2 * n * PAGE + 2 * nh * HPAGE + (8 << 20)) as u64;
     let pid = std::process::id();
