@@ -583,8 +583,8 @@ def _fit_reclaim(prof, S, V, rows, spread):
     # one call per PTE (paged out one by one from the end: descending slots) against up to
     # 512 per call (paged out in order), paired by piece; per call, a batched page carries
     # 1/512 of one. The call is the same on a swap file and a block device: both devices'
-    # pairs pooled (one calibration: 240 ns on the file, 116 on the loop device, 14.5 %
-    # spread)
+    # pairs pooled (out/host-h38: 240 ns on the file, 116 on the loop device; h39: 105 and
+    # 105)
     bdevs = [d for d in ("file", "disk") if m(f"{d}.munmap_cached_rev") and m(f"{d}.munmap_cached")]
     if bdevs:
         rev = [x for d in bdevs for x in S[f"{d}.munmap_cached_rev"]]

@@ -211,8 +211,9 @@ pub fn calibrate_block(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
 /// page, MADV_PAGEOUT (the caller does not wait for the asynchronous writeback), the drain of
 /// that writeback, a fault on a page still in the swap cache, MADV_PAGEOUT of clean swap-cache
 /// pages (freed without I/O), swap-in with readahead and of isolated pages, and the munmap of
-/// swap entries with and without a cached page; per THP, MADV_PAGEOUT of seed 000's best case
-/// and of random data, and their munmap.
+/// swap entries with and without a cached page (cached pages also paged out one by one from
+/// the end: a zap batch each); per THP, MADV_PAGEOUT of seed 000's best case and of random
+/// data, and their munmap.
 pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     let (quick, reps) = (c.quick, c.reps);
     let Cal { s, values, notes, .. } = c;
@@ -280,7 +281,7 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
         let m3 = Map_::new(n * PAGE, Some(false))?;
         fill_class(&m3, "random", &corpus);
         let present = munmap_pieces(m3, MUNMAP_PIECE);
-        // and the same again with each page paged out on its own, from the region's end
+        // then m2's munmap again, its pages paged out one by one from the region's end
         // down: descending slots, so the zap's swap_pte_batch() finds no two PTEs holding
         // consecutive slots and calls free_swap_and_cache_nr() once per PTE (as for the
         // pieces of a folio split for reclaim); against munmap_cached, a call's own cost
