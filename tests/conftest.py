@@ -6,8 +6,9 @@ import pytest
 from fixtures.helpers import SEED000
 from thplab import live
 
-# The live tests run in this process after model tests and plots: none of its arrays (the
-# model's, NumPy's) may put it on khugepaged's list (thplab.live._no_huge_page_advice).
+# The live tests run in this process after model tests and plots: none of its allocations
+# (the model's arrays, NumPy's, pyarrow's pool) may put it on khugepaged's list
+# (thplab.live._no_huge_page_advice).
 live._no_huge_page_advice()
 
 

@@ -457,16 +457,18 @@ pub fn back_memory(bytes: u64, huge: bool) -> u64 {
     touch_fresh(bytes, huge, false).0
 }
 
+/// A PMD-size block: touch_fresh() maps whole ones, aligned.
+const HPAGE: usize = 2 << 20;
+
 /// `bytes` rounded up to 2 MiB: what touch_fresh() maps and faults in.
 fn huge_len(bytes: u64) -> usize {
-    (bytes as usize).div_ceil(2 << 20) * (2 << 20)
+    (bytes as usize).div_ceil(HPAGE) * HPAGE
 }
 
 /// back_memory()'s work: the bytes faulted in (0 if the mmap failed), and the writes' time
 /// per 4 KiB page (elapsed less this thread's run-queue wait, ns); with `collapse`, the
 /// region is then collapsed into THPs (MADV_COLLAPSE; failures ignored).
 fn touch_fresh(bytes: u64, huge: bool, collapse: bool) -> (u64, f64) {
-    const HPAGE: usize = 2 << 20;
     if bytes == 0 {
         return (0, 0.0);
     }

@@ -164,13 +164,7 @@ impl Kernel {
                 match pte_kind(pte) {
                     K_SWAP if advice == Advice::Free => {
                         // madvise_free_pte_range(): a swap_pte_batch() at a time
-                        let n = self.swap_pte_batch(sid, i, i1);
-                        self.charge(self.costs.pte_walk_ns * (n as u64 - 1));
-                        for k in 0..n as usize {
-                            self.set_pte(sid, i + k, PTE_NONE);
-                        }
-                        self.free_swap_entries(mm, pte_payload(pte), n);
-                        i += n as usize;
+                        i += self.zap_swap_run(mm, sid, i, i1);
                         continue;
                     }
                     K_PRESENT => {

@@ -981,15 +981,7 @@ impl Kernel {
                             continue;
                         }
                         K_SWAP => {
-                            // zap_nonpresent_ptes(): the batch swap_pte_batch() finds, one
-                            // free_swap_and_cache_nr()
-                            let n = self.swap_pte_batch(sid, i, i1);
-                            self.charge(self.costs.pte_walk_ns * (n as u64 - 1));
-                            self.free_swap_entries(mm, pte_payload(pte), n);
-                            for k in 0..n as usize {
-                                self.set_pte(sid, i + k, PTE_NONE);
-                            }
-                            i += n as usize;
+                            i += self.zap_swap_run(mm, sid, i, i1);
                             continue;
                         }
                         // zap_present_ptes() without a normal page: clear and record it
@@ -1046,6 +1038,22 @@ impl Kernel {
         for k in 0..n {
             self.free_swap_and_cache(first + k);
         }
+    }
+
+    /// The swap PTE `i` of table `sid` and those after it (up to `i1`) that swap_pte_batch()
+    /// takes with it, zapped as zap_nonpresent_ptes() and madvise_free_pte_range() do: the
+    /// walk over the run's other PTEs, one free_swap_and_cache_nr(), the PTEs cleared
+    /// (clear_not_present_full_ptes). Returns the PTEs done.
+    pub(crate) fn zap_swap_run(&mut self, mm: MmId, sid: u32, i: usize, i1: usize) -> usize {
+        let n = self.swap_pte_batch(sid, i, i1);
+        let Pmd::Table(t) = &self.slots.get(sid).pmd else { unreachable!("a PTE table") };
+        let first = pte_payload(t[i]);
+        self.charge(self.costs.pte_walk_ns * (n as u64 - 1));
+        self.free_swap_entries(mm, first, n);
+        for k in 0..n as usize {
+            self.set_pte(sid, i + k, PTE_NONE);
+        }
+        n as usize
     }
 
     /// swap_pte_batch() (mm/internal.h): how many PTEs from `i` (up to `i1`) of table `sid`
