@@ -305,5 +305,67 @@ pub fn create_swapfile(path: &str, size: u64) -> Result<(), String> {
     if unsafe { libc::fsync(f.as_raw_fd()) } != 0 {
         return Err(format!("fsync swap file {path}: {}", errno_name(errno())));
     }
+    // Writing it out left the whole file in the page cache, clean. Dropped here: a loop
+    // device with direct I/O invalidates the cached pages of every range it first writes
+    // (kiocb_invalidate_pages() in __iomap_dio_rw()), which made the first pass of THP
+    // swap-outs over a new `disk` device ~40 % slower than any later one (256 THPs: 410-487
+    // against 302-312 us each with the cache dropped, stop 48), and as much memory as the
+    // file sat in the page cache where the model has none. A swap file's own I/O bypasses
+    // the page cache; its cached copy was only memory taken.
+    if unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) } != 0 {
+        return Err(format!("drop the page cache of swap file {path}: {}", errno_name(errno())));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many of `path`'s pages are in the page cache (mincore() over a read-only mapping).
+    fn cached_pages(path: &str) -> Result<usize, String> {
+        let f = std::fs::File::open(path).map_err(|e| format!("open {path}: {e}"))?;
+        let len = f.metadata().map_err(|e| format!("stat {path}: {e}"))?.len() as usize;
+        if len == 0 {
+            return Ok(0);
+        }
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: a shared read-only mapping of the whole file, unmapped before returning; mincore
+        // only reads the page cache's state into `vec` (one byte per page of the mapping)
+        unsafe {
+            let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0);
+            if p == libc::MAP_FAILED {
+                return Err(format!("mmap {path}: {}", errno_name(errno())));
+            }
+            let mut vec = vec![0u8; len.div_ceil(4096)];
+            let r = libc::mincore(p, len, vec.as_mut_ptr());
+            libc::munmap(p, len);
+            if r != 0 {
+                return Err(format!("mincore {path}: {}", errno_name(errno())));
+            }
+            Ok(vec.iter().filter(|&&b| b & 1 != 0).count())
+        }
+    }
+
+    /// A new swap file is written out whole (no holes) and none of it stays in the page
+    /// cache: without the drop all its 2,048 pages are cached.
+    #[test]
+    fn a_new_swap_file_leaves_nothing_in_the_page_cache() {
+        // where the runner puts swap files; on tmpfs the page cache is the file: no test
+        let path = format!("/var/tmp/thplab-swapfile-test-{}", std::process::id());
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        let dir = std::ffi::CString::new("/var/tmp").unwrap();
+        if unsafe { libc::statfs(dir.as_ptr(), &mut st) } != 0 || st.f_type == libc::TMPFS_MAGIC {
+            eprintln!("skipped: /var/tmp is missing or on tmpfs");
+            return;
+        }
+        let r = create_swapfile(&path, 8 << 20).and_then(|_| {
+            let len = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
+            Ok((len, cached_pages(&path)?))
+        });
+        let _ = std::fs::remove_file(&path);
+        let (len, cached) = r.unwrap();
+        assert_eq!(len, 8 << 20);
+        assert_eq!(cached, 0);
+    }
 }
