@@ -33,6 +33,18 @@
 //! compaction-fill-p60's settle phase, each beside a free order-9 block that the fault
 //! phase then refaulted from the host (docs/page_reporting.md, "The pages in use as
 //! found").
+//!
+//! The lists' order. Both leave each free list in the order their frees put the blocks on
+//! it (to its head, or its tail where buddy_merge_likely() says so), not shuffled: 6.18
+//! shuffles free lists only with page_alloc.shuffle=1 (shuffle_free_memory()), and the
+//! reference host runs with it off (/sys/module/page_alloc/parameters/shuffle: N). The
+//! order decides where a run's first 4 KiB faults land: they take the order-0 blocks, then
+//! the order-1 ones, in list order. Shuffled, compaction-fill-p60's fragment phase (19 GiB
+//! written, then 3 of every 4 pages per 16 KiB dropped) mapped its 16 KiB groups onto
+//! pages scattered over the zone and left 4,180 free order-3 blocks in zone Normal where
+//! live 6.18 leaves 364; in list order the model leaves 349 (and 38,758 order-2 blocks
+//! against live 34,588, where shuffled gave 28,469; stop 48, out/vk-h40). A booted aged
+//! machine with no record of its pages (`Kernel::new`) still has its boot lists shuffled.
 
 use crate::consts::*;
 use crate::kernel::Kernel;
@@ -158,18 +170,14 @@ impl Kernel {
     /// `pagetypeinfo`, each zone's pageblocks with the most unmovable (`u`) pages become
     /// as many UNMOVABLE and then RECLAIMABLE blocks as its table counts (kpageflags
     /// cannot tell them apart). Pages outside the model's free memory (its own reserve, a
-    /// zone edge) are skipped. The zones' free lists are shuffled afterwards with `seed`.
+    /// zone edge) are skipped. The free lists stay in the order the frees left them
+    /// (module doc, "The lists' order").
     /// A flagless page (`p`) is held as a kernel page too, and its pfn returned (in pfn
     /// order) for the per-CPU lists as found (`flagless_to_pcp`; `release_flagless` frees
     /// the rest), except the whole aligned pageblocks of a flagless run, which stay free
     /// (blocks page reporting had isolated, THPs on an order-9 per-CPU list). Returns the
     /// pages held.
-    pub fn hold_in_use(
-        &mut self,
-        in_use: &str,
-        pagetypeinfo: Option<&str>,
-        seed: u64,
-    ) -> Result<(u64, Vec<u64>), String> {
+    pub fn hold_in_use(&mut self, in_use: &str, pagetypeinfo: Option<&str>) -> Result<(u64, Vec<u64>), String> {
         let runs = in_use_runs(in_use)?;
         let mut flagless = vec![];
         let nr = 1u64 << MAX_PAGE_ORDER;
@@ -269,7 +277,6 @@ impl Kernel {
         }
         for zi in zones {
             self.pm.drain_all_pages(Some(zi));
-            self.pm.shuffle_free_lists(zi, seed);
         }
         // only those held (in the model's free memory) can go to a per-CPU list
         flagless.retain(|&p| self.pm.frames[p as usize] == make_kernel(0, true));
@@ -329,9 +336,8 @@ impl Kernel {
     /// type (the kernel's and the other tenants' unmovable and reclaimable pageblocks hold
     /// ~40 % of the small free blocks on the reference host; a movable allocation takes
     /// them only when its own lists are empty, __rmqueue_fallback()). Returns the pages
-    /// held. The zone's lists are shuffled afterwards with `seed`, as an aged machine's are
-    /// (Kernel::new).
-    pub fn hold_small_free_blocks(&mut self, buddyinfo: &str, pagetypeinfo: Option<&str>, seed: u64) -> u64 {
+    /// held. The free lists stay in the order the frees left them (module doc, "The lists' order").
+    pub fn hold_small_free_blocks(&mut self, buddyinfo: &str, pagetypeinfo: Option<&str>) -> u64 {
         let mut held_total = 0;
         for zi in 0..self.pm.zones.len() {
             let (node, name) = (self.pm.zones[zi].node, self.pm.zones[zi].name);
@@ -358,7 +364,6 @@ impl Kernel {
             }
             if carved {
                 self.pm.drain_all_pages(Some(zi));
-                self.pm.shuffle_free_lists(zi, seed);
             }
         }
         held_total

@@ -106,11 +106,11 @@ impl Boot {
         let mut flagless = vec![];
         if let (true, Some(u)) = (machine.aged, &machine.in_use) {
             flagless = k
-                .hold_in_use(u, machine.pagetypeinfo.as_deref(), seed)
+                .hold_in_use(u, machine.pagetypeinfo.as_deref())
                 .map_err(|message| Error::BadInput { field: "machine.in_use".into(), message })?
                 .1;
         } else if let (true, Some(b)) = (machine.aged, &machine.buddyinfo) {
-            k.hold_small_free_blocks(b, machine.pagetypeinfo.as_deref(), seed);
+            k.hold_small_free_blocks(b, machine.pagetypeinfo.as_deref());
         }
         // its per-CPU lists as found (aged.rs hold_pcp_lists_as_found)
         k.hold_pcp_lists_as_found(&machine.pcp, flagless);

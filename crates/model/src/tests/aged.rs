@@ -18,7 +18,7 @@ fn small_free_blocks_are_laid_out_and_taken_first() {
               Node 0, zone   Normal   3000   2500   1200    900    500    300    100     40     20      9     99 \n";
     let mut k = kernel("4G,aged", &[]);
     let kernel_before = k.nr_kernel_pages();
-    let held = k.hold_small_free_blocks(bi, None, 1);
+    let held = k.hold_small_free_blocks(bi, None);
     crate::check::check(&k).unwrap();
     assert_eq!(k.nr_kernel_pages() - kernel_before, held);
     for zi in 0..k.pm.zones.len() {
@@ -63,7 +63,7 @@ fn small_free_blocks_are_laid_out_per_migratetype() {
     let by_type = crate::aged::small_free_blocks_by_type(pti, 0, "Normal").unwrap();
     assert_eq!(by_type.len(), 3, "HighAtomic left out");
     let mut k = kernel("4G,aged", &[]);
-    k.hold_small_free_blocks(bi, Some(pti), 1);
+    k.hold_small_free_blocks(bi, Some(pti));
     crate::check::check(&k).unwrap();
     let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
     for (mt, want) in &by_type {
@@ -141,7 +141,7 @@ fn pages_in_use_are_held_where_found() {
     let pti = "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate \n\
                Node 0, zone    DMA32            0          100            0            0            0 \n\
                Node 0, zone   Normal            1          500            1            0            0 \n";
-    let (held, _) = k.hold_in_use(&text, Some(pti), 1).unwrap();
+    let (held, _) = k.hold_in_use(&text, Some(pti)).unwrap();
     crate::check::check(&k).unwrap();
     assert_eq!(held, 1 + 3 + 40 + 20 + 5);
     assert_eq!(k.nr_kernel_pages() - kernel_before, held);
@@ -176,7 +176,7 @@ fn pages_found_on_an_lru_are_moved_by_compaction() {
     let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
     let zs = k.pm.zones[zi].start_pfn;
     let (m, u) = (zs + 1023, zs + 4096 + 1023);
-    k.hold_in_use(&format!("{m} 1 m\n{u} 1 u\n"), None, 1).unwrap();
+    k.hold_in_use(&format!("{m} 1 m\n{u} 1 u\n"), None).unwrap();
     assert!(is_kernel_movable(k.pm.frames[m as usize]));
     assert!(!is_kernel_movable(k.pm.frames[u as usize]));
     let kernel_before = k.nr_kernel_pages();
@@ -215,7 +215,7 @@ fn flagless_pages_take_the_per_cpu_lists_as_found() {
     // off the free lists): that pageblock stays free
     let rep = zs + 16 * 1024 + 512;
     let text = format!("{a} 2 p\n{} 1 u\n{far} 1 p\n{} 514 p\n", a + 2, rep - 1);
-    let (held, mut flagless) = k.hold_in_use(&text, None, 1).unwrap();
+    let (held, mut flagless) = k.hold_in_use(&text, None).unwrap();
     assert!(is_free_head(k.pm.frames[rep as usize]) && free_order(k.pm.frames[rep as usize]) >= 9);
     flagless.retain(|&p| p < rep - 1);
     assert_eq!((held, flagless.clone()), (6, vec![a, a + 1, far]), "the reported block's neighbours held");
@@ -244,4 +244,24 @@ fn flagless_pages_take_the_per_cpu_lists_as_found() {
     );
     let blk = far & !1023;
     assert!(is_free_head(k.pm.frames[blk as usize]) && free_order(k.pm.frames[blk as usize]) == MAX_PAGE_ORDER);
+}
+
+/// The free lists stay in the order hold_in_use's frees leave them (aged.rs, "The lists'
+/// order": 6.18 shuffles them only with page_alloc.shuffle=1): a 4 MiB block found with
+/// every other page in use gives 512 free order-0 pages, and 4 KiB allocations take
+/// them one after another through the block, each next to the last but one; shuffled, they
+/// would come from anywhere in it.
+#[test]
+fn four_kib_faults_take_the_found_order0_pages_in_list_order() {
+    let mut k = kernel("4G,aged", &[]);
+    let zi = (0..k.pm.zones.len()).find(|&z| k.pm.zones[z].name == "Normal").unwrap();
+    let b = k.pm.zones[zi].start_pfn + 32 * 1024;
+    let text: String = (0..512).map(|i| format!("{} 1 u\n", b + 2 * i)).collect();
+    k.hold_in_use(&text, None).unwrap();
+    crate::check::check(&k).unwrap();
+    assert_eq!(k.pm.zones[zi].nr_free_order(0), 512);
+    let got: Vec<u64> = (0..200).map(|_| k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, 0).unwrap().0).collect();
+    assert!(got.iter().all(|&p| p >= b && p < b + 1024), "all from the found block");
+    let steps = got.windows(2).filter(|w| w[0].abs_diff(w[1]) == 2).count();
+    assert_eq!(steps, got.len() - 1, "in list order: {:?}", &got[..12]);
 }
