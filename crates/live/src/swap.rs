@@ -284,6 +284,8 @@ pub fn apply(plans: &[SwapPlan], journal: &mut Journal) -> Result<Vec<Value>, St
     Ok(desc)
 }
 
+/// A new file of `size` bytes at `path` for swap (a swap file, or a `disk` device's backing
+/// file): written out and synced, then dropped from the page cache.
 pub fn create_swapfile(path: &str, size: u64) -> Result<(), String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
