@@ -1036,6 +1036,27 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   (9 unstable), every counter within, geomean 0.92x, host speed 1.03x (0.97-1.10x),
   swap_batch_ns 102; out: compaction-fill-p60 p:fault 0.56x, disk_worst p:pageout_thp
   0.68x (disk_best 0.75x, within), mthp_64k_pageout_zram p:munmap 1.29x.
+* 2026-12-05 (stop 48): seed 000 disk_best / disk_worst p:pageout_thp (0.68-0.79x in every
+  pair): the runner wrote each new swap file out through the page cache and left it there,
+  and a loop device with direct I/O invalidates the cached pages of each range it first
+  writes (kiocb_invalidate_pages() in __iomap_dio_rw()): 256 THPs went out at 410-487 us
+  each on a new device, 302-312 with the file's cache dropped. create_swapfile() now drops
+  it (posix_fadvise DONTNEED; crates/live/src/swap.rs, with a test). A found layout's free
+  lists are no longer shuffled (6.18 shuffles only with page_alloc.shuffle=1; this host has
+  it off): compaction-fill-p60's fragment phase leaves 349 free order-3 blocks, live 364,
+  shuffled 4,180 (crates/model/src/aged.rs). compaction-fill-p60 p:fault follows the
+  unpaired order-9 blocks its settle phase leaves, which its tenant's scattered pages make:
+  without the tenant live and model agree (33 and 31 blocks, 235 and 229 ms); with it the
+  model's count swings with the start state (40-69 over seeds on vk-h40's start, 223-250
+  on vk-h41's) as the live one does between runs (49-1,393); docs/page_reporting.md.
+  Pair out/host-h41.toml, out/vk-h41 (31 min): 42/45, 152 of 155 gated (7 unstable), every
+  counter within, geomean 0.97x, host speed 0.96x (0.93-1.01x); disk_best / disk_worst
+  p:pageout_thp 0.83x / 0.97x; out: compaction-fill-p60 p:fault 1.94x (model 251 unpaired
+  blocks, live 135), swap_pageout_thp_zram_sparse p:munmap 1.27x (its 66k page frees at
+  page_free_ns 252, which h40 measured 212: the probe's 4 MiB munmaps drain the per-CPU
+  list for part of their pieces, 60-90 ns a page more than with room on it, so the
+  figure moves with the list's state; charging free_pcppages_bulk() per page apart, and
+  measuring page_free_ns with room, is next), mthp_64k_pageout_zram p:munmap 1.25x.
 """
 
 from __future__ import annotations
