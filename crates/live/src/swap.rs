@@ -314,8 +314,10 @@ pub fn create_swapfile(path: &str, size: u64) -> Result<(), String> {
     // against 302-312 us each with the cache dropped, stop 48), and as much memory as the
     // file sat in the page cache where the model has none. A swap file's own I/O bypasses
     // the page cache; its cached copy was only memory taken.
-    if unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) } != 0 {
-        return Err(format!("drop the page cache of swap file {path}: {}", errno_name(errno())));
+    // (posix_fadvise returns the error number; it does not set errno)
+    let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(format!("drop the page cache of swap file {path}: {}", errno_name(rc)));
     }
     Ok(())
 }

@@ -249,8 +249,8 @@ fn flagless_pages_take_the_per_cpu_lists_as_found() {
 /// The free lists stay in the order hold_in_use's frees leave them (aged.rs, "The lists'
 /// order": 6.18 shuffles them only with page_alloc.shuffle=1): a 4 MiB block found with
 /// every other page in use gives 512 free order-0 pages, and 4 KiB allocations take
-/// them one after another through the block, each next to the last but one; shuffled, they
-/// would come from anywhere in it.
+/// them one after another through the block, each two pfns from the one before; shuffled,
+/// they would come from anywhere in it.
 #[test]
 fn four_kib_faults_take_the_found_order0_pages_in_list_order() {
     let mut k = kernel("4G,aged", &[]);
