@@ -193,6 +193,26 @@ def test_swap_batch_is_the_reversed_munmap_less_the_in_order_one_pooled_over_dev
     assert any(r[0] == "swap_batch_ns" and "file+disk" in r[3] for r in rows)
 
 
+def test_page_free_is_the_munmap_with_room_and_the_drain_what_a_full_list_adds():
+    """page_free_ns: the munmap of present pages with room on the per-CPU list, less the PTE
+    walk; pcp_drain_ns: the same munmaps with every list at its floor, less those; without
+    the room probe page_free_ns comes from the plain munmap and the drain stays at its
+    default."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    fx["samples"]["munmap_4k"] = [250, 252, 248]
+    prof0 = calibrate.profile_from_samples(fx)[0]
+    assert prof0["page_free_ns"] == 250 - prof0["pte_walk_ns"]
+    assert prof0["pcp_drain_ns"] == tomllib.loads(n.default_costs())["pcp_drain_ns"]
+    fx["samples"]["munmap_4k_room"] = [190, 200, 210]
+    fx["samples"]["munmap_4k_drain"] = [270, 275, 280]
+    prof, rows = calibrate.profile_from_samples(fx)
+    assert prof["page_free_ns"] == 200 - prof["pte_walk_ns"]
+    assert prof["pcp_drain_ns"] == 75
+    assert any(r[0] == "pcp_drain_ns" for r in rows)
+
+
 def test_write_segment_cost_is_fitted_only_against_a_thp_swap_write_rate():
     """A device whose write bandwidth comes from whole-THP swap writes (one segment per
     2 MiB) takes the 4 KiB swap-out's excess per page as its per-segment cost; one whose

@@ -219,7 +219,24 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "munmap_zero",
             "munmap of zero-page PTEs per PTE, less the PTE walk",
         )
-    if have("munmap_4k"):
+    if have("munmap_4k_room"):
+        # the free with room on the per-CPU list; a free that finds the list full also moves
+        # pages to the buddy lists (pcp_drain_ns: the same munmaps with every list's high at
+        # its floor, less these), which the model charges where its lists are full
+        put(
+            "page_free_ns",
+            _med(S["munmap_4k_room"]) - prof["pte_walk_ns"],
+            "munmap_4k_room",
+            "munmap of present 4K pages per page with room on the per-CPU list, less the PTE walk",
+        )
+        if have("munmap_4k_drain"):
+            put(
+                "pcp_drain_ns",
+                max(0.0, _med(S["munmap_4k_drain"]) - _med(S["munmap_4k_room"])),
+                "munmap_4k_drain",
+                "the same munmaps with percpu_pagelist_high_fraction 100000 (every free spills), per page, less with room",
+            )
+    elif have("munmap_4k"):
         put(
             "page_free_ns",
             _med(S["munmap_4k"]) - prof["pte_walk_ns"],

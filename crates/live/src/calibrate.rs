@@ -551,12 +551,14 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     }
     // ---- splits, collapse, compaction ----
     if is_root() {
+        crate::calibrate_mm::calibrate_page_free(&mut c, &mut journal_guard)?;
         crate::calibrate_mm::calibrate_split(&mut c, &mut journal_guard)?;
         crate::calibrate_mm::calibrate_mthp_fault(&mut c, &mut journal_guard)?;
         crate::calibrate_mm::calibrate_split_64k(&mut c, &mut journal_guard)?;
         crate::calibrate_mm::calibrate_compaction(&mut c)?;
     } else {
-        c.notes.push("not root: split, mTHP fault and compaction costs were not measured".into());
+        c.notes
+            .push("not root: the per-CPU list drain, split, mTHP fault and compaction costs were not measured".into());
     }
     crate::calibrate_mm::calibrate_collapse(&mut c)?;
     if is_root() {

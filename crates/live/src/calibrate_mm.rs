@@ -205,6 +205,37 @@ pub fn calibrate_block(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     g.undo()
 }
 
+// ---------------------------------------------------------------- a page's free and the per-CPU list
+
+const PCP_HIGH_FRACTION: &str = "/proc/sys/vm/percpu_pagelist_high_fraction";
+
+/// The free of a 4 KiB page with and without room on the per-CPU list: munmap of 4 MiB of
+/// present pages, each piece faulted in just before it goes. With percpu_pagelist_high_fraction
+/// at 100000 every list's high is its floor (4 batches, zone_highsize()), so nearly every
+/// free spills a page to the buddy lists (free_pcppages_bulk(): munmap_4k_drain); with the
+/// fraction as found the faults empty the list as fast as the frees fill it, and nothing
+/// spills (munmap_4k_room). The calibration's other munmaps free in runs of 64-256 MiB, which
+/// fill the list to its high part-way: munmap_4k took 212 ns a page in one calibration and
+/// 252 in the next (out/host-h40, -h41), as the list stood.
+pub fn calibrate_page_free(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
+    let found = read_trim(PCP_HIGH_FRACTION).ok_or_else(|| failed(format!("cannot read {PCP_HIGH_FRACTION}")))?;
+    let n = if c.quick { 16 } else { 64 };
+    let npg = MUNMAP_PIECE / PAGE;
+    for (tag, fraction) in [("munmap_4k_drain", "100000"), ("munmap_4k_room", found.as_str())] {
+        set_knob(g, "vm.percpu_pagelist_high_fraction", PCP_HIGH_FRACTION, fraction)?;
+        for r in 0..=n {
+            let m = Map_::new(MUNMAP_PIECE, Some(false))?;
+            m.touch(1);
+            let v = timed(npg, || drop(m));
+            if r > 0 {
+                c.s.add(tag, v);
+            }
+        }
+        check_sig()?;
+    }
+    g.undo()
+}
+
 // ---------------------------------------------------------------- swap on a file or a loop device
 
 /// Swap-out and swap-in on a swap file (`file`) or a loop block device (`disk`): per 4 KiB

@@ -195,9 +195,15 @@ impl Kernel {
         self.pm.setup_watermarks(mfk, self.cfg.watermark_scale_factor);
     }
 
+    /// Charge the current context `ns`, and the blocks its frees moved from a full per-CPU
+    /// list to the buddy lists since the last charge (free_pcppages_bulk() under the zone
+    /// lock, pcp_drain_ns each; PhysMem::spilled).
     #[inline]
     pub fn charge(&mut self, ns: u64) {
         self.clock.cost += ns;
+        if self.pm.spilled != 0 {
+            self.clock.cost += std::mem::take(&mut self.pm.spilled) * self.costs.pcp_drain_ns;
+        }
     }
 
     /// count_mthp_stat(HPAGE_PMD_ORDER, stat): the PMD size's stats.

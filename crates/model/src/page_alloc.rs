@@ -261,6 +261,10 @@ pub struct PhysMem {
     pub pcp: Vec<PerCpuPages>,
     /// the CPU the current step runs on (the engine sets it with the kernel's clock)
     pub cpu: u32,
+    /// blocks a free moved from a full per-CPU list to the buddy lists (pcp_spill; an order-9
+    /// block is one, as it is one __free_one_page()) that the freeing context has not been
+    /// charged for yet (Kernel::charge folds them in at pcp_drain_ns each)
+    pub spilled: u64,
     /// when the per-CPU lists' next decay_pcp_high() is due (ms)
     pub(crate) next_pcp_decay_ms: u32,
     /// the current task's capture_control while it direct-compacts (compaction.rs)
@@ -297,6 +301,7 @@ impl PhysMem {
             now_ms: 0,
             pcp: vec![],
             cpu: 0,
+            spilled: 0,
             next_pcp_decay_ms: PCP_DECAY_INTERVAL_MS,
             capture: None,
         };
@@ -1142,7 +1147,7 @@ impl PhysMem {
     #[inline(never)]
     fn pcp_spill(&mut self, zi: usize, i: usize, batch: u64, high: u64, free_high: bool, li: usize) {
         let n = self.nr_pcp_free(i, batch, high, free_high);
-        self.free_pcppages_bulk(zi, i, n, li);
+        self.spilled += self.free_pcppages_bulk(zi, i, n, li);
         if self.zones[zi].below_high {
             let mark = self.zones[zi].wmark(WMARK_HIGH);
             if self.zone_watermark_ok(zi, 0, mark, ZONE_MOVABLE, 0) {
@@ -1205,9 +1210,10 @@ impl PhysMem {
 
     /// free_pcppages_bulk(): `count` pages back to the buddy lists, the oldest of each
     /// list first, the lists taken round-robin starting with `pindex`. Each block is freed
-    /// with its pageblock's current type.
-    fn free_pcppages_bulk(&mut self, zi: usize, i: usize, count: u64, pindex: usize) {
+    /// with its pageblock's current type. Returns the blocks freed.
+    fn free_pcppages_bulk(&mut self, zi: usize, i: usize, count: u64, pindex: usize) -> u64 {
         let mut count = count.min(self.pcp[i].count);
+        let mut blocks = 0;
         let mut li = (pindex + NR_PCP_LISTS - 1) % NR_PCP_LISTS;
         while count > 0 {
             loop {
@@ -1222,6 +1228,7 @@ impl PhysMem {
             let runs = order == 0 && self.use_run_free;
             loop {
                 let p = self.pcp[i].lists[li].pop_tail().expect("not empty") as u64;
+                blocks += 1;
                 self.pcp[i].count -= 1 << order;
                 count = count.saturating_sub(1 << order);
                 self.frames[p as usize] = 0;
@@ -1240,6 +1247,7 @@ impl PhysMem {
             }
             self.free_run_order0(zi, run, run_len, run_mt);
         }
+        blocks
     }
 
     /// __free_one_page() of each page of [pfn, pfn + n), in that order: consecutive
@@ -1302,7 +1310,7 @@ impl PhysMem {
         let i = self.pcp_index(cpu, zi);
         let n = self.pcp[i].count;
         if n > 0 {
-            self.free_pcppages_bulk(zi, i, n, 0);
+            let _ = self.free_pcppages_bulk(zi, i, n, 0);
         }
     }
     /// drain_local_pages(zone): the current CPU's lists for one zone.
@@ -1354,7 +1362,7 @@ impl PhysMem {
                 }
                 if pcp.count > pcp.high {
                     let n = pcp.count - pcp.high;
-                    self.free_pcppages_bulk(zi, i, n, 0);
+                    let _ = self.free_pcppages_bulk(zi, i, n, 0);
                 }
             }
             if !todo {

@@ -279,11 +279,19 @@ pub struct CostProfile {
     /// Allocating a page through the buddy allocator: estimate (the per-cpu list fast path,
     /// ~200 cycles).
     pub page_alloc_ns: u64,
-    /// Releasing a folio: off its LRU list and its mappings' accounting, back to the buddy
-    /// allocator (free_pages_and_swap_cache / folio_put). calibrate: munmap_4k (munmap of
-    /// present 4 KiB pages, per page: the median of 4 MiB pieces) less pte_walk_ns; the
-    /// default is an estimate.
+    /// Releasing a folio: off its LRU list and its mappings' accounting, onto the per-CPU
+    /// list (free_pages_and_swap_cache / folio_put, free_frozen_page_commit with room on the
+    /// list). calibrate: munmap_4k_room (munmap of present 4 KiB pages in 4 MiB pieces, each
+    /// faulted back first, so the list neither fills nor drains; per page, median) less
+    /// pte_walk_ns; the default is an estimate.
     pub page_free_ns: u64,
+    /// A block a free moves from a full per-CPU list to the buddy lists: free_pcppages_bulk()
+    /// under the zone lock, one __free_one_page() and its merges per list entry (a 4 KiB
+    /// page, or a whole THP from the order-9 list; the model's page_alloc.rs decides when a
+    /// list is full, as 6.18's nr_pcp_high() does). Estimate: 60 ns.
+    /// calibrate: munmap_4k_drain (the same munmaps with percpu_pagelist_high_fraction at
+    /// its largest, so each list holds 4 batches and every free spills) less munmap_4k_room.
+    pub pcp_drain_ns: u64,
     /// Local TLB flush of a range (reclaim's unmap, a PMD split, a collapse): estimate (invlpg
     /// of a few entries).
     pub tlb_flush_ns: u64,
@@ -622,6 +630,7 @@ impl Default for CostProfile {
             munmap_vma_ns: 1_000,
             page_alloc_ns: 90,
             page_free_ns: 80,
+            pcp_drain_ns: 60,
             tlb_flush_ns: 150,
             zap_flush_ns: 500,
             tlb_ipi_ns: 2_500,

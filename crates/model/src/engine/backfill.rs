@@ -54,6 +54,7 @@ impl Kernel {
         }
         let before = self.clock.cost;
         self.exit_mm(id);
+        self.charge(0); // its frees' spills to the buddy lists
         let munmap_ns = self.clock.cost - before;
         self.mms.pop_exited();
         (self.pm.cpu, self.clock.cpu) = saved;

@@ -550,6 +550,7 @@ impl<'w> Engine<'w> {
         self.k.clock.yield_at = self.queue.next_at();
         let next = self.k.kthread_step(kt.kind);
         self.k.clock.yield_at = u64::MAX;
+        self.k.charge(0); // the step's last spills to the buddy lists
         let end = start + self.k.clock.cost;
         self.cpu_free[cpu] = end;
         kt.busy_ns += self.k.clock.cost;
@@ -606,6 +607,7 @@ impl<'w> Engine<'w> {
 
     /// Account a step's time and schedule the process's next one.
     fn after_step(&mut self, pid: usize, start: u64, outcome: StepOutcome) {
+        self.k.charge(0); // the step's last spills to the buddy lists
         let cost = self.k.clock.cost;
         let task = &mut self.tasks[pid];
         let cpu = task.cpu as usize;

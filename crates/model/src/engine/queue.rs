@@ -46,6 +46,8 @@ pub(super) fn enter_step(k: &mut Kernel, start: u64) {
     k.clock.now = start;
     k.pm.now_ms = (start / 1_000_000).min(u32::MAX as u64 - 1) as u32;
     k.clock.cost = 0;
+    // spills outside any step (the boot layout's frees) are no one's time
+    k.pm.spilled = 0;
 }
 
 #[derive(Clone)]

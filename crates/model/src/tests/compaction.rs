@@ -653,3 +653,51 @@ fn freeing_runs_of_pages_changes_nothing_but_speed() {
     assert!(on.1 == off.1 && on.2 == off.2 && on.3 == off.3 && on.4 == off.4, "after the exit");
     same_with_and_without(&USE_RUN_FREE, &RUN_FREED);
 }
+
+/// A free that finds its per-CPU list at its high mark moves blocks to the buddy lists
+/// (free_pcppages_bulk()), and the freeing context pays pcp_drain_ns for each: a few frees
+/// with room on the list cost nothing beyond their own, thousands in a row fill the list
+/// and every page that spills is charged once (order 0: a page is a block).
+#[test]
+fn a_free_that_spills_the_per_cpu_list_pays_for_each_page_moved() {
+    let mut k = kernel("4G", &[]);
+    k.costs.pcp_drain_ns = 1000;
+    let pages: Vec<_> = (0..20_000).map(|_| k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, 0).unwrap()).collect();
+    (k.pm.spilled, k.clock.cost) = (0, 0);
+    for &p in &pages[..8] {
+        k.pm.free_pages(p, 0, &mut k.rec.vm);
+    }
+    k.charge(0);
+    assert_eq!(k.clock.cost, 0, "room on the list: no spill");
+    let count = |k: &Kernel| k.pm.pcp.iter().map(|p| p.count).sum::<u64>();
+    let before = count(&k);
+    for &p in &pages[8..] {
+        k.pm.free_pages(p, 0, &mut k.rec.vm);
+    }
+    k.charge(0);
+    let spilled = before + (pages.len() as u64 - 8) - count(&k);
+    assert!(spilled > 0, "20,000 frees fill the list");
+    assert_eq!(k.clock.cost, spilled * 1000);
+    assert_eq!(k.pm.spilled, 0, "charged once");
+}
+
+/// A THP spilled from the order-9 per-CPU list is one block, one __free_one_page(): its
+/// free is charged pcp_drain_ns once, not once per 4 KiB page.
+#[test]
+fn a_thp_spilled_from_the_per_cpu_list_is_charged_as_one_block() {
+    let mut k = kernel("4G", &[]);
+    k.costs.pcp_drain_ns = 1000;
+    let thps: Vec<_> =
+        (0..40).map(|_| k.alloc_pages(GFP_HIGHUSER_MOVABLE, crate::consts::HPAGE_PMD_ORDER, 0).unwrap()).collect();
+    (k.pm.spilled, k.clock.cost) = (0, 0);
+    let count = |k: &Kernel| k.pm.pcp.iter().map(|p| p.count).sum::<u64>();
+    let before = count(&k);
+    for &p in &thps {
+        k.pm.free_pages(p, crate::consts::HPAGE_PMD_ORDER, &mut k.rec.vm);
+    }
+    k.charge(0);
+    let pages = before + 40 * 512 - count(&k);
+    assert!(pages >= 512, "40 THPs fill the list");
+    assert_eq!(pages % 512, 0, "only THPs were on it");
+    assert_eq!(k.clock.cost, pages / 512 * 1000);
+}
