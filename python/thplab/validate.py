@@ -1055,8 +1055,14 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   blocks, live 135), swap_pageout_thp_zram_sparse p:munmap 1.27x (its 66k page frees at
   page_free_ns 252, which h40 measured 212: the probe's 4 MiB munmaps drain the per-CPU
   list for part of their pieces, 60-90 ns a page more than with room on it, so the
-  figure moves with the list's state; charging free_pcppages_bulk() per page apart, and
-  measuring page_free_ns with room, is next), mthp_64k_pageout_zram p:munmap 1.25x.
+  figure moved with the list's state), mthp_64k_pageout_zram p:munmap 1.25x. So a free
+  now pays page_free_ns with room on its list and pcp_drain_ns per block it spills to the
+  buddy lists (free_pcppages_bulk(); a THP from the order-9 list is one block), and
+  calibrate measures both (munmap_4k_room, munmap_4k_drain: 203 and 59 ns). Replayed on
+  out/vk-h41 with h41's costs and those two: 153 of 155 gated, zram_sparse p:munmap 1.03x,
+  swap_pageout_base_zram p:munmap 1.23x -> 0.99x; fill-p60's fault latency p50 turned to
+  a refault (its settle left more unpaired blocks: more than half of the 512 faults
+  refault), the one counter out.
 """
 
 from __future__ import annotations
