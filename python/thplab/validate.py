@@ -1062,7 +1062,15 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   out/vk-h41 with h41's costs and those two: 153 of 155 gated, zram_sparse p:munmap 1.03x,
   swap_pageout_base_zram p:munmap 1.23x -> 0.99x; fill-p60's fault latency p50 turned to
   a refault (its settle left more unpaired blocks: more than half of the 512 faults
-  refault), the one counter out.
+  refault), the one counter out. zram's pool frames freed with their objects pay no
+  pcp_drain_ns on top (their free is in the calibrated *_free_ns). Pair out/host-h43.toml,
+  out/vk-h43 (30 min): 42/45, 152 of 154 gated (8 unstable), geomean 0.99x, host speed
+  0.97x (0.89-1.16x), page_free_ns 201, pcp_drain_ns 44; disk_best / disk_worst
+  p:pageout_thp 0.78x / 0.80x, zram_sparse p:munmap 0.98x; out: seed 000 file_best
+  p:fault_4k 0.72x (3.4 against 2.5 ms), swap_pageout_thp_zram_dense p:munmap 1.31x (1.21x
+  replayed with the pool frames' fix: 153 of 154); compaction-fill-p60 p:fault unstable
+  live, its model settle leaving 575 unpaired blocks (live 181; 322-402 with no drain
+  charge on that start), so its fault latency p50 is a refault: the counter out.
 """
 
 from __future__ import annotations

@@ -253,6 +253,10 @@ impl Kernel {
     /// Free pool frames the objects no longer need (zsmalloc frees empty zspages; the
     /// model's pool is always perfectly packed).
     pub fn zram_pool_fit(&mut self, di: usize) {
+        // a pool frame's free, spill to the buddy lists included, is part of the entry's
+        // *_free_ns, which calibrate measures whole (zs_free freeing the zspage): no
+        // pcp_drain_ns on top
+        let spilled = self.pm.spilled;
         loop {
             let z = self.swap.devs[di].zram.as_mut().unwrap();
             if (z.frames.len() as u64) <= z.pool_bytes.div_ceil(PAGE_SIZE) {
@@ -262,6 +266,7 @@ impl Kernel {
             self.mod_node_page_state(pfn as u64, NodeStat::NrKernelMisc, -1);
             self.pm.free_pages(Pfn(pfn as u64), 0, &mut self.rec.vm);
         }
+        self.pm.spilled = spilled;
     }
 
     /// mm_stat of every zram device: (device name, mm_stat object).

@@ -907,3 +907,33 @@ fn zeromap_check_reads_the_last_word_first() {
     assert_eq!(run(4095, slow) - run(4095, 0), 1024 * 8 * 1000, "the last word alone");
     assert_eq!(run(100, slow) - run(100, 0), 1024 * (8 + 104) * 1000, "the last word, then 13 words");
 }
+
+/// zram's pool frames go back to the buddy allocator as the objects in them are freed
+/// (zram_pool_fit); what that free costs, a spill of a full per-CPU list included, is in the
+/// entry's calibrated *_free_ns, so no pcp_drain_ns is charged on top of it.
+#[test]
+fn zram_pool_frames_freed_pay_no_drain_beyond_the_entry_free() {
+    use crate::gfp::GFP_HIGHUSER_MOVABLE;
+    use crate::vmstat::NodeStat;
+    let mut k = super::common::kernel("1G,swap=zram:1G", &[]);
+    k.costs.pcp_drain_ns = 1000;
+    // this CPU's list filled to its high mark: every further free spills
+    let fill: Vec<_> = (0..20_000).map(|_| k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, 0).unwrap()).collect();
+    let frames: Vec<_> = (0..2_000).map(|_| k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, 0).unwrap()).collect();
+    for &p in &fill {
+        k.pm.free_pages(p, 0, &mut k.rec.vm);
+    }
+    for &p in &frames {
+        k.mod_node_page_state(p.0, NodeStat::NrKernelMisc, 1);
+        k.swap.devs[0].zram.as_mut().unwrap().frames.push(p.0 as u32);
+    }
+    k.swap.devs[0].zram.as_mut().unwrap().pool_bytes = 0;
+    (k.pm.spilled, k.clock.cost) = (0, 0);
+    let pcp = |k: &Kernel| k.pm.pcp.iter().map(|p| p.count).sum::<u64>();
+    let before = pcp(&k);
+    k.zram_pool_fit(0);
+    k.charge(0);
+    assert!(k.swap.devs[0].zram.as_ref().unwrap().frames.is_empty());
+    assert!(before + 2_000 > pcp(&k), "the frees spilled");
+    assert_eq!(k.clock.cost, 0);
+}
