@@ -219,29 +219,27 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "munmap_zero",
             "munmap of zero-page PTEs per PTE, less the PTE walk",
         )
-    if have("munmap_4k_room"):
-        # the free with room on the per-CPU list; a free that finds the list full also moves
-        # pages to the buddy lists (pcp_drain_ns: the same munmaps with every list's high at
-        # its floor, less these), which the model charges where its lists are full
+    # the free with room on the per-CPU list (munmap_4k_room; older calibrations: munmap_4k,
+    # which filled the list part-way); a free that finds the list full also moves pages to
+    # the buddy lists (pcp_drain_ns: the same munmaps with every list's high at its floor,
+    # less those with room), which the model charges where its lists are full
+    room = have("munmap_4k_room")
+    free_src = "munmap_4k_room" if room else "munmap_4k"
+    if have(free_src):
         put(
             "page_free_ns",
-            _med(S["munmap_4k_room"]) - prof["pte_walk_ns"],
-            "munmap_4k_room",
-            "munmap of present 4K pages per page with room on the per-CPU list, less the PTE walk",
+            _med(S[free_src]) - prof["pte_walk_ns"],
+            free_src,
+            "munmap of present 4K pages per page"
+            + (" with room on the per-CPU list" if room else "")
+            + ", less the PTE walk",
         )
-        if have("munmap_4k_drain"):
-            put(
-                "pcp_drain_ns",
-                max(0.0, _med(S["munmap_4k_drain"]) - _med(S["munmap_4k_room"])),
-                "munmap_4k_drain",
-                "the same munmaps with percpu_pagelist_high_fraction 100000 (every free spills), per page, less with room",
-            )
-    elif have("munmap_4k"):
+    if room and have("munmap_4k_drain"):
         put(
-            "page_free_ns",
-            _med(S["munmap_4k"]) - prof["pte_walk_ns"],
-            "munmap_4k",
-            "munmap of present 4K pages per page, less the PTE walk",
+            "pcp_drain_ns",
+            max(0.0, _med(S["munmap_4k_drain"]) - _med(S["munmap_4k_room"])),
+            "munmap_4k_drain",
+            "the same munmaps with percpu_pagelist_high_fraction 100000 (every free spills), per page, less with room",
         )
     if have("dontneed_present") and have("dontneed_none"):
         # MADV_DONTNEED of one present page per call less the same call with nothing
