@@ -669,13 +669,12 @@ fn a_free_that_spills_the_per_cpu_list_pays_for_each_page_moved() {
     }
     k.charge(0);
     assert_eq!(k.clock.cost, 0, "room on the list: no spill");
-    let count = |k: &Kernel| k.pm.pcp.iter().map(|p| p.count).sum::<u64>();
-    let before = count(&k);
+    let before = k.pm.pcp_pages_total();
     for &p in &pages[8..] {
         k.pm.free_pages(p, 0, &mut k.rec.vm);
     }
     k.charge(0);
-    let spilled = before + (pages.len() as u64 - 8) - count(&k);
+    let spilled = before + (pages.len() as u64 - 8) - k.pm.pcp_pages_total();
     assert!(spilled > 0, "20,000 frees fill the list");
     assert_eq!(k.clock.cost, spilled * 1000);
     assert_eq!(k.pm.spilled, 0, "charged once");
@@ -690,13 +689,12 @@ fn a_thp_spilled_from_the_per_cpu_list_is_charged_as_one_block() {
     let thps: Vec<_> =
         (0..40).map(|_| k.alloc_pages(GFP_HIGHUSER_MOVABLE, crate::consts::HPAGE_PMD_ORDER, 0).unwrap()).collect();
     (k.pm.spilled, k.clock.cost) = (0, 0);
-    let count = |k: &Kernel| k.pm.pcp.iter().map(|p| p.count).sum::<u64>();
-    let before = count(&k);
+    let before = k.pm.pcp_pages_total();
     for &p in &thps {
         k.pm.free_pages(p, crate::consts::HPAGE_PMD_ORDER, &mut k.rec.vm);
     }
     k.charge(0);
-    let pages = before + 40 * 512 - count(&k);
+    let pages = before + 40 * 512 - k.pm.pcp_pages_total();
     assert!(pages >= 512, "40 THPs fill the list");
     assert_eq!(pages % 512, 0, "only THPs were on it");
     assert_eq!(k.clock.cost, pages / 512 * 1000);
