@@ -338,6 +338,15 @@ def test_fill_scenarios_gate_the_fault_phase():
     # before calibrate the latency is reported, not gated
     c = v.compare(k, fill_result(2136, 2005, 2016, 2_500_000), fill=True, calibrated=False)
     assert c["counters_ok"]
+    # nor when the fault phase's live runs do not reproduce its time (unstable): the p50 of
+    # the counted run is then as much a draw; with runs that agree it stays gated
+    slow = fill_result(2136, 2005, 2016, 2_500_000)
+    for ms, gated in (((8, 30, 31), False), ((8, 8.5, 9), True)):
+        runs = [{"phases": {"p:fault": x * 1_000_000}} for x in ms]
+        c = v.compare(k, slow, runs, fill=True, calibrated=True)
+        row = next(r for r in c["rows"] if r["counter"] == "latency thp_fault@p:fault p50 ns")
+        assert (row["ok"], row["kind"].startswith("±")) == (not gated, gated), row
+        assert row["kind"] == "±50%" or "unstable live" in row["kind"]
     # the same results as an ordinary scenario: the whole-run THP count is exact
     assert not v.compare(k, m)["counters_ok"]
 

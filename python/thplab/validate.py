@@ -1071,6 +1071,20 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   replayed with the pool frames' fix: 153 of 154); compaction-fill-p60 p:fault unstable
   live, its model settle leaving 575 unpaired blocks (live 181; 322-402 with no drain
   charge on that start), so its fault latency p50 is a refault: the counter out.
+* 2026-12-05 (issue 15, stop 49), pair out/host-h44.toml, out/vk-h44 (30 min, with the
+  zram pool frames' fix): 42/45, 149 of 152 gated (10 unstable), geomean 0.92x, host speed
+  1.04x (0.97-1.31x). Out: swap_pageout_seed000_disk_best p:pageout_thp 0.67x (248 ms live
+  against 0.78-0.97x in h39-h43), zram_best p:fault_4k 0.74x, mthp_64k_pageout_zram
+  p:munmap 1.29x. compaction-fill-p60 p:fault unstable (live runs spread 2.93x): a traced
+  run found kcompactd moving from CPU 1 to the idle CPU 0 half a second into its round and
+  the tenant's scattered pages coming from refills (docs/page_reporting.md, "kcompactd
+  moves to the idle CPU"), so the fill's latency p50 now follows its phase: shown, not
+  gated, when the phase is unstable (h43's one counter out). The seed 000 best cases'
+  p:fault_4k (1024 faults that each allocate a PTE table) run 2.6-3.0 us a fault in the
+  runner's child (its fault_latency: p50 2.64-2.76 us) where calibrate's fault_4k_sparse,
+  and a C loop outside the runner, take 2.2-2.4 us (traced: +400 ns between a fault's data
+  page and the next fault's table; dense 4 KiB faults agree, 1,545-1,617 against 1,531 ns;
+  not fork, swap or the memcg): not found yet.
 """
 
 from __future__ import annotations
@@ -1694,6 +1708,25 @@ def fill_rows(kernel: dict, model: dict, *, calibrated: bool) -> list[dict]:
     return rows
 
 
+def demote_unstable_fill_latency(rows: list[dict], times: list[dict]) -> None:
+    """The fill's fault latency p50 is a time of the fault phase: when that phase's live
+    runs do not reproduce it (its time row is unstable, ``compare_times``), the p50 of the
+    one counted run is as much a draw as the phase time, so it is shown, not gated.
+    compaction-fill-p60's fault phase meets what its settle leaves: the tenant's 4 KiB pages
+    over nearly empty pageblocks, which differs from run to run with where the scheduler
+    moves kcompactd (docs/page_reporting.md, "kcompactd moves to the idle CPU"); live p:fault
+    ran 324-1,424 ms over the pairs' time runs, and the p50 moved from a THP fault that
+    finds a free block (~170 us) to a refault of a reported one (~4 ms)."""
+    phase = next((t for t in times if t["phase"] == FILL_PHASE), None)
+    if phase is None or phase["status"] != "unstable":
+        return
+    kind, pct, _ = FILL_LATENCY
+    for r in rows:
+        if r["counter"] == f"latency {kind}@{FILL_PHASE} {pct} ns":
+            r["kind"] = f"info ({FILL_PHASE} unstable live: its runs spread {phase['spread']:.2f}x)"
+            r["ok"] = True
+
+
 def within(k: int, m: int) -> bool:
     return abs(k - m) <= max(ABS_SLACK, REL_SLACK * max(abs(k), abs(m)))
 
@@ -1817,6 +1850,8 @@ def compare(
         if k is not None and m is not None:
             rows.append(_info_row(f"latency {kind} {pct} ns", int(k), int(m)))
     times = compare_times(kernel, model, runs, models)
+    if fill:
+        demote_unstable_fill_latency(rows, times)
     counters_ok = all(r["ok"] for r in rows)
     times_ok = all(t["ok"] for t in times)
     ok = counters_ok and times_ok
