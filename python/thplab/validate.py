@@ -1078,8 +1078,15 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   p:munmap 1.29x. compaction-fill-p60 p:fault unstable (live runs spread 2.93x): a traced
   run found kcompactd moving from CPU 1 to the idle CPU 0 half a second into its round and
   the tenant's scattered pages coming from refills (docs/page_reporting.md, "kcompactd
-  moves to the idle CPU"), so the fill's latency p50 now follows its phase: shown, not
-  gated, when the phase is unstable (h43's one counter out). The seed 000 best cases'
+  moves to the idle CPU"); over five sampled live runs p:fault took 0.33-0.47 s when
+  kcompactd left the tenant's CPU (4 runs) and 1.27 s when it stayed (the model: 288 ms,
+  kcompactd on CPU 1), so the fill's latency p50 now follows its phase: shown, not gated,
+  when the phase is unstable (h43's one counter out). mthp_64k_pageout_zram p:munmap
+  (1.17-1.33x over h32-h44, model 448 ns an entry from the 4 KiB text free): live, the
+  munmap of the 64 KiB folios' 4096 zram entries took 396-475 ns an entry against 504-618
+  for the same workload with 64kB never (4 runs each); ascending slots batch both alike
+  (swap_pte_batch; calibrate's same-filled frees: 64 ns an entry for 4 KiB pages, 57 for
+  THPs written whole), so why the mTHP's entries free ~25 % faster is not found yet. The seed 000 best cases'
   p:fault_4k (1024 faults that each allocate a PTE table) run 2.6-3.0 us a fault in the
   runner's child (its fault_latency: p50 2.64-2.76 us) where calibrate's fault_4k_sparse,
   and a C loop outside the runner, take 2.2-2.4 us (traced: +400 ns between a fault's data
