@@ -1086,12 +1086,12 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   munmap of the 64 KiB folios' 4096 zram entries took 396-475 ns an entry against 504-618
   for the same workload with 64kB never (4 runs each); ascending slots batch both alike
   (swap_pte_batch; calibrate's same-filled frees: 64 ns an entry for 4 KiB pages, 57 for
-  THPs written whole), so why the mTHP's entries free ~25 % faster is not found yet. The seed 000 best cases'
-  p:fault_4k (1024 faults that each allocate a PTE table) run 2.6-3.0 us a fault in the
-  runner's child (its fault_latency: p50 2.64-2.76 us) where calibrate's fault_4k_sparse,
-  and a C loop outside the runner, take 2.2-2.4 us (traced: +400 ns between a fault's data
-  page and the next fault's table; dense 4 KiB faults agree, 1,545-1,617 against 1,531 ns;
-  not fork, swap or the memcg): not found yet.
+  THPs written whole), so why the mTHP's entries free ~25 % faster is not found yet. The
+  seed 000 best cases' p:fault_4k (1024 faults that each allocate a PTE table) run 2.6-3.0
+  us a fault in the runner's child (its fault_latency: p50 2.64-2.76 us) where calibrate's
+  fault_4k_sparse, and a C loop outside the runner, take 2.2-2.4 us (traced: +400 ns
+  between a fault's data page and the next fault's table; dense 4 KiB faults agree,
+  1,545-1,617 against 1,531 ns; not fork, swap or the memcg): not found yet.
 """
 
 from __future__ import annotations
@@ -1704,7 +1704,7 @@ def fill_rows(kernel: dict, model: dict, *, calibrated: bool) -> list[dict]:
         ok = (not calibrated) or abs(m - k) <= tol * k
         rows.append(
             {
-                "counter": f"latency {key} {pct} ns",
+                "counter": fill_latency_counter(),
                 "kind": f"±{tol:.0%}" if calibrated else "info (gated after calibrate: --costs)",
                 "kernel": int(k),
                 "model": int(m),
@@ -1715,21 +1715,26 @@ def fill_rows(kernel: dict, model: dict, *, calibrated: bool) -> list[dict]:
     return rows
 
 
+def fill_latency_counter() -> str:
+    """The name of a fill's gated latency row (FILL_LATENCY in FILL_PHASE)."""
+    kind, pct, _ = FILL_LATENCY
+    return f"latency {kind}@{FILL_PHASE} {pct} ns"
+
+
 def demote_unstable_fill_latency(rows: list[dict], times: list[dict]) -> None:
     """The fill's fault latency p50 is a time of the fault phase: when that phase's live
     runs do not reproduce it (its time row is unstable, ``compare_times``), the p50 of the
     one counted run is as much a draw as the phase time, so it is shown, not gated.
     compaction-fill-p60's fault phase meets what its settle leaves: the tenant's 4 KiB pages
-    over nearly empty pageblocks, which differs from run to run with where the scheduler
-    moves kcompactd (docs/page_reporting.md, "kcompactd moves to the idle CPU"); live p:fault
-    ran 324-1,424 ms over the pairs' time runs, and the p50 moved from a THP fault that
-    finds a free block (~170 us) to a refault of a reported one (~4 ms)."""
+    over nearly empty pageblocks, which differs from run to run with whether the scheduler
+    moves kcompactd off the tenant's CPU (docs/page_reporting.md, "kcompactd moves to the
+    idle CPU"); live p:fault ran 324-1,424 ms over the pairs' time runs, and the p50 moved
+    from a THP fault that finds a free block (~170 us) to a refault of a reported one (~4 ms)."""
     phase = next((t for t in times if t["phase"] == FILL_PHASE), None)
     if phase is None or phase["status"] != "unstable":
         return
-    kind, pct, _ = FILL_LATENCY
     for r in rows:
-        if r["counter"] == f"latency {kind}@{FILL_PHASE} {pct} ns":
+        if r["counter"] == fill_latency_counter():
             r["kind"] = f"info ({FILL_PHASE} unstable live: its runs spread {phase['spread']:.2f}x)"
             r["ok"] = True
 
