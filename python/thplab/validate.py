@@ -1078,10 +1078,11 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   p:munmap 1.29x. compaction-fill-p60 p:fault unstable (live runs spread 2.93x): a traced
   run found kcompactd moving from CPU 1 to the idle CPU 0 half a second into its round and
   the tenant's scattered pages coming from refills (docs/page_reporting.md, "kcompactd
-  moves to the idle CPU"); over five sampled live runs p:fault took 0.33-0.47 s when
-  kcompactd left the tenant's CPU (4 runs) and 1.27 s when it stayed (the model: 288 ms,
-  kcompactd on CPU 1), so the fill's latency p50 now follows its phase: shown, not gated,
-  when the phase is unstable (h43's one counter out). mthp_64k_pageout_zram p:munmap
+  moves to the idle CPU"); over eight sampled live runs p:fault took 0.33-0.47 s when
+  kcompactd left the tenant's CPU (4 runs) and ~0.1 or ~1.26 s when it stayed (2 runs
+  each; the model: 288 ms, kcompactd on CPU 1), so the fill's latency p50 now follows its
+  phase: shown, not gated, when the phase is unstable (h43's one counter out).
+  mthp_64k_pageout_zram p:munmap
   (1.17-1.33x over h32-h44, model 448 ns an entry from the 4 KiB text free): live, the
   munmap of the 64 KiB folios' 4096 zram entries took 396-475 ns an entry against 504-618
   for the same workload with 64kB never (4 runs each); ascending slots batch both alike
