@@ -213,6 +213,20 @@ def test_page_free_is_the_munmap_with_room_and_the_drain_what_a_full_list_adds()
     assert any(r[0] == "pcp_drain_ns" for r in rows)
 
 
+def test_sleep_wake_is_a_1ms_sleep_op_less_1ms():
+    """sleep_wake_ns: the median 1 ms sleep op less 1 ms (the timer slack and the wake-up);
+    without the sample it keeps its default."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    fx["samples"].pop("sleep_1ms", None)
+    assert calibrate.profile_from_samples(fx)[0]["sleep_wake_ns"] == tomllib.loads(n.default_costs())["sleep_wake_ns"]
+    fx["samples"]["sleep_1ms"] = [1_095_000, 1_090_500, 1_101_000]
+    prof, rows = calibrate.profile_from_samples(fx)
+    assert prof["sleep_wake_ns"] == 95_000
+    assert any(r[0] == "sleep_wake_ns" for r in rows)
+
+
 def test_write_segment_cost_is_fitted_only_against_a_thp_swap_write_rate():
     """A device whose write bandwidth comes from whole-THP swap writes (one segment per
     2 MiB) takes the 4 KiB swap-out's excess per page as its per-segment cost; one whose

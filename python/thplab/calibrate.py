@@ -158,6 +158,8 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
     ]:
         if have(k):
             put(f, _med(S[k]), k)
+    if have("sleep_1ms"):
+        put("sleep_wake_ns", _med(S["sleep_1ms"]) - 1_000_000, "sleep_1ms", "a 1 ms sleep op less 1 ms")
     if have("cpu_ghz"):
         prof["cpu_ghz"] = round(_med(S["cpu_ghz"]), 3)
         spread["cpu_ghz"] = round(_spread(S["cpu_ghz"]), 4)

@@ -365,6 +365,14 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         if !warm {
             s.add("syscall", v)
         }
+        // the workload's sleep op (1 ms, as the fill scenarios' tenant sleeps), per sleep: it
+        // ends past its deadline by the timer slack (hrtimer_nanosleep's expiry range,
+        // current->timer_slack_ns, 50 us by default) and the wake-up's latency
+        let ns = if quick { 20 } else { 100 };
+        let v = timed(ns, || (0..ns).for_each(|_| crate::child::sleep_for(1_000_000)));
+        if !warm {
+            s.add("sleep_1ms", v)
+        }
         check_sig()?;
     }
     drop(a);

@@ -306,6 +306,22 @@ pub unsafe fn fill(p: *mut u8, len: usize, data: &WriteData, seed: u64, page_key
     }
 }
 
+/// The sleep op: nanosleep() until `ns` have passed (again after an early wake-up). Each
+/// call ends past its deadline by the task's timer slack and the wake-up's latency
+/// (calibrate's sleep_1ms, the model's sleep_wake_ns).
+pub fn sleep_for(ns: u64) {
+    let end = now_ns() + ns;
+    loop {
+        let now = now_ns();
+        if now >= end {
+            break;
+        }
+        let left = end - now;
+        let ts = libc::timespec { tv_sec: (left / 1_000_000_000) as i64, tv_nsec: (left % 1_000_000_000) as i64 };
+        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+    }
+}
+
 fn hash_str(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
@@ -620,21 +636,7 @@ impl<'a> Child<'a> {
                 st.access_ns += now_ns() - t0;
                 st.sink = st.sink.wrapping_add(acc);
             }
-            Op::Sleep { duration } => {
-                let end = now_ns() + duration.0;
-                loop {
-                    let now = now_ns();
-                    if now >= end {
-                        break;
-                    }
-                    let left = end - now;
-                    let ts = libc::timespec {
-                        tv_sec: (left / 1_000_000_000) as i64,
-                        tv_nsec: (left % 1_000_000_000) as i64,
-                    };
-                    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
-                }
-            }
+            Op::Sleep { duration } => sleep_for(duration.0),
             Op::Set { knob, value } => {
                 let v = match value {
                     serde_json::Value::String(s) => s.clone(),

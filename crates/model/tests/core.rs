@@ -584,3 +584,20 @@ fn free_page_reporting_idle_start_backs_the_footprint_before_the_run() {
     assert_eq!(idle.vmstat_delta.get("thp_fault_alloc"), backed.vmstat_delta.get("thp_fault_alloc"));
     assert_eq!(idle.vmstat_delta.get("pgfault"), backed.vmstat_delta.get("pgfault"), "the back-fill is not counted");
 }
+
+/// A sleep op wakes sleep_wake_ns past its deadline (hrtimer_nanosleep's expiry range of
+/// the task's timer slack, and the wake-up): 1,000 sleeps of 1 ms take 1,000 x (1 ms +
+/// sleep_wake_ns); a zero sleep takes no time, as the live runner makes no call for it.
+#[test]
+fn a_sleep_wakes_past_its_deadline_by_sleep_wake_ns() {
+    let wl = r#"{"name": "naps", "processes": [{"name": "p", "ops": [
+        {"op": "phase", "name": "naps"},
+        {"op": "repeat", "count": 1000, "ops": [{"op": "sleep", "duration": "1ms"}, {"op": "sleep", "duration": "0s"}]},
+        {"op": "phase", "name": "end"}]}]}"#;
+    let w = parse_workload(wl).unwrap();
+    for wake in [0u64, 90_000] {
+        let costs = thplab_workload::costs::CostProfile { sleep_wake_ns: wake, ..Default::default() };
+        let r = common::run_with(&w, Some("1G"), &[], Some(costs));
+        assert_eq!(phase_ns(&r, "p:naps"), 1000 * (1_000_000 + wake), "sleep_wake_ns {wake}");
+    }
+}

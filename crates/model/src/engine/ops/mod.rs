@@ -20,7 +20,12 @@ pub(super) fn step(k: &mut Kernel, task: &mut Task, op: &Op, phases: &mut Vec<Ph
         Op::Munmap { .. } | Op::Madvise { .. } | Op::Mprotect { .. } | Op::MovePages { .. } => {
             range::range_op(k, task, op)
         }
-        Op::Sleep { duration } => StepOutcome::OpDone { user_ns: 0, sleep: duration.0 },
+        // nanosleep() wakes past its deadline by sleep_wake_ns (the timer slack and the
+        // wake-up); a zero sleep makes no call (the live runner's sleep_for)
+        Op::Sleep { duration } => StepOutcome::OpDone {
+            user_ns: 0,
+            sleep: if duration.0 > 0 { duration.0 + k.costs.sleep_wake_ns } else { 0 },
+        },
         Op::Set { .. } => knobs::set(k, task, op),
         Op::Prctl { .. } => knobs::prctl(k, task, op),
         Op::DropCaches { .. } => knobs::drop_caches(k, task, op),
