@@ -1092,7 +1092,14 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   us a fault in the runner's child (its fault_latency: p50 2.64-2.76 us) where calibrate's
   fault_4k_sparse, and a C loop outside the runner, take 2.2-2.4 us (traced: +400 ns
   between a fault's data page and the next fault's table; dense 4 KiB faults agree,
-  1,545-1,617 against 1,531 ns; not fork, swap or the memcg): not found yet.
+  1,545-1,617 against 1,531 ns; not fork, swap or the memcg): not found yet. A sleep op now
+  wakes sleep_wake_ns past its deadline (the timer slack, calibrated 79.7 us); pair
+  out/host-h45.toml, out/vk-h45 (30 min): 40/45, 150 of 155 gated (7 unstable), every
+  counter row within, geomean 0.93x, host speed 1.06x (0.99-1.26x: the live side ran ~6 %
+  slow against its calibration), tenant:main 0.96-0.97x; out, each at 0.71-0.75x or
+  1.28x: fill-p60 p:fault 0.75x (658 against 491 ms; gated this time, spread 1.37x),
+  frag-p20 p:fault 0.75x, khugepaged_collapse_time_100's AnonHugePages milestone 0.73x,
+  disk_best p:pageout_4k 0.71x, mthp_64k_pageout_zram p:munmap 1.28x.
 """
 
 from __future__ import annotations
