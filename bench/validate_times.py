@@ -2,7 +2,8 @@
 over every phase time of every validation scenario (examples/validate), and the phases
 furthest off. Prints ratios; no thresholds (`thplab validate` gates them). Phases shorter than
 1 ms live (validate.TIME_RATIO_FLOOR_NS: mostly the runner's phase-boundary cost) are left
-out of the mean.
+out of the mean, as are milestones timed while another process's mm held khugepaged's list
+(validate.compare_times' "held").
 
 With --costs, a "host" column gives each scenario's host speed: the live runner's 4 KiB fault
 probe as its runs started against the profile's (validate.host_speed); runs saved before the
@@ -72,6 +73,10 @@ def main() -> int:
         for t in s["times"]
         if t["status"] != "info" and t.get("ratio") and t["kernel_ns"] >= v.TIME_RATIO_FLOOR_NS
     ]
+    # a milestone timed while another process's mm held khugepaged's list measures that
+    # process, not the model (validate.compare_times): left out, and counted
+    held = [(name, t) for name, t in rows if t["status"] == "held"]
+    rows = [r for r in rows if r[1]["status"] != "held"]
     if not rows:
         print("no phase times to compare")
         return 0
@@ -93,6 +98,12 @@ def main() -> int:
         f"(geometric spread {spread:.2f}x); within ±{v.TIME_TOLERANCE:.0%}: {within}/{len(rows)}"
         + (f"; costs {a.costs}" if a.costs else "; default costs")
     )
+    if held:
+        print(
+            f"left out: {len(held)} milestone(s) timed while another process's mm held khugepaged's list ("
+            + ", ".join(name for name, _ in held)
+            + ")"
+        )
     h = rep["time_summary"].get("host_speed")
     if h:
         print(

@@ -72,22 +72,14 @@ def wait_for(pred, timeout=10.0):
     return False
 
 
-KHUGEPAGED = Path("/sys/kernel/mm/transparent_hugepage/khugepaged")
-
-
 def need_empty_khugepaged_list():
-    """Skip unless khugepaged's list of mms is empty. An mm joins it at its first eligible
-    VMA and leaves only when it exits (collect_mm_slot() frees the slot of an exiting mm
-    alone), so any long-lived process that faulted while some run had enabled=always stays
-    on it; with the list non-empty khugepaged waits out scan_sleep_millisecs and a new
-    MADV_HUGEPAGE does not wake it (__khugepaged_enter wakes it only for an empty list).
-    Probe: rewrite scan_sleep_millisecs with its own value (scan_sleep_millisecs_store sets
-    khugepaged_sleep_expire to 0 and wakes it): a non-empty list is scanned, and
-    full_scans moves once the pass ends."""
-    knob = KHUGEPAGED / "scan_sleep_millisecs"
-    before = int((KHUGEPAGED / "full_scans").read_text())
-    knob.write_text(knob.read_text().strip())
-    if wait_for(lambda: int((KHUGEPAGED / "full_scans").read_text()) != before, timeout=1.0):
+    """Skip unless khugepaged's list of mms is empty (live.khugepaged_list_held): an mm
+    leaves it only when its process exits, so any long-lived process that faulted while
+    some run had enabled=always stays on it, and with the list non-empty a new
+    MADV_HUGEPAGE does not wake khugepaged."""
+    from thplab import live
+
+    if live.khugepaged_list_held():
         pytest.skip(
             "khugepaged's list holds other processes' mms (its full_scans moved when woken): "
             "a MADV_HUGEPAGE does not wake it; an mm leaves the list only when it exits"

@@ -398,6 +398,36 @@ def test_a_workloads_madv_hugepage_wakes_khugepaged_at_once():
     assert state() == before
 
 
+def test_khugepaged_list_held_sees_a_live_process_on_the_list_and_not_after_it_exits():
+    """live.khugepaged_list_held(): a process that advised 8 MiB of private anonymous memory
+    with MADV_HUGEPAGE (and
+    touched it, so khugepaged has a VMA to scan) holds the list while it lives; once it has
+    exited the list is empty again (its slot freed at its exit, or by the probe's first
+    pass where khugepaged's cursor was on it: __khugepaged_exit, collect_mm_slot)."""
+    import subprocess
+    import sys
+
+    from thplab import live
+
+    need_root()
+    if Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().find("[never]") >= 0:
+        pytest.skip("THP is off: no mm joins khugepaged's list")
+    need_empty_khugepaged_list()
+    code = (
+        "import mmap, sys; m = mmap.mmap(-1, 8 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS); "
+        "m.madvise(mmap.MADV_HUGEPAGE); "
+        "m[0:1] = b'x'; print('ready', flush=True); sys.stdin.read()"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert live.khugepaged_list_held() is True
+    finally:
+        p.stdin.close()
+        p.wait(timeout=10)
+    assert live.khugepaged_list_held() is False
+
+
 def _vm_flags(addr: int) -> list[str]:
     """The VmFlags of this process's mapping holding `addr` (/proc/self/smaps)."""
     inside = False

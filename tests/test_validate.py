@@ -158,6 +158,50 @@ def test_milestone_of_a_khugepaged_series():
     assert (t["kernel_ns"], t["model_ns"]) == (3000 - 1000 - 200, 1500)
 
 
+def test_a_milestone_timed_while_another_mm_held_khugepaged_list_is_not_gated():
+    """A live run before which another process's mm sat on khugepaged's list
+    (live.khugepaged_list_held) timed a khugepaged that the workload's MADV_HUGEPAGE did not
+    wake: its milestone row is "held", not gated, out of the geometric mean, with a note;
+    the phase rows stay gated. validate() probes before each live run of a scenario that
+    records a series, and only those."""
+    k = kernel_result()
+    k["phases"] = [
+        {"name": "p:collapse", "process": "p", "start_ns": 1000, "end_ns": 9000, "sys_ns": 0, "vmstat_delta": {}}
+    ]
+    cols = ["t_ns", "AnonHugePages_kB"]
+    k["series"] = {"columns": cols, "rows": [[0, 0], [2000, 2048], [1_001_000, 4096]]}
+    m = model_like(k)
+    m["series"] = {"columns": cols, "rows": [[0, 0], [1500, 2048], [2500, 4096]]}
+    clean = v.compare(k, m)
+    t = next(t for t in clean["times"] if t["phase"].startswith("(series)"))
+    assert t["status"] == "out" and not clean["ok"] and not clean["notes"]
+    k["extra"]["khugepaged_list_held"] = True
+    held = v.compare(k, m, [v.run_times(k)])
+    t = next(t for t in held["times"] if t["phase"].startswith("(series)"))
+    assert (t["status"], t["ok"], t["held_runs"]) == ("held", True, 1) and held["ok"]
+    assert any("khugepaged's list held" in n for n in held["notes"])
+    sm = v.time_summary({"scenarios": {"s": held}})
+    assert sm["held"] == 1 and all(w["status"] != "held" for w in sm["worst"])
+
+    probed = []
+
+    def probe():
+        probed.append(1)
+        return True
+
+    series = {"processes": [], "record": {"series_interval": "25ms"}}
+    rep = v.validate(
+        {"s": series, "plain": {"processes": []}},
+        run_kernel=lambda w, timeout: copy.deepcopy(k if w.get("record") else kernel_result()),
+        run_model_fn=lambda w, kk, c: copy.deepcopy(m if w.get("record") else model_like(kk)),
+        list_probe=probe,
+        reps=3,
+    )
+    assert len(probed) == 3, "one probe before each of the series scenario's three live runs"
+    t = next(t for t in rep["scenarios"]["s"]["times"] if t["phase"].startswith("(series)"))
+    assert (t["status"], t["held_runs"]) == ("held", 3)
+
+
 def test_zero_page_rule():
     k = kernel_result(thp_zero_page_alloc=0)
     assert v.compare(k, model_like(k, thp_zero_page_alloc=1))["ok"]

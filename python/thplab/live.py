@@ -169,6 +169,46 @@ def run_kernel(
         return invoke_json(args, t, out, "live run")
 
 
+KHUGEPAGED = Path("/sys/kernel/mm/transparent_hugepage/khugepaged")
+
+
+def khugepaged_list_held(timeout: float = 1.0) -> bool | None:
+    """Does khugepaged's list of mms hold some live process's mm now? None where the files
+    cannot be read or written (not root, no THP).
+
+    An mm joins the list at its first THP-eligible VMA (khugepaged_enter_vma: a
+    MADV_HUGEPAGE, or any anonymous VMA while enabled=always) and leaves it only when it
+    exits (collect_mm_slot). While the list is not empty khugepaged sleeps out
+    scan_sleep_millisecs between passes, and a workload's MADV_HUGEPAGE wakes nothing
+    (__khugepaged_enter wakes it only for an empty list): its first collapse then waits for
+    the timer, where on an empty list it comes at once.
+
+    Probe: a write of scan_sleep_millisecs (its own value) ends the wait and wakes khugepaged
+    (scan_sleep_millisecs_store: khugepaged_sleep_expire = 0); a pass that reaches the
+    list's end counts a full scan. The first pass may only collect the slot of an mm that
+    exited with khugepaged's cursor on it (__khugepaged_exit leaves that one to the next
+    pass), so a second pass decides. An empty list moves nothing: each probe then waits its
+    whole ``timeout``. An mm larger than one pass's pages_to_scan takes several passes (each
+    a timer apart) to end one, and is not seen."""
+    import time
+
+    def a_pass_ends() -> bool:
+        before = (KHUGEPAGED / "full_scans").read_text()
+        knob = KHUGEPAGED / "scan_sleep_millisecs"
+        knob.write_text(knob.read_text().strip())
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if (KHUGEPAGED / "full_scans").read_text() != before:
+                return True
+            time.sleep(0.01)
+        return False
+
+    try:
+        return a_pass_ends() and a_pass_ends()
+    except OSError:
+        return None
+
+
 def state() -> dict:
     """Knob values, /proc/swaps and zram state as the runner sees them (to check nothing changed)."""
     r = subprocess.run([find_binary(), "state"], capture_output=True, text=True, check=True)

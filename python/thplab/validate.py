@@ -30,7 +30,10 @@ Tolerances (stated in the output):
   phase's bracket costs ~6 us, an empty phase measured 50-60 us before) and sends a phase's
   start with the message that ends it. A phase whose live runs disagree among themselves
   by more than the tolerance is reported as unstable and not gated (the live kernel cannot
-  reproduce it).
+  reproduce it). Before each live run of a milestone scenario validate asks whether another
+  process's mm sits on khugepaged's list (live.khugepaged_list_held): then the workload's
+  MADV_HUGEPAGE wakes nothing and its first collapse waits out scan_sleep_millisecs, which
+  measures that process, not the model, so such a milestone is "held" and not gated.
 * informational counters (pgfault, compaction, ...) and THP fault latency percentiles are
   printed but never fail the run. Compaction counters are not
   deterministic on the live VM (kcompactd timing, lazily populated guest memory, other
@@ -1208,7 +1211,8 @@ TIME_UNSTABLE_FACTOR = (1 + TIME_TOLERANCE) / (1 - TIME_TOLERANCE)
 TIME_TOLERANCE_TEXT = (
     f"times: every phase within +-{TIME_TOLERANCE:.0%} (or {TIME_ABS_SLACK_NS / 1e6:.1f} ms) of the live kernel's median "
     "over the runs, elapsed time less the run-queue wait; phases whose middle three live runs spread by more "
-    f"than {TIME_UNSTABLE_FACTOR:.2f}x are unstable and not gated; the '(run)' total is informational"
+    f"than {TIME_UNSTABLE_FACTOR:.2f}x are unstable and not gated; nor is an AnonHugePages milestone timed while "
+    "another process's mm held khugepaged's list; the '(run)' total is informational"
 )
 #: the series column whose milestone is compared, and the phase it is timed from
 MILESTONE_COLUMN = "AnonHugePages_kB"
@@ -1223,6 +1227,9 @@ def run_times(result: dict) -> dict:
     }
     k = result.get("kernel") or {}
     out = {"phases": phases, "series": milestone_series(result), "probe_ns": k.get("probe_fault_4k_ns")}
+    held = (result.get("extra") or {}).get("khugepaged_list_held")
+    if held is not None:
+        out["khugepaged_list_held"] = held
     if k.get("reported_prefill") is not None:
         # where the run started (thplab.free_page_reporting_start=found): each run's own
         out["start"] = {f: k.get(f) for f in START_FIELDS}
@@ -1284,6 +1291,11 @@ def host_speed(runs: list[dict] | None, ref_ns: float | None) -> float | None:
     if not ref_ns or not probes:
         return None
     return median(probes) / ref_ns
+
+
+def milestone_scenario(w: dict) -> bool:
+    """A scenario whose AnonHugePages series is recorded: its milestone is compared."""
+    return bool((w.get("record") or {}).get("series_interval"))
 
 
 def milestone_series(result: dict) -> dict | None:
@@ -1349,9 +1361,14 @@ def compare_times(
         if level > 0:
             live = [x for x in (milestone_ns(d, level) for d in kd) if x is not None]
             mts = [x for x in (milestone_ns(md, level) for md in mds) if x is not None]
-            rows.append(
-                _time_row(f"(series) AnonHugePages +{level / 1024:.0f} MiB", live, median(mts) if mts else None)
-            )
+            row = _time_row(f"(series) AnonHugePages +{level / 1024:.0f} MiB", live, median(mts) if mts else None)
+            held = sum(1 for r in runs if r.get("series") and r.get("khugepaged_list_held"))
+            if held and row["status"] != "missing":
+                # another process's mm on khugepaged's list: the workload's MADV_HUGEPAGE
+                # woke nothing and the first collapse waited for the timer (live
+                # .khugepaged_list_held); the model's khugepaged has this workload alone
+                row.update(status="held", ok=True, held_runs=held)
+            rows.append(row)
     kt, mt = kernel.get("sim_time_ns") or 0, model.get("sim_time_ns") or 0
     rows.append(
         {
@@ -1872,6 +1889,13 @@ def compare(
     times = compare_times(kernel, model, runs, models)
     if fill:
         demote_unstable_fill_latency(rows, times)
+    for t in times:
+        if t["status"] == "held":
+            notes.append(
+                f"khugepaged's list held another process's mm before {t['held_runs']} of the {t['runs']} live runs: "
+                "the workload's MADV_HUGEPAGE then wakes nothing (__khugepaged_enter wakes khugepaged only for an "
+                f"empty list), so {t['phase']} is not gated; an mm leaves the list when its process exits"
+            )
     counters_ok = all(r["ok"] for r in rows)
     times_ok = all(t["ok"] for t in times)
     ok = counters_ok and times_ok
@@ -1946,9 +1970,14 @@ def validate(
     warmup: int = 0,
     progress=None,
     reporting_start: str | None = None,
+    list_probe=None,
 ) -> dict:
     """Run (or replay) every scenario on both backends and compare. Returns the report.
     ``reporting_start``: the model's start on a reporting guest (``with_reporting_start``).
+    ``list_probe``: called before each live run of a scenario timed by its AnonHugePages
+    milestone (``milestone_scenario``), True when another process's mm holds khugepaged's
+    list (default with the live backend: live.khugepaged_list_held); such a run's milestone
+    is not gated (``compare_times``).
 
     Live, each scenario runs ``warmup`` times (discarded), then until its counters compare
     (``retries``); the ``reps - 1`` more runs for the times (``short_reps - 1`` where the
@@ -1962,8 +1991,18 @@ def validate(
     in out/vk-h14, at 0.93-0.96x but one, 14 of 17 within); spread over the whole validation,
     their median meets the usual speed."""
     if run_kernel is None:
-        from thplab.live import run_kernel
+        from thplab.live import khugepaged_list_held, run_kernel
+
+        list_probe = list_probe or khugepaged_list_held
     run_model_fn = run_model_fn or run_model
+    run_kernel_plain = run_kernel
+
+    def run_kernel(w_live: dict, **kw) -> dict:
+        held = list_probe() if list_probe and not kw.get("dry_run") and milestone_scenario(w_live) else None
+        kernel = run_kernel_plain(w_live, **kw)
+        if held is not None:
+            kernel.setdefault("extra", {})["khugepaged_list_held"] = held
+        return kernel
 
     report = {"tolerance": TOLERANCE_TEXT, "time_tolerance": TIME_TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
     probe_ref = probe_reference_ns(costs_text)
@@ -2108,7 +2147,7 @@ def time_summary(report: dict) -> dict:
     many are unstable live, the geometric mean of model/kernel and the rows furthest off."""
     import math
 
-    gated, unstable, logs = [], [], []
+    gated, unstable, held, logs = [], [], [], []
     for name, sc in report["scenarios"].items():
         for t in sc.get("times") or []:
             if t["status"] == "info":
@@ -2116,6 +2155,10 @@ def time_summary(report: dict) -> dict:
             row = dict(t, scenario=name)
             if t["status"] == "unstable":
                 unstable.append(row)
+            elif t["status"] == "held":
+                # timed against another process's mm on khugepaged's list: no measure of the model
+                held.append(row)
+                continue
             else:
                 gated.append(row)
             if t.get("ratio") and t["kernel_ns"] >= TIME_RATIO_FLOOR_NS:
@@ -2132,6 +2175,7 @@ def time_summary(report: dict) -> dict:
         "gated": len(gated),
         "within": within,
         "unstable": len(unstable),
+        "held": len(held),
         "geomean_ratio": math.exp(sum(logs) / len(logs)) if logs else None,
         "geomean_phases": len(logs),
         "worst": [{k: t[k] for k in ("scenario", "phase", "kernel_ns", "model_ns", "ratio", "status")} for t in worst],
@@ -2148,6 +2192,7 @@ TIME_STATUS = {
     "ok": "ok",
     "out": "[bold red]OUT OF TOLERANCE[/]",
     "unstable": "[yellow]live unstable[/]",
+    "held": "[yellow]khugepaged list held[/]",
     "missing": "[bold red]MISSING[/]",
     "info": "info",
 }
@@ -2197,7 +2242,13 @@ def print_time_table(report: dict, con=None, out=None) -> None:
     gm = f"{sm['geomean_ratio']:.2f}x" if sm["geomean_ratio"] else "-"
     print(
         f"times: {sm['within']}/{sm['gated']} gated phase times within ±{TIME_TOLERANCE:.0%}, "
-        f"{sm['unstable']} unstable live (not gated); geometric mean model/kernel {gm} "
+        f"{sm['unstable']} unstable live (not gated); "
+        + (
+            f"{sm['held']} timed while another process's mm held khugepaged's list (not gated); "
+            if sm.get("held")
+            else ""
+        )
+        + f"geometric mean model/kernel {gm} "
         f"over the {sm.get('geomean_phases', 0)} phases of at least {TIME_RATIO_FLOOR_NS / 1e6:.0f} ms live",
         file=out,
     )
