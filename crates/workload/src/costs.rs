@@ -212,7 +212,10 @@ pub struct CostProfile {
     /// `bytes` bytes charges touch_page_ns plus bytes/4096 of its kind's figure: user time
     /// inside the phase, which the live runner spends filling the page (child.rs `fill`).
     /// Measured on a 2 MiB buffer in cache, as a page is right after its fault's clear.
-    /// Estimates: ~40, 20 and 8 GB/s. calibrate: fill_4k_byte, fill_4k_text, fill_4k_random.
+    /// Estimates: ~40, 20 and 8 GB/s. calibrate: fill_4k_byte, fill_4k_text, fill_4k_random,
+    /// pooled from three windows minutes apart, as are clear_4k, clear_2m, copy_4k, copy_2m,
+    /// touch_page, syscall and sleep_1ms (calibrate.rs `calibrate_cpu`: fill_text_4k came out
+    /// 155-484 ns between calibrations of one host, each window consistent within itself).
     pub fill_byte_4k_ns: u64,
     pub fill_text_4k_ns: u64,
     pub fill_random_4k_ns: u64,
