@@ -400,10 +400,11 @@ def test_a_workloads_madv_hugepage_wakes_khugepaged_at_once():
 
 def test_khugepaged_list_held_sees_a_live_process_on_the_list_and_not_after_it_exits():
     """live.khugepaged_list_held(): a process that advised 8 MiB of private anonymous memory
-    with MADV_HUGEPAGE (and
-    touched it, so khugepaged has a VMA to scan) holds the list while it lives; once it has
-    exited the list is empty again (its slot freed at its exit, or by the probe's first
-    pass where khugepaged's cursor was on it: __khugepaged_exit, collect_mm_slot)."""
+    with MADV_HUGEPAGE (and touched it, so khugepaged has a VMA to scan) holds the list
+    while it lives; once it has exited the list is empty again (its slot freed at its exit,
+    or by the probe's first pass where khugepaged's cursor was on it: __khugepaged_exit,
+    collect_mm_slot). A shared anonymous mapping (mmap.mmap's default) is shmem and joins
+    nothing."""
     import subprocess
     import sys
 
