@@ -1123,8 +1123,15 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   mthp_64k_pageout_zram p:munmap (1.21x in h46, 1.21-1.29x since h40): the runner's munmap
   of its 4096 zram entries took 351-462 ns an entry in runs today, 64 KiB folios and 4 KiB
   ones alike (pagemap: both leave ascending slots, one swap_pte_batch per table), 337-361
-  in the pairs' validate runs, where calibrate's 4 KiB text.free gives ~443: not a
-  folio-size effect; left.
+  in the pairs' validate runs, where calibrate's 4 KiB text.free gives ~440 (its THP
+  thp_free 421). Ten runs back to back later: 64 KiB 372-390, 4 KiB 392-443 (so ~10 %
+  between the sizes, on the same zap path: free_swap_and_cache_nr's batch, zs_free per
+  slot) and validate's own runs lower still; left. With the CPU primitives pooled (pair
+  out/host-h47.toml, out/vk-h47, 30 min): 43/45, 147 of 149 gated within (13 unstable: a
+  noisy half hour, five mTHP fault phases among them), every counter row within, geomean
+  0.93x, host speed 1.00x (0.96-1.16x); fill_text_4k 201 ns, mthp_64k_pageout_zram p:fault
+  0.99x. Out: mthp_64k_pageout_zram p:munmap 1.29x and zero-page-read p:read 0.28x (0.32
+  ms live against 0.09, 0.23 ms apart where the absolute slack is 0.2; spread 2.05x).
 """
 
 from __future__ import annotations
