@@ -1134,9 +1134,10 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   ms live against 0.09, 0.23 ms apart where the absolute slack is 0.2; spread 2.05x).
   zero-page-read's 64 read faults: each pair's first (counter) run took 96-137 us against
   the model's 83-107, its time runs 165-481 us and, in one or two of five since h41, 2.2-5.0
-  ms; the huge zero folio is allocated unmovable (get_huge_zero_folio clears __GFP_MOVABLE), so where it must
-  be allocated again it may take a free block the back-fill (movable) did not back: to look
-  at, with the huge zero page's state recorded per run.
+  ms; the huge zero folio is allocated unmovable (get_huge_zero_folio clears
+  __GFP_MOVABLE), so where it must be allocated again it may take a free block the
+  back-fill (movable) did not back: to look at, with the huge zero page's state recorded
+  per run.
 """
 
 from __future__ import annotations
