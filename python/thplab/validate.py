@@ -1137,7 +1137,12 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   ms; the huge zero folio is allocated unmovable (get_huge_zero_folio clears
   __GFP_MOVABLE), so where it must be allocated again it may take a free block the
   back-fill (movable) did not back: to look at, with the huge zero page's state recorded
-  per run.
+  per run. Pair out/host-h48.toml, out/vk-h48 (48 min, a slow host): 41/45, 150 of 155
+  gated within (7 unstable), every counter row within, geomean 0.94x, host speed 0.97x
+  (0.92-1.15x); mthp_64k_pageout_zram p:munmap within this time. Out: compaction-fill-p0
+  p:fragment 0.70x and p:fault 0.71x (spreads 1.44x and 1.64x), mthp_64k_pageout_swapfile
+  and _zram p:fault 0.69x and 0.74x (live 4.09 and 3.81 ms, spreads 1.29x and 1.59x; 2.98
+  in h47), disk_worst p:pageout_4k 1.32x.
 """
 
 from __future__ import annotations
