@@ -411,7 +411,7 @@ def test_khugepaged_list_held_sees_a_live_process_on_the_list_and_not_after_it_e
     from thplab import live
 
     need_root()
-    if Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().find("[never]") >= 0:
+    if "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
         pytest.skip("THP is off: no mm joins khugepaged's list")
     need_empty_khugepaged_list()
     code = (

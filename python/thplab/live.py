@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from thplab.errors import InputError, LiveError
@@ -190,7 +191,6 @@ def khugepaged_list_held(timeout: float = 1.0) -> bool | None:
     pass), so a second pass decides. An empty list moves nothing: each probe then waits its
     whole ``timeout``. An mm larger than one pass's pages_to_scan takes several passes (each
     a timer apart) to end one, and is not seen."""
-    import time
 
     def a_pass_ends() -> bool:
         before = (KHUGEPAGED / "full_scans").read_text()
