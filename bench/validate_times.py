@@ -14,10 +14,11 @@ each with its repetitions' times), replayed through the model with the same knob
 machine; with --live (root) the scenarios run on this machine's kernel first.
 
 With --reporting-start, the model's runs start so on a guest that reports free pages
-(validate's option of that name: backed, idle, found).
+(validate's option of that name: backed, idle, found). The model runs at the host's speed over
+the saved runs (validate's --host-speed: auto, off, or a factor).
 
     .venv/bin/python bench/validate_times.py [--kernel-results DIR] [--costs FILE] [--live] [--quick]
-        [--reporting-start backed|idle|found]
+        [--reporting-start backed|idle|found] [--host-speed auto|off|X]
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main() -> int:
     ap.add_argument("--live", action="store_true", help="run the scenarios on this kernel first (root, minutes)")
     ap.add_argument("--quick", action="store_true", help="with --live: one run per scenario, no warm-up")
     ap.add_argument("--reporting-start", default=None, choices=v.REPORTING_STARTS, help="the model's start (validate)")
+    ap.add_argument("--host-speed", default="auto", metavar="auto|off|X", help="the model's host speed (validate)")
     a = ap.parse_args()
     costs = Path(a.costs).read_text() if a.costs else None
     kdir = Path(a.kernel_results)
@@ -58,9 +60,16 @@ def main() -> int:
             short_reps=short_reps,
             warmup=warmup,
             reporting_start=a.reporting_start,
+            scale_speed=v.parse_host_speed(a.host_speed),
         )
     elif kdir.is_dir() and any(kdir.glob("*.json")):
-        rep = v.validate(sc, kernel_dir=str(kdir), costs_text=costs, reporting_start=a.reporting_start)
+        rep = v.validate(
+            sc,
+            kernel_dir=str(kdir),
+            costs_text=costs,
+            reporting_start=a.reporting_start,
+            scale_speed=v.parse_host_speed(a.host_speed),
+        )
     else:
         print(
             f"no saved kernel results in {kdir}: run `sudo .venv/bin/thplab validate --save-kernel-results {kdir}` "
@@ -107,10 +116,12 @@ def main() -> int:
     h = rep["time_summary"].get("host_speed")
     if h:
         print(
-            f"host speed (the live runner's 4 KiB fault probe against the profile's fault_4k_ns + clear_4k_ns): "
+            f"host speed (the live runner's 4 KiB fault probe against the profile's, validate.probe_reference_ns): "
             f"median {h['median']:.2f}x, {h['min']:.2f}-{h['max']:.2f}x; above 1 the live side ran slow against "
             "the calibration"
         )
+    if rep.get("host_speed_applied"):
+        print(f"the model ran at host speed {rep['host_speed_applied']:.2f}x (--host-speed; off: as calibrated)")
     return 0
 
 

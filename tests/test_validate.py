@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
 sys.path.insert(0, str(Path(__file__).parent))
 from livehelp import need_root, state
@@ -301,6 +302,70 @@ def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys
         v.load_scenarios("enabled-always"), kernel_dir=str(tmp_path), run_model_fn=lambda w, kr, c: model_like(kr)
     )
     assert rep["scenarios"]["enabled-always"]["host_speed"] is None and rep["time_summary"]["host_speed"] is None
+
+
+def test_the_model_runs_at_the_host_speed_of_the_whole_validation(tmp_path, capsys):
+    """validate runs the model at the median of every live run's probe over the profile's
+    (probe_fault_4k_ns where calibrate wrote one): the model's CPU-side costs scale with it,
+    its sleeps do not; --host-speed off leaves the profile as it is, a number is taken."""
+    costs = "probe_fault_4k_ns = 1000\nfault_4k_ns = 1400\nclear_4k_ns = 100\n"
+    assert v.probe_reference_ns(costs) == 1000
+    for name, probes in (("enabled-always", [1100.0, 1300.0]), ("partial-munmap", [1200.0])):
+        k = kernel_result(thp_fault_alloc=16)
+        k["extra"]["time_runs"] = [{"phases": {"p:fault": 8_000_000}, "probe_ns": x} for x in probes]
+        k["extra"]["workload"] = {"name": "t", "processes": [{"name": "p", "ops": []}]}
+        (tmp_path / f"{name}.json").write_text(json.dumps(k))
+    seen = []
+
+    def model(w, kr, c):
+        seen.append(c)
+        return model_like(kr)
+
+    sc = v.load_scenarios("enabled-always,partial-munmap")
+    rep = v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model)
+    # the median of all three runs' probes (1100, 1200, 1300), not of the scenarios' medians
+    assert rep["host_speed_applied"] == pytest.approx(1.2)
+    assert len(seen) == 2 and all(tomllib.loads(c)["host_speed"] == pytest.approx(1.2) for c in seen)
+    v.print_report(rep)
+    assert "model run at host speed 1.20x" in capsys.readouterr().out
+    seen.clear()
+    rep = v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model, scale_speed=None)
+    assert "host_speed_applied" not in rep and seen == [costs, costs]
+    seen.clear()
+    v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model, scale_speed=0.8)
+    assert all(tomllib.loads(c)["host_speed"] == pytest.approx(0.8) for c in seen)
+    assert v.applied_host_speed("auto", [[{"phases": {}, "probe_ns": None}]], 1000) is None
+    assert v.applied_host_speed("auto", [[{"phases": {}, "probe_ns": 900.0}]], None) is None
+    # the real model: a fault phase takes 1.5x at 1.5, a sleep does not move
+    w = {
+        "name": "t",
+        "processes": [
+            {
+                "name": "p",
+                "ops": [
+                    {"op": "mmap", "name": "b", "size": "8M"},
+                    {"op": "phase", "name": "fault"},
+                    {"op": "write", "region": "b", "every": "4K", "length": "4K"},
+                    {"op": "phase", "name": "nap"},
+                    {"op": "sleep", "duration": "5ms"},
+                ],
+            }
+        ],
+    }
+
+    def phases(c):
+        r = v.run_model(w, {"knobs": {}}, c)
+        return {p["name"]: p["end_ns"] - p["start_ns"] for p in r["phases"]}
+
+    base = phases(costs)
+    fast = phases(v.costs_at_host_speed(costs, 1.5))
+    assert fast["p:fault"] == pytest.approx(1.5 * base["p:fault"], rel=0.02)
+    assert fast["p:nap"] == base["p:nap"]
+    assert v.parse_host_speed("auto") == "auto" and v.parse_host_speed("off") is None
+    assert v.parse_host_speed("0.9") == 0.9
+    for bad in ("fast", "0", "12"):
+        with pytest.raises(InputError, match="--host-speed"):
+            v.parse_host_speed(bad)
 
 
 @pytest.mark.live

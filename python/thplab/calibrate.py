@@ -173,6 +173,11 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
                 "first byte non-zero; not a profile field",
             )
         )
+    if have("host_probe"):
+        # not a cost: the live runner's probe as calibrated, validate's reference for the
+        # host's speed (CostProfile::probe_fault_4k_ns)
+        put("probe_fault_4k_ns", _med(S["host_probe"]), "host_probe", "the live runner's speed probe (not charged)")
+        prof["probe_fault_4k_ns"] = round(prof["probe_fault_4k_ns"])
     if have("fault_4k_total"):
         put(
             "fault_4k_ns",

@@ -1308,13 +1308,16 @@ def model_runs(w: dict, kernel: dict, model: dict, runs: list[dict] | None, cost
 
 
 def probe_reference_ns(costs_text: str | None) -> float | None:
-    """What the live runner's probe should take by the cost profile: its fault_4k_ns +
-    clear_4k_ns (calibrate's fault_4k_total). None without a profile."""
+    """What the live runner's probe should take by the cost profile: the probe as calibrate
+    met it (probe_fault_4k_ns, the same 16 MiB in each of its CPU windows), else its
+    fault_4k_ns + clear_4k_ns (calibrate's fault_4k_total). None without a profile."""
     import tomllib
 
     if not costs_text:
         return None
     prof = tomllib.loads(costs_text)
+    if prof.get("probe_fault_4k_ns"):
+        return float(prof["probe_fault_4k_ns"])
     ref = prof.get("fault_4k_ns", 0) + prof.get("clear_4k_ns", 0)
     return ref if ref > 0 else None
 
@@ -1331,6 +1334,41 @@ def host_speed(runs: list[dict] | None, ref_ns: float | None) -> float | None:
     if not ref_ns or not probes:
         return None
     return median(probes) / ref_ns
+
+
+def applied_host_speed(mode, runs_per_scenario: list[list[dict]], ref_ns: float | None) -> float | None:
+    """The host speed validate runs the model at (CostProfile::host_speed, which scales its
+    CPU-side costs): ``mode`` "auto" takes the median of every live run's probe (``run_times``'
+    probe_ns) over ``ref_ns`` (``probe_reference_ns``), where there is a profile and probes;
+    a number is taken as given; None (or "off") leaves the profile's own. The host's speed
+    moves by tens of percent between one ten minutes and the next (the notes above): after
+    out/host-h49.toml, calibrated right after a fresh checkout's build, every live run's probe
+    came 0.75-1.01x of the profile's (median 0.89x), and 21 CPU-bound phases came out at
+    1.26-1.63x; one speed for the whole validation (not each run's, which a probe of 8 ms
+    measures with a 1.3x spread) is what the median of its runs stands on."""
+    if mode is None or mode == "off":
+        return None
+    if mode != "auto":
+        return float(mode)
+    probes = [r["probe_ns"] for runs in runs_per_scenario for r in runs or [] if r.get("probe_ns")]
+    if not ref_ns or not probes:
+        return None
+    return median(probes) / ref_ns
+
+
+def costs_at_host_speed(costs_text: str | None, speed: float | None) -> str | None:
+    """``costs_text`` with its host_speed set to ``speed`` (unchanged where either is None)."""
+    import re
+
+    from thplab import _native as n
+
+    if costs_text is None or speed is None:
+        return costs_text
+    try:
+        full = n.parse_costs(costs_text)
+    except ValueError as e:
+        raise InputError(f"--costs: {e}") from None
+    return re.sub(r"(?m)^host_speed = .*$", f"host_speed = {speed!r}", full, count=1)
 
 
 def milestone_scenario(w: dict) -> bool:
@@ -1532,8 +1570,30 @@ def add_arguments(parser) -> None:
         "recorded (backed): idle (every free block reported), found (the blocks each live run found "
         "reported before its back-fill, per zone and order; docs/page_reporting.md)",
     )
+    parser.add_argument(
+        "--host-speed",
+        default="auto",
+        metavar="auto|off|X",
+        help="with --costs, run the model at the host's speed over this validation (auto, the default: "
+        "the median of the live runner's 4 KiB fault probe as each run started against the profile's "
+        "probe as calibrated, probe_fault_4k_ns; its CPU-side costs scaled by it), at X, or as the profile "
+        "has it (off)",
+    )
     parser.add_argument("--json", default=None, metavar="OUT", help="write the full report as JSON")
     parser.add_argument("--scenarios", default=None, metavar="DIR", help=argparse_suppress())
+
+
+def parse_host_speed(v: str) -> str | float | None:
+    """--host-speed: "auto", "off" (None) or a factor in (0.1, 10)."""
+    if v in ("auto", "off"):
+        return None if v == "off" else v
+    try:
+        f = float(v)
+    except ValueError:
+        raise InputError(f"--host-speed: {v!r} is not auto, off or a number") from None
+    if not 0.1 < f < 10:
+        raise InputError("--host-speed must be between 0.1 and 10")
+    return f
 
 
 def argparse_suppress():
@@ -2011,6 +2071,7 @@ def validate(
     progress=None,
     reporting_start: str | None = None,
     list_probe=None,
+    scale_speed: str | float | None = "auto",
 ) -> dict:
     """Run (or replay) every scenario on both backends and compare. Returns the report.
     ``reporting_start``: the model's start on a reporting guest (``with_reporting_start``).
@@ -2024,7 +2085,9 @@ def validate(
     first live run took under ``SHORT_RUN_S``, ``runs_for``) come in rounds after every
     scenario has had that first run, one run of each scenario a round, each round in its
     own order (``round_order``; each run's ``run_times`` go to the saved result's
-    ``extra.time_runs``). This host's speed steps
+    ``extra.time_runs``). ``scale_speed``: the model's costs at the host's speed over the
+    whole validation ("auto", ``applied_host_speed``), at a given one (a number), or as the
+    profile has them (None). This host's speed steps
     by tens of percent for minutes at a time (the notes above, stop 35): back to back, a
     scenario's repetitions all met the same step (out/vk-h16: the six mTHP 64 KiB scenarios,
     run one after another, at host speed 1.04-1.33x, 7 of their 17 phases out at 0.58-0.73x;
@@ -2051,12 +2114,13 @@ def validate(
     # the counter attempts)
     pending: dict[str, tuple] = {}
 
-    def conclude(name: str, kernel: dict, model: dict, gate: dict, attempts: int) -> None:
+    def conclude(name: str, kernel: dict, model: dict | None, gate: dict, attempts: int, costs: str | None) -> None:
         time_runs = kernel.get("extra", {}).get("time_runs")
         w = kernel.get("extra", {}).get("workload") or scenarios[name]
-        models = model_runs(
-            w, with_reporting_start(kernel, reporting_start), model, time_runs, costs_text, run_model_fn
-        )
+        start = with_reporting_start(kernel, reporting_start)
+        if model is None or costs != costs_text:
+            model = run_model_fn(w, start, costs)
+        models = model_runs(w, start, model, time_runs, costs, run_model_fn)
         cmp = compare(kernel, model, time_runs, models=models, **gate)
         cmp["attempts"] = attempts
         cmp["description"] = scenarios[name].get("description", "")
@@ -2089,10 +2153,8 @@ def validate(
             kernel = json.loads(f.read_text())
             if kernel.get("backend") != "kernel":
                 raise InputError(f"{f}: not a kernel result (backend {kernel.get('backend')!r})")
-            w = kernel.get("extra", {}).get("workload") or w
-            conclude(
-                name, kernel, run_model_fn(w, with_reporting_start(kernel, reporting_start), costs_text), gate, attempts
-            )
+            # concluded with the live ones, below: the host speed is the whole validation's
+            pending[name] = (None, kernel, None, gate, None, attempts)
         else:
             # tracepoints are the model's extra; the live runner does not drive tracefs
             w_live = dict(w, record={k: v for k, v in (w.get("record") or {}).items() if k != "trace"})
@@ -2122,6 +2184,8 @@ def validate(
     for r in range(1, short_reps):
         for name in round_order(pending, r):
             w_live, kernel, _model, _gate, kw, _attempts = pending[name]
+            if w_live is None:
+                continue  # replayed: its time runs are saved with it
             n_runs = runs_for(kernel, reps, short_reps)
             if r >= n_runs:
                 continue
@@ -2135,8 +2199,16 @@ def validate(
                 kernel["extra"].setdefault("time_run_skipped", []).append(str(e))
                 continue
             _save_kernel(save_dir, name, kernel)
+    speed = applied_host_speed(
+        scale_speed,
+        [(k.get("extra") or {}).get("time_runs") or [run_times(k)] for _w, k, *_ in pending.values()],
+        probe_ref,
+    )
+    costs = costs_at_host_speed(costs_text, speed)
+    if speed is not None:
+        report["host_speed_applied"] = speed
     for name, (_w_live, kernel, model, gate, _kw, attempts) in pending.items():
-        conclude(name, kernel, model, gate, attempts)
+        conclude(name, kernel, model, gate, attempts, costs)
     report["ok"] = bool(report["scenarios"]) and all(s["ok"] for s in report["scenarios"].values())
     report["time_summary"] = time_summary(report)
     return report
@@ -2212,6 +2284,7 @@ def time_summary(report: dict) -> dict:
     speeds = sorted(sc["host_speed"] for sc in report["scenarios"].values() if sc.get("host_speed"))
     return {
         "host_speed": {"min": speeds[0], "median": median(speeds), "max": speeds[-1]} if speeds else None,
+        "host_speed_applied": report.get("host_speed_applied"),
         "gated": len(gated),
         "within": within,
         "unstable": len(unstable),
@@ -2296,8 +2369,14 @@ def print_time_table(report: dict, con=None, out=None) -> None:
         h = sm["host_speed"]
         print(
             f"host speed: a 4 KiB fault as each live run started took {h['median']:.2f}x the profile's "
-            f"fault_4k_ns + clear_4k_ns (median over the scenarios; {h['min']:.2f}-{h['max']:.2f}x): "
+            f"(probe_fault_4k_ns; median over the scenarios, {h['min']:.2f}-{h['max']:.2f}x): "
             "above 1, the live times ran slow against the calibration",
+            file=out,
+        )
+    if sm.get("host_speed_applied"):
+        print(
+            f"model run at host speed {sm['host_speed_applied']:.2f}x: its CPU-side costs scaled by that, the "
+            "median of every live run's probe against the profile (--host-speed; off: as calibrated)",
             file=out,
         )
     if sm["worst"]:
@@ -2386,6 +2465,7 @@ def cmd(args) -> int:
         raise InputError("--short-reps must be 1..100")
     if not 0 <= args.warmup <= 10:
         raise InputError("--warmup must be 0..10")
+    scale_speed = parse_host_speed(args.host_speed)
     report = validate(
         sc,
         size=size,
@@ -2397,6 +2477,7 @@ def cmd(args) -> int:
         warmup=args.warmup,
         progress=lambda name: print(f"validate: {name} ...", file=sys.stderr, flush=True),
         reporting_start=args.reporting_start,
+        scale_speed=scale_speed,
     )
     if not report["scenarios"]:
         raise InputError(

@@ -369,6 +369,13 @@ fn calibrate_cpu(quick: bool, reps: usize, s: &mut Samples) -> Result<(), CalErr
         if !warm {
             s.add("sleep_1ms", v)
         }
+        // the live runner's host-speed probe, as each run starts (host::fault_4k_probe_ns):
+        // what validate sets its runs' probes against (the profile's probe_fault_4k_ns)
+        if let Some(v) = crate::host::fault_4k_probe_ns(crate::host::PROBE_BYTES) {
+            if !warm {
+                s.add("host_probe", v)
+            }
+        }
         check_sig()?;
     }
     drop(a);
@@ -1004,14 +1011,15 @@ mod tests {
     }
 
     /// Each window of the CPU-side primitives adds `reps` samples of each (its warm-up round
-    /// discarded) to those of the windows before it: calibrate() pools three.
+    /// discarded) to those of the windows before it: calibrate() pools three. The live
+    /// runner's host-speed probe is among them (the profile's probe_fault_4k_ns).
     #[test]
     fn cpu_primitive_windows_pool_their_samples() {
         let _g = MM.lock().unwrap_or_else(|e| e.into_inner());
         let mut s = Samples(BTreeMap::new());
         assert!(calibrate_cpu(true, 1, &mut s).is_ok(), "first window");
         assert!(calibrate_cpu(true, 1, &mut s).is_ok(), "second window");
-        for k in ["clear_4k", "clear_2m", "copy_4k", "fill_4k_text", "syscall", "sleep_1ms"] {
+        for k in ["clear_4k", "clear_2m", "copy_4k", "fill_4k_text", "syscall", "sleep_1ms", "host_probe"] {
             let v = s.0.get(k).unwrap_or_else(|| panic!("{k} sampled"));
             assert_eq!(v.len(), 2, "{k}: one round a window, the warm-up left out: {v:?}");
             assert!(v.iter().all(|x| x.is_finite() && *x > 0.0), "{k}: {v:?}");

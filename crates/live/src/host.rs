@@ -501,9 +501,14 @@ fn touch_fresh(bytes: u64, huge: bool, collapse: bool) -> (u64, f64) {
     }
 }
 
+/// The memory the host-speed probe faults (fault_4k_probe_ns; 4096 pages, ~10 ms): before
+/// each live run, and in each of calibrate's CPU windows (its `probe_fault_4k_ns`).
+pub const PROBE_BYTES: u64 = 16 << 20;
+
 /// The host's speed as a run starts: a 4 KiB write fault's time (ns, the page's clearing
 /// included) over `bytes` of memory backed just before, as `thplab calibrate` measures its
-/// fault_4k_total. `thplab validate` sets it beside the profile's fault_4k_ns + clear_4k_ns:
+/// fault_4k_total. `thplab validate` sets it beside the profile's probe_fault_4k_ns (the same
+/// probe in calibrate's CPU windows) and runs the model at that host speed:
 /// this host's speed moves by tens of percent from one ten minutes to the next
 /// (python/thplab/validate.py, stop 35), and with it every live time. None if the mmap
 /// failed.

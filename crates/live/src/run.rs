@@ -397,9 +397,6 @@ fn kill_all(procs: &mut [ProcState]) {
     }
 }
 
-/// Memory the speed probe faults in before each run (4096 pages: ~10 ms).
-const PROBE_BYTES: u64 = 16 << 20;
-
 fn supervise(
     a: &RunArgs,
     p: &Plan,
@@ -455,7 +452,7 @@ fn supervise(
     // buddies are held
     let in_use_prefill = host::pages_in_use();
     // the host's speed now (before the back-fill, which places the run's first blocks)
-    let probe_fault_4k_ns = host::fault_4k_probe_ns(PROBE_BYTES);
+    let probe_fault_4k_ns = host::fault_4k_probe_ns(host::PROBE_BYTES);
     // memory the host took back (free page reporting) backed again, as the model starts
     let backed_before_run = host::back_free_memory(p.footprint, thplab_workload::footprint::uses_madv_collapse(&p.w));
     if pinned {

@@ -124,6 +124,8 @@ impl Default for Clock {
 
 impl Kernel {
     pub fn new(m: &MachineSpec, knobs: KnobSet, costs: CostProfile, seed: u64) -> Result<Kernel, String> {
+        // the costs as this run's host speed has them (CostProfile::host_speed)
+        let costs = costs.at_host_speed();
         let mut pm = PhysMem::new(m)?;
         if m.aged {
             for zi in 0..pm.zones.len() {

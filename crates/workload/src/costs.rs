@@ -160,6 +160,17 @@ pub struct CostProfile {
     pub source: String,
     /// calibrate: cpu_ghz (a chain of dependent adds, one per cycle).
     pub cpu_ghz: f64,
+    /// The host's speed as a run meets it, against this profile's calibration (1.1: 10 %
+    /// slower): the model charges every CPU-side cost times this (`at_host_speed`). 1, the
+    /// default: as calibrated. This host's speed moves by tens of percent from one ten
+    /// minutes to the next; `thplab validate` sets it from the live runner's 4 KiB fault
+    /// probe over its runs against this profile's fault_4k_ns + clear_4k_ns.
+    pub host_speed: f64,
+    /// Not charged: the live runner's host-speed probe (a 4 KiB write fault over 16 MiB
+    /// backed just before, clearing included) as calibrate met it, the median over its CPU
+    /// windows. validate takes its runs' probes against this (else against fault_4k_ns +
+    /// clear_4k_ns) for host_speed.
+    pub probe_fault_4k_ns: Option<u64>,
 
     // ---- page faults (mm/memory.c, mm/huge_memory.c) ----
     /// Exception entry/exit plus handle_mm_fault for a 4 KiB anonymous fault, without
@@ -616,6 +627,8 @@ impl Default for CostProfile {
             name: "default".into(),
             source: "documented defaults (each field's source is in crates/workload/src/costs.rs; run `thplab calibrate` for this host)".into(),
             cpu_ghz: 2.5,
+            host_speed: 1.0,
+            probe_fault_4k_ns: None,
             fault_4k_ns: 700,
             fault_2m_ns: 2_500,
             fault_zero_ns: 500,
@@ -708,6 +721,9 @@ impl CostProfile {
         if !(self.cpu_ghz > 0.1 && self.cpu_ghz < 20.0) {
             return Err("cost profile: cpu_ghz must be between 0.1 and 20".into());
         }
+        if !(self.host_speed > 0.1 && self.host_speed < 10.0) {
+            return Err("cost profile: host_speed must be between 0.1 and 10".into());
+        }
         for v in [self.access_cycles, self.stlb_hit_cycles, self.walk_4k_cycles, self.walk_2m_cycles] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err("cost profile: cycle figures must be finite and non-negative".into());
@@ -719,6 +735,37 @@ impl CostProfile {
             ));
         }
         Ok(())
+    }
+    /// The profile as charged at its host_speed (which comes back 1): every `*_ns` figure at
+    /// the top and of each compressor times host_speed, and cpu_ghz over it (the TLB's and
+    /// the cache's cycles). Not scaled: what the CPU's speed does not set, sleep_wake_ns (the
+    /// timer slack), refault_reported_2m_ns (the hypervisor backing a block) and the
+    /// devices' figures (disk, ssd, pmem, file).
+    pub fn at_host_speed(&self) -> CostProfile {
+        const UNSCALED: [&str; 2] = ["sleep_wake_ns", "refault_reported_2m_ns"];
+        let f = self.host_speed;
+        if f == 1.0 {
+            return self.clone();
+        }
+        fn scale(t: &mut serde_json::Map<String, serde_json::Value>, f: f64, skip: &[&str]) {
+            for (k, v) in t.iter_mut() {
+                if let Some(n) = v.as_u64().filter(|_| k.ends_with("_ns") && !skip.contains(&k.as_str())) {
+                    *v = serde_json::Value::from((n as f64 * f).round() as u64);
+                }
+            }
+        }
+        let mut v = serde_json::to_value(self).expect("a profile serialises");
+        let top = v.as_object_mut().expect("a profile is a table");
+        scale(top, f, &UNSCALED);
+        for c in top.get_mut("zram").and_then(|z| z.as_object_mut()).into_iter().flat_map(|z| z.values_mut()) {
+            if let Some(c) = c.as_object_mut() {
+                scale(c, f, &[]);
+            }
+        }
+        let mut out: CostProfile = serde_json::from_value(v).expect("a scaled profile deserialises");
+        out.cpu_ghz = self.cpu_ghz / f;
+        out.host_speed = 1.0;
+        out
     }
     pub fn cycles_to_ns(&self, cycles: f64) -> f64 {
         cycles / self.cpu_ghz
@@ -736,6 +783,25 @@ mod tests {
         assert!(c.validate().is_ok());
         c.cache_bytes = MIN_CACHE_BYTES;
         assert!(c.validate().is_ok());
+    }
+    #[test]
+    fn host_speed_scales_the_cpu_side_and_nothing_else() {
+        let d = CostProfile::default();
+        assert_eq!(d.at_host_speed(), d);
+        let s = CostProfile { host_speed: 1.5, ..d.clone() }.at_host_speed();
+        assert_eq!(s.host_speed, 1.0);
+        assert_eq!(s.fault_4k_ns, d.fault_4k_ns * 3 / 2);
+        assert_eq!(s.clear_2m_ns, d.clear_2m_ns * 3 / 2);
+        assert_eq!(s.zram["lz4"].text_compress_ns, d.zram["lz4"].text_compress_ns * 3 / 2);
+        assert_eq!(s.zram["lz4"].text_bytes, d.zram["lz4"].text_bytes);
+        assert_eq!(s.sleep_wake_ns, d.sleep_wake_ns);
+        assert_eq!(s.refault_reported_2m_ns, d.refault_reported_2m_ns);
+        assert_eq!(s.disk, d.disk);
+        assert_eq!(s.cache_bytes, d.cache_bytes);
+        // a cycle costs 1.5x the time
+        assert!((s.cycles_to_ns(30.0) - 1.5 * d.cycles_to_ns(30.0)).abs() < 1e-9);
+        let bad = CostProfile { host_speed: 0.0, ..d };
+        assert!(bad.validate().unwrap_err().contains("host_speed"));
     }
     #[test]
     fn toml_roundtrip_and_partial() {
