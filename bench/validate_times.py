@@ -14,8 +14,8 @@ each with its repetitions' times), replayed through the model with the same knob
 machine; with --live (root) the scenarios run on this machine's kernel first.
 
 With --reporting-start, the model's runs start so on a guest that reports free pages
-(validate's option of that name: backed, idle, found). The model runs at the host's speed over
-the saved runs (validate's --host-speed: auto, off, or a factor).
+(validate's option of that name: backed, idle, found). With --host-speed, the model's CPU-side
+costs run at a host speed (validate's option: auto, off, the default, or a factor).
 
     .venv/bin/python bench/validate_times.py [--kernel-results DIR] [--costs FILE] [--live] [--quick]
         [--reporting-start backed|idle|found] [--host-speed auto|off|X]
@@ -42,7 +42,7 @@ def main() -> int:
     ap.add_argument("--live", action="store_true", help="run the scenarios on this kernel first (root, minutes)")
     ap.add_argument("--quick", action="store_true", help="with --live: one run per scenario, no warm-up")
     ap.add_argument("--reporting-start", default=None, choices=v.REPORTING_STARTS, help="the model's start (validate)")
-    ap.add_argument("--host-speed", default="auto", metavar="auto|off|X", help="the model's host speed (validate)")
+    ap.add_argument("--host-speed", default="off", metavar="auto|off|X", help="the model's host speed (validate)")
     a = ap.parse_args()
     costs = Path(a.costs).read_text() if a.costs else None
     kdir = Path(a.kernel_results)
@@ -121,7 +121,7 @@ def main() -> int:
             "the calibration"
         )
     if rep.get("host_speed_applied"):
-        print(f"the model ran at host speed {rep['host_speed_applied']:.2f}x (--host-speed; off: as calibrated)")
+        print(f"the model ran at host speed {rep['host_speed_applied']:.2f}x (--host-speed)")
     return 0
 
 

@@ -307,7 +307,8 @@ def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys
 def test_the_model_runs_at_the_host_speed_of_the_whole_validation(tmp_path, capsys):
     """validate runs the model at the median of every live run's probe over the profile's
     (probe_fault_4k_ns where calibrate wrote one): the model's CPU-side costs scale with it,
-    its sleeps do not; --host-speed off leaves the profile as it is, a number is taken."""
+    its sleeps do not; --host-speed off (the default) leaves the profile as it is, a number
+    is taken."""
     costs = "probe_fault_4k_ns = 1000\nfault_4k_ns = 1400\nclear_4k_ns = 100\n"
     assert v.probe_reference_ns(costs) == 1000
     for name, probes in (("enabled-always", [1100.0, 1300.0]), ("partial-munmap", [1200.0])):
@@ -322,14 +323,14 @@ def test_the_model_runs_at_the_host_speed_of_the_whole_validation(tmp_path, caps
         return model_like(kr)
 
     sc = v.load_scenarios("enabled-always,partial-munmap")
-    rep = v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model)
+    rep = v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model, scale_speed="auto")
     # the median of all three runs' probes (1100, 1200, 1300), not of the scenarios' medians
     assert rep["host_speed_applied"] == pytest.approx(1.2)
     assert len(seen) == 2 and all(tomllib.loads(c)["host_speed"] == pytest.approx(1.2) for c in seen)
     v.print_report(rep)
     assert "model run at host speed 1.20x" in capsys.readouterr().out
     seen.clear()
-    rep = v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model, scale_speed=None)
+    rep = v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model)
     assert "host_speed_applied" not in rep and seen == [costs, costs]
     seen.clear()
     v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model, scale_speed=0.8)
