@@ -388,23 +388,19 @@ fn calibrate_cpu(quick: bool, reps: usize, s: &mut Samples) -> Result<(), CalErr
     Ok(())
 }
 
-pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -> Result<Value, CalError> {
-    let t_start = now_ns();
-    let reps = reps.unwrap_or(if quick { 3 } else { 7 });
-    let mut s = Samples(BTreeMap::new());
-    let mut notes: Vec<String> = vec![];
-    let mut values: Map<String, Value> = Map::new();
-    // what other tasks (and the host: steal) took of the CPUs meanwhile, for the notes
-    let (cpu0, own0) = (cpu_ticks(), self_cpu_ns());
-
-    // ---- CPU-side primitives on warmed memory ----
-    for _ in 0..reps {
-        s.add("cpu_ghz", cpu_ghz());
-    }
-    // the first of three windows minutes apart (calibrate_cpu)
-    calibrate_cpu(quick, reps, &mut s)?;
-
-    // ---- page faults, on memory backed just before (freed < 1 s earlier, so not reported) ----
+/// Page faults and munmaps, on memory backed just before (freed < 1 s earlier, so not
+/// reported): 4 KiB write and zero-page read faults, the munmap of their pages, VMA splits,
+/// MADV_DONTNEED's flush, the PTE walk, THP faults and their munmap; `reps` samples of each
+/// (a warm-up round discarded). Taken at calibrate's start and again at its end, and pooled
+/// (as calibrate_cpu's): this host's speed steps for minutes at a time, and one window met
+/// page_free_ns 173 ns (out/host-h49.toml) where the next calibration's met 95 (h50; the
+/// munmap phases it drives 0.58-0.74x of the live kernel's). Returns the THP faults seen.
+fn calibrate_faults(
+    quick: bool,
+    reps: usize,
+    s: &mut Samples,
+    values: &mut Map<String, Value>,
+) -> Result<i64, CalError> {
     let fsz = fault_region_bytes(quick);
     let mut thp_seen = 0;
     for r in 0..=reps {
@@ -541,6 +537,27 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
         values.insert("munmap_2m.thps".into(), json!(nh));
         check_sig()?;
     }
+    Ok(thp_seen)
+}
+
+pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -> Result<Value, CalError> {
+    let t_start = now_ns();
+    let reps = reps.unwrap_or(if quick { 3 } else { 7 });
+    let mut s = Samples(BTreeMap::new());
+    let mut notes: Vec<String> = vec![];
+    let mut values: Map<String, Value> = Map::new();
+    // what other tasks (and the host: steal) took of the CPUs meanwhile, for the notes
+    let (cpu0, own0) = (cpu_ticks(), self_cpu_ns());
+
+    // ---- CPU-side primitives on warmed memory ----
+    for _ in 0..reps {
+        s.add("cpu_ghz", cpu_ghz());
+    }
+    // the first of three windows minutes apart (calibrate_cpu)
+    calibrate_cpu(quick, reps, &mut s)?;
+
+    // ---- page faults, on memory backed just before (freed < 1 s earlier, so not reported) ----
+    let thp_seen = calibrate_faults(quick, reps, &mut s, &mut values)?;
     if thp_seen == 0 {
         notes.push(
             "no THP faults happened (is transparent_hugepage/enabled `never`?): fault_2m is a 4K-fault figure".into(),
@@ -600,13 +617,17 @@ pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -
     if is_root() {
         crate::calibrate_mm::calibrate_split_64k(&mut c, &mut journal_guard)?;
     }
-    drop(journal_guard);
-    // ---- random reads and THP faults again, a minute later: this host's speed steps for
+    // ---- random reads, faults and munmaps again, minutes later: this host's speed steps for
     // seconds to minutes at a time (cache_miss_ns 34 ns in one calibration, 20 ns in the
     // next; a THP fault ~175 us, then ~210 us for a while, 2026-12-05), so these take their
-    // samples at both ends of the calibration ----
+    // samples at both ends of the calibration (the per-CPU list's frees in the middle and at
+    // the end) ----
     calibrate_access(c.quick, c.reps, &mut c.s)?;
-    calibrate_thp_fault_again(&mut c)?;
+    calibrate_faults(c.quick, c.reps, &mut c.s, &mut c.values)?;
+    if is_root() {
+        crate::calibrate_mm::calibrate_page_free(&mut c, &mut journal_guard)?;
+    }
+    drop(journal_guard);
     calibrate_cpu(c.quick, c.reps, &mut c.s)?;
 
     if let (Some(a), Some(b)) = (cpu0, cpu_ticks()) {
@@ -683,23 +704,6 @@ fn calibrate_access(quick: bool, reps: usize, s: &mut Samples) -> Result<(), Cal
             }
             check_sig()?;
         }
-    }
-    Ok(())
-}
-
-/// More THP write faults (fault_2m_total), timed as the first ones were, after the rest of
-/// the calibration: on memory backed just before, each fault alone.
-fn calibrate_thp_fault_again(c: &mut Cal) -> Result<(), CalError> {
-    if !crate::calibrate_mm::thp_usable() {
-        return Ok(());
-    }
-    let fsz = fault_region_bytes(c.quick);
-    for _ in 0..c.reps {
-        back(fsz, true);
-        let (m, v) = time_thp_faults(fsz)?;
-        drop(m);
-        c.s.add_all("fault_2m_total", v);
-        check_sig()?;
     }
     Ok(())
 }
