@@ -1143,6 +1143,39 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   p:fragment 0.70x and p:fault 0.71x (spreads 1.44x and 1.64x), mthp_64k_pageout_swapfile
   and _zram p:fault 0.69x and 0.74x (live 4.09 and 3.81 ms, spreads 1.29x and 1.59x; 2.98
   in h47), disk_worst p:pageout_4k 1.32x.
+* 2026-12-06 (issue 15, stop 51): a new machine under the same name: an "Intel(R) Xeon(R)
+  Processor" at 2.1 GHz whose cores fold an add of an immediate into rename, so calibrate's
+  chain of `add reg, 1` read cpu_ghz 14.7 (the TLB's estimated walk cycles cost a fifth of
+  their time); it now chains register adds (2.6-3.1). Its clear_2m runs 204-239 us
+  (30-47 before), fill_text_4k 219-416 ns between calibrations minutes apart, memchr_inv
+  141-608, page_free_ns 95-192, fault_2m_ns 85-162 us: each calibration meets another
+  speed. Pair out/host-h49.toml, out/vk-h49 (right after the fresh checkout's build): 31/45,
+  135 of 156 gated within, geomean 1.14x, the live probes 0.89x of the profile's fault_4k_ns
+  + clear_4k_ns; 21 CPU-bound phases out at 1.26-1.63x. So a profile may now carry a
+  host_speed (CostProfile::host_speed, every CPU-side cost times it; sleeps, the
+  hypervisor's refault and the devices not), validate --host-speed auto|off|X, and
+  calibrate takes the runner's own probe in each CPU window (probe_fault_4k_ns, the
+  reference). h49 at 0.89x: 151 of 156; but pair out/host-h50.toml, out/vk-h50 (30/45):
+  probes 0.83x, 140 of 157 as calibrated, 139 at 0.83x (geomean 1.05x -> 0.89x), and pair
+  out/host-h51.toml, out/vk-h51 (31/45, 21 min): 141 of 159 as calibrated (3 unstable,
+  geomean 0.97x), 133 at auto's 1.09x. The fault probe does not track the other
+  primitives, so --host-speed stays off by default (applied_host_speed).
+  calibrate's refault of reported blocks counted a fault over 10x a backed one; here
+  a backed THP fault takes ~290 us and a refault 1.6-1.8 ms (and a block reported moments
+  before often only ~+150 us), so none counted and the base's 2 ms stood: compaction-fill's
+  eat phase 1.8-2.0x. Now over 3x (HOST_REFAULT_FACTOR, as _backed_mean leaves refaults
+  out): 0.88-1.62 ms, eat 1.45-1.5x on h50's runs (0.64-0.69x at the mean over all reported
+  blocks, 472 us: the live eat phase's 2,329 THP faults pay ~640 us each beyond a backed
+  fault, between the two). compaction-fill-p0's stalls at p:fault swing with the model's
+  speed (470 at host speed 0.95-1.1, 576-596 at 0.85-0.9, live 472-601): the settle phase
+  ends with 70 or 178 free 2 MiB blocks depending on where the tenant's fault-and-drop
+  cycle stands (docs/page_reporting.md). The page faults and munmaps (calibrate_faults) and
+  the per-CPU list's frees are now sampled at both ends of the calibration and pooled, as
+  the CPU primitives are. zero-page-read p:read: a run that allocates the huge zero folio
+  took 1.86 ms (an unmovable order-9 block, cold in the host), the five after it, which
+  found the folio kept (thp_zero_page_alloc 0), 124-141 us; the model allocates it in every
+  run, so its time is right only where the live run allocated on a backed block: the
+  folio's presence at a run's start is still to be carried to the model.
 """
 
 from __future__ import annotations
