@@ -2187,7 +2187,9 @@ def validate(
             kernel = json.loads(f.read_text())
             if kernel.get("backend") != "kernel":
                 raise InputError(f"{f}: not a kernel result (backend {kernel.get('backend')!r})")
-            # concluded with the live ones, below: the host speed is the whole validation's
+            # the workload as run (else as resized here), concluded with the live ones below:
+            # the host speed is the whole validation's
+            kernel.setdefault("extra", {}).setdefault("workload", w)
             pending[name] = (None, kernel, None, gate, None, attempts)
         else:
             # tracepoints are the model's extra; the live runner does not drive tracefs

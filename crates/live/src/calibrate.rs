@@ -193,7 +193,7 @@ fn cpu_ghz() -> f64 {
     let mut x: u64 = 0;
     // register-register adds: a core that folds an add of an immediate into its rename stage
     // (Golden Cove and later) runs a chain of `add reg, 1` several to a cycle (this host's
-    // Xeon: cpu_ghz 14.7 at 2.1 GHz, out/host-h50.toml); an add of a register it cannot
+    // Xeon: cpu_ghz 14.7 at 2.1 GHz, out/host-h50.toml); an add of a register it does not fold
     let one = std::hint::black_box(1u64);
     for _ in 0..n / 16 {
         unsafe {

@@ -508,7 +508,7 @@ pub const PROBE_BYTES: u64 = 16 << 20;
 /// The host's speed as a run starts: a 4 KiB write fault's time (ns, the page's clearing
 /// included) over `bytes` of memory backed just before, as `thplab calibrate` measures its
 /// fault_4k_total. `thplab validate` sets it beside the profile's probe_fault_4k_ns (the same
-/// probe in calibrate's CPU windows) and runs the model at that host speed:
+/// probe in calibrate's CPU windows; with --host-speed auto, the model runs at that speed):
 /// this host's speed moves by tens of percent from one ten minutes to the next
 /// (python/thplab/validate.py, stop 35), and with it every live time. None if the mmap
 /// failed.

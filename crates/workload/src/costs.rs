@@ -163,8 +163,9 @@ pub struct CostProfile {
     /// The host's speed as a run meets it, against this profile's calibration (1.1: 10 %
     /// slower): the model charges every CPU-side cost times this (`at_host_speed`). 1, the
     /// default: as calibrated. This host's speed moves by tens of percent from one ten
-    /// minutes to the next; `thplab validate` sets it from the live runner's 4 KiB fault
-    /// probe over its runs against this profile's fault_4k_ns + clear_4k_ns.
+    /// minutes to the next; `thplab validate --host-speed auto` sets it from the live
+    /// runner's 4 KiB fault probe over its runs against this profile's probe_fault_4k_ns
+    /// (off by default: the probe does not track every phase; python/thplab/validate.py).
     pub host_speed: f64,
     /// Not charged: the live runner's host-speed probe (a 4 KiB write fault over 16 MiB
     /// backed just before, clearing included) as calibrate met it, the median over its CPU
