@@ -369,6 +369,44 @@ def test_the_model_runs_at_the_host_speed_of_the_whole_validation(tmp_path, caps
             v.parse_host_speed(bad)
 
 
+def test_a_run_that_found_the_huge_zero_folio_kept_is_modelled_with_it_kept(tmp_path):
+    """A live run that mapped the huge zero folio without allocating it (thp_zero_page_alloc
+    0) found it kept: its model run starts with the folio (thplab.huge_zero_folio=kept), the
+    counted run's for the counters, each time run's for its time, so that the median is
+    over the same starts; a run that allocated it keeps the model's plain start."""
+    k = kernel_result(thp_zero_page_alloc=0)
+    k["phases"][0].update(end_ns=150_000, vmstat_delta={"thp_zero_page_alloc": 0})
+    k["extra"]["workload"] = {"name": "t", "processes": [{"name": "p", "ops": []}]}
+    # the counted run found it kept; of the four time runs, one allocated it
+    runs = [v.run_times(k)]
+    assert runs[0]["zero_page_alloc"] == 0 and v.huge_zero_kept(runs[0])
+    for alloc, ns in ((1, 1_800_000), (0, 150_000), (0, 140_000), (0, 160_000)):
+        runs.append({"phases": {"p:fault": ns}, "probe_ns": None, "zero_page_alloc": alloc})
+    k["extra"]["time_runs"] = runs
+    (tmp_path / "zero-page-read.json").write_text(json.dumps(k))
+    calls = []
+
+    def model(w, kr, c):
+        kept = (kr.get("knobs") or {}).get("thplab.huge_zero_folio") == "kept"
+        calls.append(kept)
+        m = model_like(kr, thp_zero_page_alloc=0 if kept else 1)
+        m["phases"][0]["vmstat_delta"] = {} if kept else {"thp_zero_page_alloc": 1}
+        m["phases"][0]["end_ns"] = 150_000 if kept else 1_700_000
+        return m
+
+    rep = v.validate(v.load_scenarios("zero-page-read"), kernel_dir=str(tmp_path), run_model_fn=model)
+    s = rep["scenarios"]["zero-page-read"]
+    # the plain model (it maps the folio), then the kept one for the counted run and the
+    # kept time runs; the time run that allocated it meets a plain model again
+    assert calls == [False, True, False]
+    # both sides count none: no row, and the counters compare
+    assert s["counters_ok"] and not [r for r in s["rows"] if r["counter"] == "thp_zero_page_alloc"]
+    t = next(t for t in s["times"] if t["phase"] == "p:fault")
+    assert t["model_ns"] == 150_000 and t["status"] == "ok"
+    # a run without the counter (saved before it was recorded) is not taken as kept
+    assert not v.huge_zero_kept({"phases": {}})
+
+
 @pytest.mark.live
 def test_live_fault_path_scenarios_small(tmp_path):
     """Every fault-path scenario runs on the kernel at 16M; the kernel side is compared with a

@@ -17,6 +17,8 @@ Tolerances (stated in the output):
   only add events. Out of tolerance => exit status 1.
 * ``thp_zero_page_alloc`` counts one allocation of the huge zero page, which the kernel keeps
   while it is in use: it must be equal, or kernel 0 / model 1 (the kernel already had one).
+  A live run that allocated none found the folio kept: its model run starts with it
+  (thplab.huge_zero_folio=kept, ``huge_zero_kept``), for its counters and its times.
 * ``smaps AnonHugePages`` of each process at its end: exact (kB).
 * **times** (see ``TIME_*`` below): every phase of every scenario, and for scenarios that
   sample a series the time until AnonHugePages reaches its level, must be within
@@ -1174,8 +1176,9 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   the CPU primitives are. zero-page-read p:read: a run that allocates the huge zero folio
   took 1.86 ms (an unmovable order-9 block, cold in the host), the five after it, which
   found the folio kept (thp_zero_page_alloc 0), 124-141 us; the model allocates it in every
-  run, so its time is right only where the live run allocated on a backed block: the
-  folio's presence at a run's start is still to be carried to the model.
+  run, so its time was right only where the live run allocated on a backed block. A run
+  that allocated none now has its model start with the folio kept (thplab.huge_zero_folio
+  =kept; each time run records its thp_zero_page_alloc: huge_zero_kept, model_runs).
 """
 
 from __future__ import annotations
@@ -1300,6 +1303,9 @@ def run_times(result: dict) -> dict:
     }
     k = result.get("kernel") or {}
     out = {"phases": phases, "series": milestone_series(result), "probe_ns": k.get("probe_fault_4k_ns")}
+    if any(p.get("vmstat_delta") is not None for p in result.get("phases") or []):
+        # whether the run found the huge zero folio kept (huge_zero_kept)
+        out["zero_page_alloc"] = zero_page_allocs(result)
     held = (result.get("extra") or {}).get("khugepaged_list_held")
     if held is not None:
         out["khugepaged_list_held"] = held
@@ -1325,19 +1331,50 @@ def with_reporting_start(kernel: dict, start: str | None) -> dict:
     return {**kernel, "knobs": {**knobs, "thplab.free_page_reporting_start": start}}
 
 
-def model_runs(w: dict, kernel: dict, model: dict, runs: list[dict] | None, costs_text, run_model_fn) -> list[dict]:
-    """The model's runs for the time rows: at thplab.free_page_reporting_start=found one per
-    live run, each from the free lists that run found (its ``start``; the first is
-    ``model``, started as ``kernel``), so that both sides' medians are over the same starts;
-    else ``model`` alone."""
+def model_runs(
+    w: dict, kernel: dict, model: dict, runs: list[dict] | None, costs_text, run_model_fn, maps_zero: bool = False
+) -> list[dict]:
+    """The model's runs for the time rows, one per live run in ``runs`` (the first is
+    ``model``, started as ``kernel`` and its run): at thplab.free_page_reporting_start=found
+    each from the free lists that run found (its ``start``), and, where the scenario maps
+    the huge zero folio (``maps_zero``), each with the folio as that run found it
+    (``huge_zero_kept``), so that both sides' medians are over the same starts; else
+    ``model`` alone."""
     knobs = kernel.get("knobs") or {}
-    if knobs.get("thplab.free_page_reporting_start") != "found" or not runs or not all(r.get("start") for r in runs):
+    found = (
+        knobs.get("thplab.free_page_reporting_start") == "found" and bool(runs) and all(r.get("start") for r in runs)
+    )
+    kept = [maps_zero and huge_zero_kept(r) for r in runs or []]
+    if not runs or not (found or any(kept)):
         return [model]
-    out = [model]
-    for r in runs[1:]:
-        k = {**kernel, "kernel": {**(kernel.get("kernel") or {}), **r["start"]}}
-        out.append(run_model_fn(w, k, costs_text))
+    out, same = [model], {kept[0]: model}
+    for r, z in zip(runs[1:], kept[1:], strict=True):
+        k = {**kernel, "kernel": {**(kernel.get("kernel") or {}), **r["start"]}} if found else kernel
+        if found or z not in same:
+            same[z] = run_model_fn(w, with_huge_zero_kept(k) if z else k, costs_text)
+        out.append(same[z])
     return out
+
+
+def zero_page_allocs(result: dict) -> int:
+    """thp_zero_page_alloc over a run's phases."""
+    return sum((p.get("vmstat_delta") or {}).get("thp_zero_page_alloc", 0) for p in result.get("phases") or [])
+
+
+def huge_zero_kept(run: dict) -> bool:
+    """A live run (``run_times``) of a scenario that maps the huge zero folio found it kept
+    from earlier use: it allocated none (thp_zero_page_alloc 0). The kernel keeps the folio
+    until its shrinker frees it under memory pressure (shrink_huge_zero_folio_scan()), so
+    whether a run allocates it depends on the runs before: zero-page-read's read phase took
+    1.86 ms in a run that allocated it (an unmovable order-9 block the host had to back
+    again), 124-141 us in the five after it, which found it kept (stop 51)."""
+    return run.get("zero_page_alloc") == 0
+
+
+def with_huge_zero_kept(kernel: dict) -> dict:
+    """``kernel`` with the model's run starting with the huge zero folio kept
+    (thplab.huge_zero_folio=kept)."""
+    return {**kernel, "knobs": {**(kernel.get("knobs") or {}), "thplab.huge_zero_folio": "kept"}}
 
 
 def probe_reference_ns(costs_text: str | None) -> float | None:
@@ -2154,7 +2191,11 @@ def validate(
         start = with_reporting_start(kernel, reporting_start)
         if model is None or costs != costs_text:
             model = run_model_fn(w, start, costs)
-        models = model_runs(w, start, model, time_runs, costs, run_model_fn)
+        # a scenario that maps the huge zero folio, and a counted run that found it kept
+        maps_zero = zero_page_allocs(model) > 0
+        if maps_zero and huge_zero_kept(run_times(kernel)):
+            model = run_model_fn(w, with_huge_zero_kept(start), costs)
+        models = model_runs(w, start, model, time_runs, costs, run_model_fn, maps_zero)
         cmp = compare(kernel, model, time_runs, models=models, **gate)
         cmp["attempts"] = attempts
         cmp["description"] = scenarios[name].get("description", "")

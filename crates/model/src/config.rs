@@ -92,6 +92,8 @@ pub struct Config {
     pub reporting_found_start: bool,
     /// page_reporting.page_reporting_order: the smallest free block reported
     pub page_reporting_order: u32,
+    /// thplab.huge_zero_folio=kept: the huge zero folio is there as the run starts
+    pub huge_zero_kept: bool,
 }
 
 impl Config {
@@ -155,6 +157,7 @@ impl Config {
             reporting_idle_start: g("thplab.free_page_reporting_start") == "idle",
             reporting_found_start: g("thplab.free_page_reporting_start") == "found",
             page_reporting_order: n("thplab.page_reporting_order") as u32,
+            huge_zero_kept: g("thplab.huge_zero_folio") == "kept",
         }
     }
 

@@ -192,6 +192,24 @@ impl Kernel {
         true
     }
 
+    /// The huge zero folio as a run finds it kept from earlier use (thplab.huge_zero_folio=
+    /// kept): allocated as get_huge_zero_folio() does, at boot (before the counters' and the
+    /// clock's start: no thp_zero_page_alloc, no time), held by no mm, so the shrinker may
+    /// free it (shrink_huge_zero_folio_count() counts it while only its own reference is
+    /// left).
+    pub fn keep_huge_zero_folio(&mut self) {
+        if self.huge_zero.pfn.is_some() {
+            return;
+        }
+        let got = self.alloc_pages((GFP_TRANSHUGE | __GFP_ZERO) & !__GFP_MOVABLE, HPAGE_PMD_ORDER, 0);
+        if let Some(Pfn(pfn)) = got {
+            for p in pfn..pfn + HPAGE_PMD_NR {
+                self.pm.frames[p as usize] = make_zero_frame();
+            }
+            self.huge_zero.pfn = Some(pfn);
+        }
+    }
+
     /// mm_put_huge_zero_folio(): an exiting mm drops its reference.
     pub fn mm_put_huge_zero_folio(&mut self, mm: MmId) {
         if self.mms[mm].huge_zero_ref {

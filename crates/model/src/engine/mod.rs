@@ -114,6 +114,10 @@ impl Boot {
         }
         // its per-CPU lists as found (aged.rs hold_pcp_lists_as_found)
         k.hold_pcp_lists_as_found(&machine.pcp, flagless);
+        // the huge zero folio kept from earlier use (thplab.huge_zero_folio=kept)
+        if k.cfg.huge_zero_kept {
+            k.keep_huge_zero_folio();
+        }
         // thplab.free_page_reporting_start=idle: a reporting guest idle before the run, its
         // free memory reported; then the live runner backs the run's footprint
         // (page_reporting.rs) and forks the workload's processes, the first of which met
