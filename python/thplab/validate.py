@@ -1179,6 +1179,11 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   run, so its time was right only where the live run allocated on a backed block. A run
   that allocated none now has its model start with the folio kept (thplab.huge_zero_folio
   =kept; each time run records its thp_zero_page_alloc: huge_zero_kept, model_runs).
+  Pair out/host-h52.toml, out/vk-h52 (24 min, with all of the above): 28/45, 137 of 160
+  gated within (2 unstable), geomean 0.83x, probes 1.09x (0.91-1.24x); at --host-speed
+  auto 152 of 160 (geomean 0.90x). Over h49-h52 auto helped twice (135 -> 151, 137 -> 152)
+  and hurt twice (140 -> 139, 141 -> 133): it stays off. zero-page-read there: the counted
+  run found the folio kept (p:read 126 us), the four time runs allocated it (0.50-2.18 ms).
 """
 
 from __future__ import annotations
@@ -1416,7 +1421,9 @@ def applied_host_speed(mode, runs_per_scenario: list[list[dict]], ref_ns: float 
     model at 0.89x put 151 of 156 gated times within (135 as calibrated); against
     out/host-h50.toml (its probe_fault_4k_ns) they came 0.83x while the phases ran ~5 % fast,
     and at 0.83x 139 of 157 were within (140 as calibrated; geomean 0.89x against 1.05x).
-    One speed for the whole validation, not each run's: a probe of ~8 ms spreads 1.3x."""
+    Over h49-h52 it helped twice (h52: 137 -> 152 of 160 at 1.09x) and hurt twice (h51: 141
+    -> 133 at 1.09x). One speed for the whole validation, not each run's: a probe of ~8 ms
+    spreads 1.3x."""
     if mode is None or mode == "off":
         return None
     if mode != "auto":
