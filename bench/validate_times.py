@@ -44,6 +44,7 @@ def main() -> int:
     ap.add_argument("--reporting-start", default=None, choices=v.REPORTING_STARTS, help="the model's start (validate)")
     ap.add_argument("--host-speed", default="off", metavar="auto|off|X", help="the model's host speed (validate)")
     a = ap.parse_args()
+    scale_speed = v.parse_host_speed(a.host_speed)
     costs = Path(a.costs).read_text() if a.costs else None
     kdir = Path(a.kernel_results)
     sc = v.load_scenarios(None)
@@ -60,7 +61,7 @@ def main() -> int:
             short_reps=short_reps,
             warmup=warmup,
             reporting_start=a.reporting_start,
-            scale_speed=v.parse_host_speed(a.host_speed),
+            scale_speed=scale_speed,
         )
     elif kdir.is_dir() and any(kdir.glob("*.json")):
         rep = v.validate(
@@ -68,7 +69,7 @@ def main() -> int:
             kernel_dir=str(kdir),
             costs_text=costs,
             reporting_start=a.reporting_start,
-            scale_speed=v.parse_host_speed(a.host_speed),
+            scale_speed=scale_speed,
         )
     else:
         print(

@@ -92,8 +92,14 @@ def _backed_mean(v):
     backed unit, whose slowest were < 2x the median on the reference host. The mean, not
     the median, of the rest: the model charges every unit, so its sum wants the mean (the
     backed faults' tail: p90 1.1-1.2x the median)."""
-    m = statistics.median(v)
-    return statistics.mean([x for x in v if x <= HOST_REFAULT_FACTOR * m])
+    cut = _refault_cutoff(v)
+    return statistics.mean([x for x in v if x <= cut])
+
+
+def _refault_cutoff(v):
+    """Above this a unit of the samples ``v`` refaulted in the host (HOST_REFAULT_FACTOR
+    times their median)."""
+    return HOST_REFAULT_FACTOR * statistics.median(v)
 
 
 def _paired_diff(a, b):
@@ -334,11 +340,8 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         # a Xeon whose backed THP fault takes ~290 us, clear_2m 209 us): its refaults took
         # 1.6-1.8 ms, under 10x, so none counted and the base's 2 ms stood (compaction-fill's
         # eat phase 1.8-2.0x the live kernel's; 1.3-1.4x at the 1.46 ms measured so)
-        cold = [
-            x
-            for x in S["refault_reported_2m_total"]
-            if x > HOST_REFAULT_FACTOR * statistics.median(S["fault_2m_total"])
-        ]
+        cut = _refault_cutoff(S["fault_2m_total"])
+        cold = [x for x in S["refault_reported_2m_total"] if x > cut]
         frac = len(cold) / len(S["refault_reported_2m_total"])
         if cold:
             put(

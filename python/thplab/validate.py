@@ -1349,8 +1349,12 @@ def model_runs(
     found = (
         knobs.get("thplab.free_page_reporting_start") == "found" and bool(runs) and all(r.get("start") for r in runs)
     )
-    kept = [maps_zero and huge_zero_kept(r) for r in runs or []]
-    if not runs or not (found or any(kept)):
+    if not runs:
+        return [model]
+    # the first is ``kernel``'s own run, as conclude() decided ``model`` from it (a time run
+    # saved before runs recorded their thp_zero_page_alloc lacks the count)
+    kept = [maps_zero and huge_zero_kept(r) for r in (run_times(kernel), *runs[1:])]
+    if not (found or any(kept)):
         return [model]
     out, same = [model], {kept[0]: model}
     for r, z in zip(runs[1:], kept[1:], strict=True):
