@@ -71,6 +71,7 @@ FIXTURE = {
         "file.munmap_cached": [800] * 3,
         "file.munmap_entry": [60] * 3,
         "file.thp_pageout_best": [1_400_000] * 3,
+        "noswap.thp_pageout_best": [600_000] * 3,
         "drop_slab": [90000] * 3,
         "underused_0": [790000] * 3,
         "underused_256": [790000 + 256 * 440] * 3,
@@ -103,6 +104,7 @@ FIXTURE = {
         "split.thp_pages": 32,
         "split_64k.folios": 128,
         "file.thp_best.thp_swpout_fallback": 1.0,
+        "noswap.thp_best.thp_swpout_fallback": 1.0,
     },
     "notes": [],
 }
@@ -431,12 +433,14 @@ def test_profile_from_samples_and_toml_roundtrip():
         + prof["reclaim_pages_ns"]
     )
     assert prof["reclaim_unmapped_ns"] == round((1_400_000 - rest) / 511)
-    # without the fallback count (the THPs were swapped whole) it keeps the default
-    no_split = {**FIXTURE, "values": {**FIXTURE["values"], "file.thp_best.thp_swpout_fallback": 0.0}}
-    assert (
-        calibrate.profile_from_samples(no_split)[0]["reclaim_unmapped_ns"]
-        == tomllib.loads(n.default_costs())["reclaim_unmapped_ns"]
-    )
+    # with no swap device: the written page stays mapped (its PTE walked, not unmapped)
+    rest_noswap = rest - prof["unmap_page_ns"] + prof["pte_walk_ns"]
+    assert prof["reclaim_activate_ns"] == round((600_000 - rest_noswap) / 511)
+    # without the fallback count (the THPs were swapped whole) each keeps the default
+    default = tomllib.loads(n.default_costs())
+    for dev, field in [("file", "reclaim_unmapped_ns"), ("noswap", "reclaim_activate_ns")]:
+        no_split = {**FIXTURE, "values": {**FIXTURE["values"], f"{dev}.thp_best.thp_swpout_fallback": 0.0}}
+        assert calibrate.profile_from_samples(no_split)[0][field] == default[field]
     assert prof["compact_scan_pfn_ns"] == 3 and prof["migrate_4k_ns"] == 2000
     assert 0 < prof["spread"]["clear_4k_ns"] < 1
     text = calibrate.to_toml(prof, ["a comment"])

@@ -987,41 +987,61 @@ def _fit_split_collapse(prof, S, V, rows, spread):
         )
 
 
-def _fit_reclaim_split(prof, S, V, rows, spread):
-    """reclaim_unmapped_ns: MADV_PAGEOUT to a swap file of THPs whose first byte only is
-    non-zero (file.thp_pageout_best, per THP; a swap file has no 2 MiB slots, so each THP is
-    split and its 511 zero subpages remapped to the zero page), less what the model charges
-    the rest of it: the scan of the THP and of its one written subpage, the PMD split, the
-    folio split and the zero checks of 511 subpages (plus the first page's, which stops at
-    its first byte), the unmap of the written page, the TLB flush, the PMD walk and the
-    reclaim_pages() call; per zero subpage, each of which still takes a pass of
-    shrink_folio_list (see costs.rs)."""
-
-    k = "file.thp_pageout_best"
-    if not S.get(k) or (V.get("file.thp_best.thp_swpout_fallback") or 0) < 0.9:
-        return
+def _reclaim_split_rest(prof, S):
+    """What the model charges MADV_PAGEOUT of a THP whose first byte only is non-zero when
+    it is split for reclaim, beside the passes of its 511 unmapped zero subpages: the scan of
+    the THP and of its one written subpage, the PMD split, the folio split and the zero
+    checks of 511 subpages (plus the first page's, which stops at its first byte), the TLB
+    flush, the PMD walk and the reclaim_pages() call."""
     best = _med(S["memchr_inv_4k_best"]) if S.get("memchr_inv_4k_best") else 0.0
-    rest = (
+    return (
         2 * prof["reclaim_scan_page_ns"]
         + prof["split_pmd_ns"]
         + prof["split_folio_ns"]
         + 511 * prof["memchr_inv_4k_ns"]
         + best
-        + prof["unmap_page_ns"]
         + prof["tlb_flush_ns"]
         + prof["pmd_walk_ns"]
         + prof["reclaim_pages_ns"]
     )
-    _put(
-        prof,
-        rows,
-        spread,
-        "reclaim_unmapped_ns",
-        (_med(S[k]) - rest) / 511,
-        S[k],
-        "swap-file THP pageout, seed 000 best case (each THP split), per THP less the model's other"
-        " charges, per zero subpage",
-    )
+
+
+def _fit_reclaim_split(prof, S, V, rows, spread):
+    """reclaim_unmapped_ns: MADV_PAGEOUT to a swap file of THPs whose first byte only is
+    non-zero (file.thp_pageout_best, per THP; a swap file has no 2 MiB slots, so each THP is
+    split and its 511 zero subpages remapped to the zero page), less what the model charges
+    the rest of it (_reclaim_split_rest, and the unmap of the written page); per zero
+    subpage, each of which still takes a pass of shrink_folio_list (see costs.rs).
+
+    reclaim_activate_ns: the same with no swap device (noswap.thp_pageout_best): the THP's
+    folio_alloc_swap() fails, so it is split as well, and each piece's pass ends at
+    activate_locked_split; the rest as above, the written page left mapped (its PTE walked
+    by the split instead of unmapped)."""
+
+    k = "file.thp_pageout_best"
+    if S.get(k) and (V.get("file.thp_best.thp_swpout_fallback") or 0) >= 0.9:
+        _put(
+            prof,
+            rows,
+            spread,
+            "reclaim_unmapped_ns",
+            (_med(S[k]) - _reclaim_split_rest(prof, S) - prof["unmap_page_ns"]) / 511,
+            S[k],
+            "swap-file THP pageout, seed 000 best case (each THP split), per THP less the model's"
+            " other charges, per zero subpage",
+        )
+    k = "noswap.thp_pageout_best"
+    if S.get(k) and (V.get("noswap.thp_best.thp_swpout_fallback") or 0) >= 0.9:
+        _put(
+            prof,
+            rows,
+            spread,
+            "reclaim_activate_ns",
+            (_med(S[k]) - _reclaim_split_rest(prof, S) - prof["pte_walk_ns"]) / 511,
+            S[k],
+            "THP pageout with no swap device, seed 000 best case (each THP split, its pieces"
+            " activated), per THP less the model's other charges, per zero subpage",
+        )
 
 
 # a vm.compact_memory run of the fragmented memory that migrated fewer pages is left out of

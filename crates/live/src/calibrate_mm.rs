@@ -485,7 +485,9 @@ fn drop_caches_counting(t: Map_, nh: usize, counter: &str) -> (f64, i64) {
 /// subpage non-zero, so each is remapped), and of THPs with 4 non-zero subpages (the 507
 /// zero ones remapped to the zero page and freed); the underused shrinker at max_ptes_none 0
 /// and 256 on THPs with 4 non-zero subpages (per THP; the difference is 256 more subpages read),
-/// and at 511, where it splits none (per THP: the walk of the deferred split queue).
+/// and at 511, where it splits none (per THP: the walk of the deferred split queue); with no
+/// swap device on, MADV_PAGEOUT of THPs with one non-zero byte (each split, its pieces
+/// activated, per THP).
 pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     let (quick, reps) = (c.quick, c.reps);
     let Cal { s, values, notes, .. } = c;
@@ -499,6 +501,8 @@ pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     let underused = format!("{THP}/shrink_underused");
     let have_underused = std::path::Path::new(&underused).exists();
     set_knob(g, "transparent_hugepage/khugepaged/max_ptes_none", &mpn, "511")?;
+    // /proc/swaps has its header line alone
+    let noswap = read_file("/proc/swaps").is_ok_and(|t| t.lines().count() == 1);
     let mut counts: Vec<(String, i64)> = vec![];
     for r in 0..=reps {
         let keep = r > 0;
@@ -549,7 +553,33 @@ pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
             }
             set_knob(g, "transparent_hugepage/khugepaged/max_ptes_none", &mpn, "511")?;
         }
+        if noswap {
+            // MADV_PAGEOUT with no swap device of THPs whose first byte alone is non-zero:
+            // folio_alloc_swap() fails, so each THP is split (its 511 zero subpages remapped
+            // to the zero page) and every piece's pass of shrink_folio_list ends at
+            // activate_locked_split; the unmapped ones are freed as they are put back
+            // (noswap.thp_pageout_best: reclaim_activate_ns)
+            let t = Map_::new(nh * HPAGE, Some(true))?;
+            for i in 0..nh {
+                unsafe { *t.page(i * 512) = 0xff };
+            }
+            let before = vmstat();
+            let v = timed(nh, || {
+                madvise(&t, 0, t.len, libc::MADV_PAGEOUT);
+            });
+            let dl = delta(&before, &vmstat());
+            drop(t);
+            if keep {
+                s.add("noswap.thp_pageout_best", v);
+                for c in ["thp_swpout_fallback", "thp_split_page", "pgactivate", "pswpout"] {
+                    counts.push((format!("noswap.thp_best.{c}"), dl.get(c).copied().unwrap_or(0)));
+                }
+            }
+        }
         check_sig()?;
+    }
+    if !noswap {
+        notes.push("a swap device is active: MADV_PAGEOUT with no swap (reclaim_activate_ns) was not measured".into());
     }
     for (name, c) in counts {
         let e = values.entry(name).or_insert(json!(0.0));

@@ -37,8 +37,8 @@
 //! folio_referenced), each PTE or PMD unmapped unmap_page_ns, each folio freed
 //! remove_mapping_ns; each piece a split for reclaim leaves unmapped (a zero subpage
 //! remapped to the zero page) reclaim_unmapped_ns for the pass of shrink_folio_list it
-//! still takes (split_for_reclaim); each reclaim_pages() call (MADV_PAGEOUT: one per PMD)
-//! reclaim_pages_ns. Shared locks are simulated (locking.rs): the node's lru_lock taken
+//! still takes (reclaim_activate_ns when no swap slot is left: split_for_reclaim); each
+//! reclaim_pages() call (MADV_PAGEOUT: one per PMD) reclaim_pages_ns. Shared locks are simulated (locking.rs): the node's lru_lock taken
 //! once per isolated batch and once for the putback (isolate_lru_folios,
 //! move_folios_to_lru; once per folio by MADV_PAGEOUT's folio_isolate_lru), the swap
 //! device's si->lock when the allocator takes a cluster from its lists, and each swap
@@ -476,11 +476,10 @@ impl Kernel {
     /// allocated and given back (swap_writeout → folio_free_swap), __remove_mapping, the
     /// free: reclaim_unmapped_ns each. With no swap slot left (no swap device, or swap
     /// full) the pass ends at folio_alloc_swap()'s failure instead (activate_locked_split:
-    /// the folio is marked active and put back, and move_folios_to_lru() frees it as it
-    /// drops the last reference): page_free_ns each, the pass's few checks before it
-    /// (trylock, folio_check_references of an unmapped folio) not charged apart. With the
-    /// seed policy, patch 2 frees them inside the split (page_ref_freeze(subpage, 2)): no
-    /// pass.
+    /// the folio is marked active, and reclaim_folio_list()'s folio_putback_lru() puts it
+    /// on the LRU through the lru_add batch, whose drop of the last reference takes it off
+    /// and frees it): reclaim_activate_ns each. With the seed policy, patch 2 frees them
+    /// inside the split (page_ref_freeze(subpage, 2)): no pass.
     fn split_for_reclaim(&mut self, head: u64, nr: u64, fallback: Option<u32>, pieces: &mut Vec<u64>) -> Fate {
         match self.split_folio(Pfn(head), crate::migrate::SplitReason::Reclaim) {
             Ok(p) => {
@@ -488,8 +487,11 @@ impl Kernel {
                     self.count_swpout_fallback(order);
                 }
                 if self.cfg.split_zero != crate::config::SplitZero::Seed {
-                    let pass =
-                        if self.can_reclaim_anon() { self.costs.reclaim_unmapped_ns } else { self.costs.page_free_ns };
+                    let pass = if self.can_reclaim_anon() {
+                        self.costs.reclaim_unmapped_ns
+                    } else {
+                        self.costs.reclaim_activate_ns
+                    };
                     self.charge(pass * (nr - p.len() as u64));
                 }
                 // the order shrink_folio_list() goes on in: the head at once (it retries

@@ -400,7 +400,8 @@ fn munmap_charges_vma_splits_and_removals() {
 /// MADV_PAGEOUT of a THP with one non-zero byte: it is split and its 511 zero subpages are
 /// left unmapped. With swap, each takes a pass of shrink_folio_list that allocates a slot
 /// and gives it back (reclaim_unmapped_ns); with no swap, the pass ends at
-/// folio_alloc_swap()'s failure and the folio is freed as it is put back (page_free_ns).
+/// folio_alloc_swap()'s failure and the folio is freed as it is put back
+/// (reclaim_activate_ns).
 #[test]
 fn unmapped_subpages_without_swap_are_freed_at_putback() {
     use thplab_workload::costs::CostProfile;
@@ -422,11 +423,12 @@ fn unmapped_subpages_without_swap_are_freed_at_putback() {
     };
     let noswap = w("");
     assert_eq!(t(&noswap, 5_000), t(&noswap, 0), "no swap: no slot is allocated and given back");
-    let free = |page_free_ns: u64| {
-        let c = CostProfile { page_free_ns, ..CostProfile::default() };
-        phase_ns(&run_with(&noswap, None, &[], Some(c)), ":out")
+    let act = |w: &thplab_workload::Workload, reclaim_activate_ns: u64| {
+        let c = CostProfile { reclaim_activate_ns, ..CostProfile::default() };
+        phase_ns(&run_with(w, None, &[], Some(c)), ":out")
     };
-    assert!(free(1_000) - free(0) >= 511 * 1_000, "each zero subpage is freed");
+    assert_eq!(act(&noswap, 1_000) - act(&noswap, 0), 511 * 1_000, "each zero subpage's pass, put back and freed");
     let file = w(r#"{"type":"file","size":"64M"}"#);
     assert_eq!(t(&file, 5_000) - t(&file, 0), 511 * 5_000, "with swap: each zero subpage's pass");
+    assert_eq!(act(&file, 5_000), act(&file, 0), "with swap no pass ends at activate_locked_split");
 }

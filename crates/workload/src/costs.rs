@@ -358,8 +358,9 @@ pub struct CostProfile {
     /// underused shrinkers): try_to_map_unused_to_zeropage() maps the shared zero page in
     /// its place (mainline since v6.12; the seed's patch clears the PTE instead), and the
     /// subpage is freed as the split ends (free_folio_and_swap_cache). Mainline leaves an
-    /// isolated folio's pieces to its caller: for reclaim, reclaim_unmapped_ns (fitted per
-    /// zero subpage of a reclaim split) covers both; the seed's patch 2 frees them in the
+    /// isolated folio's pieces to its caller: for reclaim, reclaim_unmapped_ns (or
+    /// reclaim_activate_ns with no swap; both fitted per zero subpage of a reclaim split)
+    /// covers both; the seed's patch 2 frees them in the
     /// split (this cost). Estimate: 600 ns. calibrate:
     /// split_partial_zero (as split_partial, with 4 non-zero subpages: 507 zero) less
     /// split_partial, over 507, less a full zero check plus one that stops at once.
@@ -433,9 +434,20 @@ pub struct CostProfile {
     /// per THP less what the model charges the rest (the scan of the THP and of its one
     /// written subpage, the PMD split, the folio split and its zero checks, the unmap,
     /// the TLB flush), per zero subpage. With no free swap slot (no swap device) the pass
-    /// fails at folio_alloc_swap() and the folio is freed when it is put back: page_free_ns
-    /// instead (vmscan.rs split_for_reclaim).
+    /// is reclaim_activate_ns instead (vmscan.rs split_for_reclaim).
     pub reclaim_unmapped_ns: u64,
+    /// The same unmapped piece of a split for reclaim when no swap slot is left (no swap
+    /// device, or all full): its pass of shrink_folio_list() ends at folio_alloc_swap()'s
+    /// failure (activate_locked_split: PG_active set, pgactivate counted, the folio kept on
+    /// the list), reclaim_folio_list() puts it back (folio_putback_lru: the per-CPU lru_add
+    /// batch, onto the LRU under lru_lock once per batch), and the batch's drop of the last
+    /// reference takes it off the LRU again and frees it (page_free_ns included).
+    /// Estimate: ~0.6 µs. calibrate: MADV_PAGEOUT with no swap device of THPs whose first
+    /// byte only is non-zero (noswap.thp_pageout_best: each split, its 511 zero subpages
+    /// remapped) per THP, less what the model charges the rest (the scan of the THP and of
+    /// its written subpage, the PMD split, the folio split and its zero checks, the written
+    /// subpage's PTE, the TLB flush), per zero subpage.
+    pub reclaim_activate_ns: u64,
     /// The zap of one swap PTE (free_swap_and_cache: the slot's count, the slot freed, the
     /// cluster). calibrate: munmap of swap entries on a swap file (munmap_entry) less the PTE
     /// walk.
@@ -677,6 +689,7 @@ impl Default for CostProfile {
             unmap_page_ns: 150,
             remove_mapping_ns: 700,
             reclaim_unmapped_ns: 1_000,
+            reclaim_activate_ns: 600,
             swap_free_ns: 50,
             swap_put_cached_ns: None,
             swap_batch_ns: 150,
