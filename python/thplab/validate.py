@@ -1184,6 +1184,31 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   auto 152 of 160 (geomean 0.90x). Over h49-h52 auto helped twice (135 -> 151, 137 -> 152)
   and hurt twice (140 -> 139, 141 -> 133): it stays off. zero-page-read there: the counted
   run found the folio kept (p:read 126 us), the four time runs allocated it (0.50-2.18 ms).
+* 2026-12-06 (issue 15, stop 52; the same CPU, a fresh boot): pair out/host-h53.toml,
+  out/vk-h53 (stop 51's code, 24 min): 36/45, 145 of 154 gated within (8 unstable),
+  geomean 0.97x, probes 1.01x. swap_pageout_noswap p:pageout 0.64x (0.43-0.74x on every
+  pair of this machine): live 61 ms, ~480 us a THP, the model ~305. With no swap device
+  each of a THP's 511 zero subpages that the split for reclaim remapped still takes its
+  pass of shrink_folio_list, which ends at folio_alloc_swap()'s failure
+  (activate_locked_split: pgactivate), then reclaim_folio_list's folio_putback_lru puts it
+  on the LRU through the lru_add batch, whose drop of the last reference takes it off and
+  frees it; the model charged the free alone (page_free_ns, 183 ns). Now
+  reclaim_activate_ns, fitted by calibrate from MADV_PAGEOUT of seed 000's best case with
+  no swap device (noswap.thp_pageout_best, 128 THPs) as reclaim_unmapped_ns is from the
+  swap file's: 312 ns (--quick), 465 ns in out/host-h54.toml; h53 replayed with the
+  default 600: p:pageout 1.09x, 146 of 154, 37/45. Pair out/host-h54.toml, out/vk-h54
+  (25 min): the calibration met a slow spell (clear_2m 295 us against 255, fill_text 475
+  ns against 229, memchr_inv 478 against 207, probe 1905 ns against 1593) and the live
+  runs a fast one (probes 0.87x): 27/45, 125 of 157, geomean 1.13x, 32 phases out at
+  1.26-1.9x, swap_pageout_noswap p:pageout 1.15x; --host-speed auto 146 of 157 (0.99x).
+  Over h49-h54 auto helped four times (+16, +15, +1, +21) and hurt twice (-1, -8); it
+  stays off, the probes' per-scenario speeds do not follow the scenarios' own ratios
+  (correlation -0.18 on h54, -0.29 on h53). The munmap of present pages after a zram
+  swap-in (swap_pageout_base_zram 1.97x/1.75x, thp_zram_sparse 1.68x/1.91x): the live
+  runs took 93-115 ns a page where calibrate's munmap_4k_room gives page_free_ns 183-198;
+  fault-then-munmap workloads of 4 MiB to 256 MiB run live back to back took 110-350 ns a
+  page with no trend in the size, and the scenario itself alone 132-142: the host's
+  spread, not a missing or extra charge; left.
 """
 
 from __future__ import annotations
