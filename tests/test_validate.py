@@ -297,6 +297,19 @@ def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys
     v.print_report(rep)
     out = capsys.readouterr().out
     assert "host speed" in out and "2.00x the profile's" in out
+    assert "hint:" not in out, "every time within: no hint"
+    # a time out while the runs met another speed: the hint names --host-speed auto, unless
+    # the model already ran at a host speed
+    sm = rep["time_summary"]
+    sm["gated"], sm["within"] = max(sm["gated"], 1), 0
+    v.print_report(rep)
+    assert "hint: the live runs met another speed than the calibration (2.00x)" in capsys.readouterr().out
+    sm["host_speed"] = {"min": 1.0, "median": 1.05, "max": 1.1}
+    v.print_report(rep)
+    assert "hint:" not in capsys.readouterr().out, "within HOST_SPEED_HINT of the calibration"
+    sm["host_speed"], sm["host_speed_applied"] = {"min": 2.0, "median": 2.0, "max": 2.0}, 2.0
+    v.print_report(rep)
+    assert "hint:" not in capsys.readouterr().out
     # replayed without a profile: no column values, no summary line
     rep = v.validate(
         v.load_scenarios("enabled-always"), kernel_dir=str(tmp_path), run_model_fn=lambda w, kr, c: model_like(kr)

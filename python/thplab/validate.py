@@ -1440,6 +1440,11 @@ def host_speed(runs: list[dict] | None, ref_ns: float | None) -> float | None:
     return median(probes) / ref_ns
 
 
+# validate hints at --host-speed auto when the live runs' median probe is further than this
+# from the calibration's (h54: 0.87x, 125 of 157 within as calibrated, 146 at auto)
+HOST_SPEED_HINT = 0.10
+
+
 def applied_host_speed(mode, runs_per_scenario: list[list[dict]], ref_ns: float | None) -> float | None:
     """The host speed validate runs the model at (CostProfile::host_speed, which scales its
     CPU-side costs): ``mode`` "auto" takes the median of every live run's probe (``run_times``'
@@ -2486,6 +2491,13 @@ def print_time_table(report: dict, con=None, out=None) -> None:
             "above 1, the live times ran slow against the calibration",
             file=out,
         )
+        if abs(h["median"] - 1) > HOST_SPEED_HINT and not sm.get("host_speed_applied") and sm["within"] < sm["gated"]:
+            print(
+                f"hint: the live runs met another speed than the calibration ({h['median']:.2f}x): calibrate "
+                "again just before validating, or run the model at the runs' median speed with --host-speed "
+                "auto (--kernel-results DIR replays runs kept by --save-kernel-results)",
+                file=out,
+            )
     if sm.get("host_speed_applied"):
         print(
             f"model run at host speed {sm['host_speed_applied']:.2f}x: its CPU-side costs scaled by that "
