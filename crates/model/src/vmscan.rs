@@ -38,13 +38,13 @@
 //! remove_mapping_ns; each piece a split for reclaim leaves unmapped (a zero subpage
 //! remapped to the zero page) reclaim_unmapped_ns for the pass of shrink_folio_list it
 //! still takes (reclaim_activate_ns when no swap slot is left: split_for_reclaim); each
-//! reclaim_pages() call (MADV_PAGEOUT: one per PMD) reclaim_pages_ns. Shared locks are simulated (locking.rs): the node's lru_lock taken
-//! once per isolated batch and once for the putback (isolate_lru_folios,
-//! move_folios_to_lru; once per folio by MADV_PAGEOUT's folio_isolate_lru), the swap
-//! device's si->lock when the allocator takes a cluster from its lists, and each swap
-//! cluster's ci->lock for the slots' swap-map and swap-table work (allocation,
-//! swap-cache insertion and removal, swap_duplicate at unmap, swap_free): a THP's 512
-//! entries take it once, 512 base pages 512 times. A CPU that finds a lock held in
+//! reclaim_pages() call (MADV_PAGEOUT: one per PMD) reclaim_pages_ns. Shared locks are
+//! simulated (locking.rs): the node's lru_lock taken once per isolated batch and once for
+//! the putback (isolate_lru_folios, move_folios_to_lru; once per folio by MADV_PAGEOUT's
+//! folio_isolate_lru), the swap device's si->lock when the allocator takes a cluster from
+//! its lists, and each swap cluster's ci->lock for the slots' swap-map and swap-table work
+//! (allocation, swap-cache insertion and removal, swap_duplicate at unmap, swap_free): a
+//! THP's 512 entries take it once, 512 base pages 512 times. A CPU that finds a lock held in
 //! simulated time spins until it is free, and the spin time is counted (lock_wait_ns).
 //! TLB shootdowns: try_to_unmap_flush_dirty() before each dirty folio's writeback
 //! flushes the mm's TLB; when that mm runs on another CPU the

@@ -360,10 +360,10 @@ pub struct CostProfile {
     /// subpage is freed as the split ends (free_folio_and_swap_cache). Mainline leaves an
     /// isolated folio's pieces to its caller: for reclaim, reclaim_unmapped_ns (or
     /// reclaim_activate_ns with no swap; both fitted per zero subpage of a reclaim split)
-    /// covers both; the seed's patch 2 frees them in the
-    /// split (this cost). Estimate: 600 ns. calibrate:
-    /// split_partial_zero (as split_partial, with 4 non-zero subpages: 507 zero) less
-    /// split_partial, over 507, less a full zero check plus one that stops at once.
+    /// covers both; the seed's patch 2 frees them in the split (this cost). Estimate:
+    /// 600 ns. calibrate: split_partial_zero (as split_partial, with 4 non-zero subpages:
+    /// 507 zero) less split_partial, over 507, less a full zero check plus one that stops
+    /// at once.
     pub split_zero_subpage_ns: u64,
     /// The part of a large folio's split that does not grow with its size: the anon_vma
     /// lock, unmap_folio()'s rmap walk and flush, the refcount freeze, the LRU and the
