@@ -1018,30 +1018,22 @@ def _fit_reclaim_split(prof, S, V, rows, spread):
     activate_locked_split; the rest as above, the written page left mapped (its PTE walked
     by the split instead of unmapped)."""
 
-    k = "file.thp_pageout_best"
-    if S.get(k) and (V.get("file.thp_best.thp_swpout_fallback") or 0) >= 0.9:
-        _put(
-            prof,
-            rows,
-            spread,
-            "reclaim_unmapped_ns",
-            (_med(S[k]) - _reclaim_split_rest(prof, S) - prof["unmap_page_ns"]) / 511,
-            S[k],
-            "swap-file THP pageout, seed 000 best case (each THP split), per THP less the model's"
-            " other charges, per zero subpage",
-        )
-    k = "noswap.thp_pageout_best"
-    if S.get(k) and (V.get("noswap.thp_best.thp_swpout_fallback") or 0) >= 0.9:
-        _put(
-            prof,
-            rows,
-            spread,
-            "reclaim_activate_ns",
-            (_med(S[k]) - _reclaim_split_rest(prof, S) - prof["pte_walk_ns"]) / 511,
-            S[k],
-            "THP pageout with no swap device, seed 000 best case (each THP split, its pieces"
-            " activated), per THP less the model's other charges, per zero subpage",
-        )
+    for dev, field, own, note in [
+        ("file", "reclaim_unmapped_ns", prof["unmap_page_ns"], "swap-file THP pageout"),
+        ("noswap", "reclaim_activate_ns", prof["pte_walk_ns"], "THP pageout with no swap device"),
+    ]:
+        k = f"{dev}.thp_pageout_best"
+        if S.get(k) and (V.get(f"{dev}.thp_best.thp_swpout_fallback") or 0) >= 0.9:
+            _put(
+                prof,
+                rows,
+                spread,
+                field,
+                (_med(S[k]) - _reclaim_split_rest(prof, S) - own) / 511,
+                S[k],
+                f"{note}, seed 000 best case (each THP split), per THP less the model's other charges, per zero"
+                " subpage",
+            )
 
 
 # a vm.compact_memory run of the fragmented memory that migrated fewer pages is left out of
