@@ -1208,7 +1208,16 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   runs took 93-115 ns a page where calibrate's munmap_4k_room gives page_free_ns 183-198;
   fault-then-munmap workloads of 4 MiB to 256 MiB run live back to back took 110-350 ns a
   page with no trend in the size, and the scenario itself alone 132-142: the host's
-  spread, not a missing or extra charge; left.
+  spread, not a missing or extra charge; left. Pair out/host-h55.toml, out/vk-h55 (with
+  reclaim_activate_ns, 561 ns; 33 min): 39/45, 145 of 152 gated within (10 unstable),
+  geomean 1.01x, probes 0.91x; --host-speed auto 141 of 152 (so over h49-h55 auto helped
+  four times and hurt three). Out: mthp_64k_partial_munmap p:unmap 0.70x and p:shrink
+  1.34x, split_underused_511 p:shrink 0.40x (0.37 ms live against 0.15, just past the 0.2
+  ms slack), disk_worst p:pageout_4k 1.51x, file_best and zram_best p:pageout_4k
+  1.28-1.32x, file_worst p:munmap 1.29x. refault_reported_2m_ns came 5.8, 8.1 and 5.8 ms
+  in h53-h55 (15 %, 93 % and 90 % of the 512 blocks reported) while compaction-fill's eat
+  phase ran 13.3-13.5 s live in each: calibrate now takes the refault at both ends of a
+  full calibration and pools the samples, as it does the faults.
 """
 
 from __future__ import annotations
