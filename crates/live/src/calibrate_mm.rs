@@ -358,19 +358,14 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
         }
         if thp {
             for case in ["best", "random"] {
-                let t = Map_::new(nh * HPAGE, Some(true))?;
-                if case == "best" {
-                    for i in 0..nh {
-                        unsafe { *t.page(i * 512) = 0xff };
-                    }
+                let t = if case == "best" {
+                    best_thps(nh)?
                 } else {
+                    let t = Map_::new(nh * HPAGE, Some(true))?;
                     fill_class(&t, "random", &corpus);
-                }
-                let before = vmstat();
-                let v = timed(nh, || {
-                    madvise(&t, 0, t.len, libc::MADV_PAGEOUT);
-                });
-                let after = vmstat();
+                    t
+                };
+                let (v, dl) = pageout_counting(&t, nh);
                 // the rest of the writeback: with the pageout, the device's rate for swap writes
                 let dr = timed(nh, wait_writeback);
                 let u = timed(nh, || drop(t));
@@ -378,7 +373,6 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
                     s.add(&k(&format!("thp_pageout_{case}")), v);
                     s.add(&k(&format!("thp_drain_{case}")), dr);
                     s.add(&k(&format!("thp_munmap_{case}")), u);
-                    let dl = delta(&before, &after);
                     for c in ["thp_swpout", "thp_swpout_fallback", "thp_split_page", "pswpout"] {
                         thp_counts.push((k(&format!("thp_{case}.{c}")), dl.get(c).copied().unwrap_or(0)));
                     }
@@ -458,6 +452,24 @@ pub fn zram_thp_and_free(
 }
 
 // ---------------------------------------------------------------- splits
+
+/// `nh` THPs (MADV_HUGEPAGE) whose first byte alone is non-zero: seed 000's best case.
+fn best_thps(nh: usize) -> Result<Map_, CalError> {
+    let t = Map_::new(nh * HPAGE, Some(true))?;
+    for i in 0..nh {
+        unsafe { *t.page(i * 512) = 0xff };
+    }
+    Ok(t)
+}
+
+/// MADV_PAGEOUT of the `nh` THPs of `t`: its time per THP and the vmstat counters' rise.
+fn pageout_counting(t: &Map_, nh: usize) -> (f64, std::collections::BTreeMap<String, i64>) {
+    let before = vmstat();
+    let v = timed(nh, || {
+        madvise(t, 0, t.len, libc::MADV_PAGEOUT);
+    });
+    (v, delta(&before, &vmstat()))
+}
 
 /// `nh` THPs (MADV_HUGEPAGE) whose first 4 subpages have a non-zero byte: 508 zero subpages each.
 fn sparse_thps(nh: usize) -> Result<Map_, CalError> {
@@ -559,15 +571,8 @@ pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
             // to the zero page) and every piece's pass of shrink_folio_list ends at
             // activate_locked_split; the unmapped ones are freed as they are put back
             // (noswap.thp_pageout_best: reclaim_activate_ns)
-            let t = Map_::new(nh * HPAGE, Some(true))?;
-            for i in 0..nh {
-                unsafe { *t.page(i * 512) = 0xff };
-            }
-            let before = vmstat();
-            let v = timed(nh, || {
-                madvise(&t, 0, t.len, libc::MADV_PAGEOUT);
-            });
-            let dl = delta(&before, &vmstat());
+            let t = best_thps(nh)?;
+            let (v, dl) = pageout_counting(&t, nh);
             drop(t);
             if keep {
                 s.add("noswap.thp_pageout_best", v);
