@@ -516,15 +516,16 @@ def _fit_devices(prof, S, V, rows, spread):
         # the device's time per segment of a write request beyond its bandwidth: 4 KiB swap
         # writes merge into requests of one segment per page, a THP's write is one segment.
         # Where the bandwidth comes from whole-THP swap writes, the 4 KiB swap-out of random
-        # pages (MADV_PAGEOUT, then the drain: the device is behind throughout) per page less
-        # 4 KiB at that bandwidth is what a segment adds (a loop device on this project's VM:
-        # ~5 us). O_DIRECT requests from a 4 KiB-page buffer already carry one segment per
-        # 4 KiB in their bandwidth: 0 there.
-        # The fastest repetition's pageout and drain, not their medians: the drain waits
-        # for the loop device's writes into the guest's page cache, which stall whenever
-        # the guest's dirty pages are being flushed (drain per page 25 ns in one calibration,
-        # 46.5 us in the next an hour later on the same host: out/host-h14, -h15, stop 37),
-        # and such a stall only ever adds to a repetition.
+        # pages (MADV_PAGEOUT, then the drain until the device has no write in flight) per
+        # page less 4 KiB at that bandwidth is what a segment adds, at most: where the device
+        # keeps up with the pageout, the sum is the pageout's own time and the model's
+        # pageout stays CPU-bound. O_DIRECT requests from a 4 KiB-page buffer already carry
+        # one segment per 4 KiB in their bandwidth: 0 there.
+        # The fastest repetition's pageout and drain, not their medians: a stall of the
+        # host's disk only ever adds to a repetition (drain per page 25 ns in one
+        # calibration, 46.5 us in the next an hour later: out/host-h14, -h15, stop 37). The
+        # drain once waited for meminfo's Writeback, whose tail of 15-25 ms after the
+        # device's last completion made 1-2 us a page of 64 MiB (stop 53).
         ok, dk4 = f"{dev}.pageout_4k", f"{dev}.writeback_drain_4k"
         seg = 0
         if swap_fit and ok in S and dk4 in S:

@@ -267,6 +267,16 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
     let corpus = crate::child::text_corpus();
     let thp = thp_usable();
     let k = |x: &str| format!("{kind}.{x}");
+    // the drain of a pageout's writes: a block device's own requests in flight (the swap
+    // folios' writeback ends as they complete; wait_device_writes), a swap file's pages
+    // under writeback (its writes go to the filesystem's device, shared with others)
+    let drain = || {
+        if kind == "disk" {
+            crate::calibrate::wait_device_writes(&dev)
+        } else {
+            wait_writeback()
+        }
+    };
     let mut thp_counts: Vec<(String, i64)> = vec![];
     for r in 0..=reps {
         let keep = r > 0;
@@ -280,7 +290,8 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
         if out < (n as i64) * 9 / 10 {
             notes.push(format!("{kind}: only {out} of {n} pages were swapped out"));
         }
-        let d = timed(n, wait_writeback);
+        let d = timed(n, drain);
+        wait_writeback();
         let hit = timed(n, || read_all(&m));
         let clean = timed(n, || {
             madvise(&m, 0, m.len, libc::MADV_PAGEOUT);
@@ -367,7 +378,8 @@ pub fn calibrate_swap_dev(kind: &str, c: &mut Cal, g: &mut JGuard) -> Result<(),
                 };
                 let (v, dl) = pageout_counting(&t, nh);
                 // the rest of the writeback: with the pageout, the device's rate for swap writes
-                let dr = timed(nh, wait_writeback);
+                let dr = timed(nh, drain);
+                wait_writeback();
                 let u = timed(nh, || drop(t));
                 if keep {
                     s.add(&k(&format!("thp_pageout_{case}")), v);
