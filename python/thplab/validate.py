@@ -1218,6 +1218,31 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   in h53-h55 (15 %, 93 % and 90 % of the 512 blocks reported) while compaction-fill's eat
   phase ran 13.3-13.5 s live in each: calibrate now takes the refault at both ends of a
   full calibration and pools the samples, as it does the faults.
+* 2026-12-06 (stop 53): pair out/host-h56.toml, out/vk-h56 (36 min): 40/45, 146 of 151
+  gated (11 unstable), geomean 1.03x, probes 0.94x. seed 000's disk_worst p:pageout_4k
+  (0.93x, 1.73x, 1.51x, 1.22x in h53-h56; live 340-401 ms for 131072 pages, 2.6-3.1 us a
+  page) followed disk write_segment_ns (1,444, 2,666, 2,878, 2,208 ns), fitted from the
+  fastest 64 MiB 4 KiB swap-out plus its drain. The drain waited for meminfo's Writeback,
+  which after the loop device's last completion still held 20-150 kB for 15-25 ms (a C
+  loop: 64 MiB swapped out, /sys/block/loop0/inflight at 0 within 0.03-0.9 us a page,
+  Writeback at 0 only 0.5-2.7 us a page later; the same 15-25 ms after 512 MiB): the
+  device had kept up with the pageout, and the tail became 1-2 us a page of device time.
+  calibrate now drains a disk until its own writes in flight are done. A calibration so
+  (out/host-h56b.toml: write_segment_ns 732, drain 0.2 us a page against 30-39 before)
+  replayed on out/vk-h56: disk_worst p:pageout_4k 1.22x -> 0.99x, 146 -> 148 of 151,
+  43/45. Pair out/host-h57.toml, out/vk-h57 (37 min, write_segment_ns 1,101): disk_worst
+  p:pageout_4k 0.91x, but a slow spell: 34/45, 140 of 154 gated (8 unstable), geomean
+  1.03x, probes 0.99x (0.80-1.19x); most misses 1.26-1.50x (thp_zram_sparse p:touch
+  1.50x, mthp_64k_swapin_zram p:fault 1.47x). --host-speed auto: 147 (h56) and 144
+  (h57), so over h49-h57 it helped six times and hurt three. Still out in both:
+  mthp_64k_partial_munmap p:shrink 1.70x/1.74x (live 2.5-2.7 ms for 256 folios, ~10 us a
+  folio; calibrate's split_partial_64k, 1024 folios, 12.4-17.9 us a folio; the same
+  workload at 64 MiB live 7-31 us a folio over three runs) and p:unmap 0.68-0.83x (its
+  present-page zaps and anon_vma chains: a variant without pages, anon_vma kept, ran
+  3.2-3.6 us a hole live, as calibrate's munmap_hole_anon does, 2.8 in h55's profile);
+  disk_best p:pageout_4k 0.72x in h57 (live 4.0-4.8 ms for 256 pages in every pair,
+  17-19 us a page behind the THPs' writeback, against calibrate's 3.2-4.2 us a page for
+  the same sparse pageout on an idle device; reclaim_pages_ns came out 0 in h56 and h57).
 """
 
 from __future__ import annotations

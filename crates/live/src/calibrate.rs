@@ -816,12 +816,18 @@ pub(crate) fn wait_device_writes(dev: &str) {
     let path = format!("/sys/block/{name}/inflight");
     let t = now_ns();
     while now_ns() - t < 30_000_000_000 {
-        let writes = read_trim(&path).and_then(|v| v.split_whitespace().nth(1).and_then(|w| w.parse::<u64>().ok()));
-        match writes {
+        match read_trim(&path).as_deref().and_then(inflight_writes) {
             Some(0) | None => return,
             Some(_) => std::thread::sleep(std::time::Duration::from_micros(200)),
         }
     }
+}
+
+/// The write requests in flight from a block device's `inflight` file ("reads writes").
+fn inflight_writes(text: &str) -> Option<u64> {
+    let mut it = text.split_whitespace();
+    it.next()?.parse::<u64>().ok()?;
+    it.next()?.parse().ok()
 }
 
 pub(crate) fn wait_writeback() {
@@ -1034,6 +1040,16 @@ mod tests {
             let nz: Vec<usize> = (0..PAGE).filter(|&b| p[b] != 0).collect();
             assert_eq!(nz, vec![PAGE - 1], "page {i}");
         }
+    }
+
+    /// The drain of a disk's swap writes reads the writes column of /sys/block/<dev>/inflight
+    /// (block/genhd.c part_inflight_show: "%8u %8u\n", reads then writes).
+    #[test]
+    fn inflight_writes_is_the_second_column() {
+        assert_eq!(inflight_writes("       3       17"), Some(17));
+        assert_eq!(inflight_writes("       0        0"), Some(0));
+        assert_eq!(inflight_writes("       5"), None);
+        assert_eq!(inflight_writes("x 4"), None);
     }
 
     #[test]
