@@ -804,6 +804,7 @@ pub(crate) fn fill_class(m: &Map_, class: &str, corpus: &[u8]) {
 
 /// Until the block device `dev` (e.g. /dev/loop0) has no write request in flight
 /// (/sys/block/<dev>/inflight); a caller then waits for the rest (`wait_writeback`) untimed.
+/// Where that file cannot be read, until no page is under writeback (`wait_writeback`).
 ///
 /// A swap folio's writeback ends when its request completes (end_swap_bio_write ->
 /// folio_end_writeback). Meminfo's Writeback counts every device's pages, and after the
@@ -817,8 +818,9 @@ pub(crate) fn wait_device_writes(dev: &str) {
     let t = now_ns();
     while now_ns() - t < 30_000_000_000 {
         match read_trim(&path).as_deref().and_then(inflight_writes) {
-            Some(0) | None => return,
+            Some(0) => return,
             Some(_) => std::thread::sleep(std::time::Duration::from_micros(200)),
+            None => return wait_writeback(),
         }
     }
 }
