@@ -815,13 +815,16 @@ pub(crate) fn fill_class(m: &Map_, class: &str, corpus: &[u8]) {
 pub(crate) fn wait_device_writes(dev: &str) {
     let name = dev.rsplit('/').next().unwrap_or(dev);
     let path = format!("/sys/block/{name}/inflight");
-    let t = now_ns();
-    while now_ns() - t < 30_000_000_000 {
-        match read_trim(&path).as_deref().and_then(inflight_writes) {
-            Some(0) => return,
-            Some(_) => std::thread::sleep(std::time::Duration::from_micros(200)),
-            None => return wait_writeback(),
+    let mut unreadable = false;
+    poll_until(|| match read_trim(&path).as_deref().and_then(inflight_writes) {
+        Some(w) => w == 0,
+        None => {
+            unreadable = true;
+            true
         }
+    });
+    if unreadable {
+        wait_writeback()
     }
 }
 
@@ -833,10 +836,14 @@ fn inflight_writes(text: &str) -> Option<u64> {
 }
 
 pub(crate) fn wait_writeback() {
+    poll_until(|| meminfo().get("Writeback").copied().unwrap_or(0) == 0)
+}
+
+/// Every 200 us until `done`, for at most 30 s.
+fn poll_until(mut done: impl FnMut() -> bool) {
     let t = now_ns();
     while now_ns() - t < 30_000_000_000 {
-        let mi = meminfo();
-        if mi.get("Writeback").copied().unwrap_or(0) == 0 {
+        if done() {
             return;
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
