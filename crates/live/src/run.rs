@@ -777,7 +777,9 @@ fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64, cpu: usiz
     // timestamp before fork: the child may record its first phase marker before the
     // parent runs again, and the implicit main phase must not end before it starts
     let forked_at = now_ns();
-    let pid = unsafe { libc::fork() };
+    // forked onto its CPU: a child that first ran elsewhere would keep that CPU in its
+    // mm_cpumask and batch the TLB flushes of reclaim, migration and splits (host::fork_on)
+    let pid = host::fork_on(cpu);
     if pid < 0 {
         return Err(RunError::Failed(format!("fork: {}", errno_name(errno()))));
     }
@@ -792,8 +794,8 @@ fn start_process(pi: usize, ps: &mut ProcState, w: &Workload, t0: u64, cpu: usiz
             libc::close(ack_w);
         }
         safety::default_signal_handlers();
-        // on its CPU for the whole run, as the model runs it (a refusal leaves it unpinned)
-        host::pin_to(cpu);
+        // on its CPU for the whole run, as the model runs it: fork_on's affinity, inherited
+        // (a refusal leaves it unpinned)
         let name =
             std::ffi::CString::new(format!("thplab:{}", w.processes[pi].name).chars().take(15).collect::<String>())
                 .unwrap_or_default();
