@@ -1243,6 +1243,28 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   disk_best p:pageout_4k 0.72x in h57 (live 4.0-4.8 ms for 256 pages in every pair,
   17-19 us a page behind the THPs' writeback, against calibrate's 3.2-4.2 us a page for
   the same sparse pageout on an idle device; reclaim_pages_ns came out 0 in h56 and h57).
+* 2026-12-06 (stop 54): mthp_64k_partial_munmap p:shrink was 1.34-1.74x in every pair since
+  h31 (live 1.8-3.4 ms for 256 folios). The live runner's child pinned itself after fork,
+  so its mm had first run where wake_up_new_task() put it, and x86 keeps that CPU in
+  mm_cpumask() until a trim at most once a second after the mm's creation; with another
+  CPU in the mask arch_tlbbatch_should_defer() lets try_to_migrate() batch the flushes of a
+  split, without one each PTE is flushed as it is cleared. A C loop: 7-10 us a folio after
+  a visit to the other CPU, 14-16 us without (calibrate's probe runs so, 12-18 us; the size,
+  64 to 4,096 folios, and the order, 16 KiB to 2 MiB at 0.9-1.2 us a subpage, moved
+  nothing). The runner now forks each process onto its CPU (host::fork_on; test
+  fork_on_starts_the_child_on_its_cpu): p:shrink 4.5-5.0 ms in four runs. Pair
+  out/host-h59.toml, out/vk-h59 (before; 37 min): 35/45, 137 of 149 gated (13 unstable),
+  geomean 1.03x, probes 0.86x, p:shrink 1.72x; --host-speed auto 142 of 149 (39/45). Pair
+  out/host-h60.toml, out/vk-h60 (after; 38 min): 38/45, 146 of 153 gated (9 unstable),
+  geomean 0.99x, probes 0.93x, p:shrink 1.13x (live 3.78 ms), split_partial_munmap
+  p:shrink 1.22x; --host-speed auto 148 of 153 (41/45), so over h49-h60 auto helped nine
+  times and hurt three. In h60 the parent stayed on the child's CPU after the fork and
+  p:main took 0.13-0.21 ms (0.03 before; swap_pageout_seed000_zram_worst p:main out at
+  0.21 ms): fork_on now moves the parent to its other CPUs first (0.03-0.04 ms). Out in
+  h60: the zram munmaps after swap-in (thp_zram_sparse 1.70x, file_best 1.33x, noswap
+  1.30x), split_underused_256 p:shrink 1.26x (0.74-1.37x over h53-h60, the model's 120-224
+  ms following split_folio_ns, 46-182 us: a residual of underused_0 less 508 zero subpages),
+  mthp_64k_swapin_zram p:swapin 0.71x, disk_worst p:fault_4k 1.26x.
 """
 
 from __future__ import annotations

@@ -337,8 +337,10 @@ pub fn pin_to_set(cpus: &[usize]) -> bool {
 }
 
 /// fork() with the child's first run on `cpu`: the calling thread is pinned there for the
-/// fork (the child inherits the affinity, so wake_up_new_task() can place it nowhere else)
-/// and let run on its old set again after. Returns fork()'s value.
+/// fork (the child inherits the affinity, so wake_up_new_task() can place it nowhere else),
+/// then moved to the other CPUs of its set, so that the child does not wait behind it
+/// (0.13-0.19 ms when the parent stayed), and let run on its whole set again. Returns
+/// fork()'s value.
 ///
 /// Why it matters: x86 sets an mm's bit in mm_cpumask() on every CPU that switches to it
 /// (switch_mm_irqs_off) and clears the others at most once a second after the mm's creation
@@ -356,6 +358,10 @@ pub fn fork_on(cpu: usize) -> libc::pid_t {
     // SAFETY: fork() has no preconditions; the caller handles both returns
     let pid = unsafe { libc::fork() };
     if pid != 0 && pinned {
+        let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != cpu).collect();
+        if !others.is_empty() {
+            pin_to_set(&others);
+        }
         pin_to_set(&cpus);
     }
     pid

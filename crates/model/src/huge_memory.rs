@@ -491,6 +491,10 @@ impl Kernel {
             }
         }
         if !pmd_frozen {
+            // each PTE's unmap and its flush: a process on one CPU has that CPU alone in its
+            // mm_cpumask, so try_to_migrate_one() clears each PTE with ptep_clear_flush()
+            // (arch_tlbbatch_should_defer() batches only when another CPU is in the mask);
+            // calibrate's probes and the live runner's processes run so (host::fork_on)
             self.charge(self.costs.split_unmap_pte_ns * pte_mapped);
         }
         self.split_free_pieces(head, nr, swap_slots, freed);
