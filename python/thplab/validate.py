@@ -1265,6 +1265,12 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   1.30x), split_underused_256 p:shrink 1.26x (0.74-1.37x over h53-h60, the model's 120-224
   ms following split_folio_ns, 46-182 us: a residual of underused_0 less 508 zero subpages),
   mthp_64k_swapin_zram p:swapin 0.71x, disk_worst p:fault_4k 1.26x.
+  Pair out/host-h61.toml, out/vk-h61 (with the parent moved off; 35 min): 37/45, 147 of
+  157 gated (5 unstable), geomean 1.05x, probes 0.93x; p:main 0.03 ms again (median over
+  the scenarios), mthp_64k_partial_munmap p:shrink 0.83x (live 4.19 ms), split_partial_munmap
+  p:shrink 0.87x; --host-speed auto 148 of 157 (39/45). Out: zram phases at 1.26-1.48x
+  (thp_zram_sparse p:touch, p:pageout and p:munmap, zram_best p:pageout_thp), compaction-
+  manual p:fault 0.51x (live 1.13 s: host refaults), file_best p:fault_4k 0.72x.
 """
 
 from __future__ import annotations
