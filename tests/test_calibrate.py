@@ -229,6 +229,25 @@ def test_sleep_wake_is_a_1ms_sleep_op_less_1ms():
     assert any(r[0] == "sleep_wake_ns" for r in rows)
 
 
+def test_the_runners_probes_are_kept_as_references_not_costs():
+    """probe_fault_4k_ns and probe_cpu_ns: the medians of the live runner's two host-speed
+    probes (host_probe, cpu_probe) as calibrate met them, rounded; absent without samples
+    (validate then has no reference for them); the model charges neither."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    for k in ("host_probe", "cpu_probe"):
+        fx["samples"].pop(k, None)
+    prof = calibrate.profile_from_samples(fx)[0]
+    assert "probe_cpu_ns" not in prof and "probe_fault_4k_ns" not in prof
+    fx["samples"]["host_probe"] = [1800.4, 1600.2, 2400.0]
+    fx["samples"]["cpu_probe"] = [117_100.0, 38_000.0, 116_900.0, 160_000.0, 117_300.0]
+    prof, rows = calibrate.profile_from_samples(fx)
+    assert (prof["probe_fault_4k_ns"], prof["probe_cpu_ns"]) == (1800, 117_100)
+    assert {"probe_fault_4k_ns", "probe_cpu_ns"} <= {r[0] for r in rows}
+    n.parse_costs(calibrate.to_toml(prof))
+
+
 def test_write_segment_cost_is_fitted_only_against_a_thp_swap_write_rate():
     """A device whose write bandwidth comes from whole-THP swap writes (one segment per
     2 MiB) takes the 4 KiB swap-out's excess per page as its per-segment cost; one whose

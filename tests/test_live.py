@@ -357,6 +357,30 @@ def test_a_workload_that_drops_caches_has_the_setups_dentries_dropped_first():
 
 
 @pytest.mark.live
+def test_every_phase_has_the_host_cpu_probe_around_it_outside_its_time():
+    """The runner takes its CPU probe (host::cpu_probe_ns) right before and right after each
+    phase, for validate's host mode: every reported phase has both, and the probes are not
+    in the phases' times (a phase of one small mmap takes less than a probe)."""
+    from thplab import live
+
+    need_root()
+    ops = [
+        {"op": "mmap", "name": "m", "size": "4M"},
+        {"op": "write", "region": "m"},
+        {"op": "phase", "name": "tiny"},
+        {"op": "mmap", "name": "t", "size": "4K"},
+        {"op": "phase", "name": "end"},
+        {"op": "munmap", "region": "m"},
+    ]
+    r = live.run_kernel({"name": "cpu-probe", "processes": [{"name": "p", "ops": ops}]})
+    cp = r["extra"]["phase_cpu_probe_ns"]
+    names = [p["name"] for p in r["phases"]]
+    assert sorted(cp) == sorted(names) and all(a > 0 and b > 0 for a, b in cp.values())
+    tiny = next(p for p in r["phases"] if p["name"] == "p:tiny")
+    assert tiny["end_ns"] - tiny["start_ns"] < min(cp["p:tiny"]), "a probe inside the phase's time"
+
+
+@pytest.mark.live
 def test_a_workloads_madv_hugepage_wakes_khugepaged_at_once():
     """The runner backs free memory (free page reporting) in a child that exits, and makes
     khugepaged drop that child's slot: the workload's process is not on khugepaged's list

@@ -310,6 +310,65 @@ def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys
     sm["host_speed"], sm["host_speed_applied"] = {"min": 2.0, "median": 2.0, "max": 2.0}, 2.0
     v.print_report(rep)
     assert "hint:" not in capsys.readouterr().out
+
+
+def test_phase_cpu_probes_tell_the_host_mode_each_phase_ran_in(tmp_path, capsys):
+    """The runner's CPU probe before and after each phase (extra.phase_cpu_probe_ns): per
+    phase the median over the runs of their mean, set against the profile's probe_cpu_ns (or
+    without one the median phase's); the summary counts the phases beyond CPU_MODE_FACTOR
+    and the out-of-tolerance ones among them, and the table shows the phase's speed."""
+    k = kernel_result(thp_fault_alloc=16)
+    k["extra"]["phase_cpu_probe_ns"] = {"p:fault": [100_000, 140_000]}
+    runs = [v.run_times(k)]
+    assert runs[0]["cpu_probe"] == {"p:fault": [100_000, 140_000]}
+    runs += [
+        {"phases": {"p:fault": 10_000_000}, "cpu_probe": {"p:fault": [110_000, 130_000]}},
+        {"phases": {"p:fault": 10_000_000}, "cpu_probe": {"p:fault": [300_000, 340_000]}},
+    ]
+    # the model 2x the live runs: out of tolerance, in a phase whose runs met the slow mode
+    c = v.compare(k, model_like(k, time_factor=2.0), runs)
+    t = next(t for t in c["times"] if t["phase"] == "p:fault")
+    assert t["cpu_probe_ns"] == 120_000 and t["status"] == "out"
+    plain = kernel_result(thp_fault_alloc=16)
+    assert "cpu_probe_ns" not in next(
+        t for t in v.compare(plain, model_like(plain))["times"] if t["phase"] == "p:fault"
+    )
+    assert v.cpu_probe_reference_ns("probe_cpu_ns = 40000\n") == 40_000
+    assert v.cpu_probe_reference_ns("fault_4k_ns = 1\n") is None and v.cpu_probe_reference_ns(None) is None
+    k["extra"]["time_runs"] = runs
+    k["extra"]["workload"] = {"name": "t", "processes": [{"name": "p", "ops": []}]}
+    (tmp_path / "enabled-always.json").write_text(json.dumps(k))
+
+    def validate(costs):
+        return v.validate(
+            v.load_scenarios("enabled-always"),
+            kernel_dir=str(tmp_path),
+            costs_text=costs,
+            run_model_fn=lambda w, kr, c: model_like(kr, time_factor=2.0),
+        )
+
+    rep = validate("fault_4k_ns = 1400\nprobe_cpu_ns = 40000\n")
+    assert rep["probe_cpu_ref_ns"] == 40_000
+    cs = rep["time_summary"]["cpu_speed"]
+    assert cs["reference"] == "profile" and cs["median"] == pytest.approx(3.0)
+    assert (cs["phases"], cs["off_mode"], cs["out"], cs["out_off_mode"]) == (1, 1, 1, 1)
+    v.print_report(rep)
+    out = capsys.readouterr().out
+    assert "host mode: around 1 phases the runner's CPU probe took 3.00x the profile's probe_cpu_ns" in out
+    assert "3.00x" in out.split("times: model / live kernel")[1].split("times:")[0], "the phase's speed in the table"
+    # calibrated at the same mode as the runs: no phase beyond the factor
+    cs = validate("fault_4k_ns = 1400\nprobe_cpu_ns = 110000\n")["time_summary"]["cpu_speed"]
+    assert (cs["off_mode"], cs["out_off_mode"]) == (0, 0) and cs["median"] == pytest.approx(120 / 110)
+    # no probe_cpu_ns in the profile: against the median phase's, so this one phase is at 1
+    cs = validate("fault_4k_ns = 1400\n")["time_summary"]["cpu_speed"]
+    assert cs["reference"] == "phases" and cs["median"] == pytest.approx(1.0)
+    # runs saved before the probe: no mode at all
+    for r in runs:
+        r.pop("cpu_probe")
+    k["extra"]["time_runs"] = runs
+    k["extra"].pop("phase_cpu_probe_ns")
+    (tmp_path / "enabled-always.json").write_text(json.dumps(k))
+    assert validate("probe_cpu_ns = 40000\n")["time_summary"]["cpu_speed"] is None
     # replayed without a profile: no column values, no summary line
     rep = v.validate(
         v.load_scenarios("enabled-always"), kernel_dir=str(tmp_path), run_model_fn=lambda w, kr, c: model_like(kr)

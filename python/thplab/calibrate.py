@@ -189,6 +189,11 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
         # host's speed (CostProfile::probe_fault_4k_ns)
         put("probe_fault_4k_ns", _med(S["host_probe"]), "host_probe", "the live runner's speed probe (not charged)")
         prof["probe_fault_4k_ns"] = round(prof["probe_fault_4k_ns"])
+    if have("cpu_probe"):
+        # nor is the CPU probe the live runner takes around every phase (host::cpu_probe_ns;
+        # CostProfile::probe_cpu_ns): validate tells the phases the host ran at another speed
+        put("probe_cpu_ns", _med(S["cpu_probe"]), "cpu_probe", "the live runner's CPU probe (not charged)")
+        prof["probe_cpu_ns"] = round(prof["probe_cpu_ns"])
     if have("fault_4k_total"):
         put(
             "fault_4k_ns",

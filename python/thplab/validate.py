@@ -1395,6 +1395,10 @@ def run_times(result: dict) -> dict:
     }
     k = result.get("kernel") or {}
     out = {"phases": phases, "series": milestone_series(result), "probe_ns": k.get("probe_fault_4k_ns")}
+    cpu = (result.get("extra") or {}).get("phase_cpu_probe_ns")
+    if cpu:
+        # the live runner's CPU probe right before and right after each phase
+        out["cpu_probe"] = cpu
     if any(p.get("vmstat_delta") is not None for p in result.get("phases") or []):
         # whether the run found the huge zero folio kept (huge_zero_kept)
         out["zero_page_alloc"] = zero_page_allocs(result)
@@ -1486,6 +1490,39 @@ def probe_reference_ns(costs_text: str | None) -> float | None:
         return float(prof["probe_fault_4k_ns"])
     ref = prof.get("fault_4k_ns", 0) + prof.get("clear_4k_ns", 0)
     return ref if ref > 0 else None
+
+
+def cpu_probe_reference_ns(costs_text: str | None) -> float | None:
+    """The live runner's CPU probe as calibrate met it (the profile's probe_cpu_ns), None
+    without one (a profile calibrated before the probe, or none)."""
+    import tomllib
+
+    v = tomllib.loads(costs_text).get("probe_cpu_ns") if costs_text else None
+    return float(v) if v else None
+
+
+def phase_cpu_speeds(report: dict) -> list[tuple[str, dict, float]]:
+    """(scenario, time row, speed) for every timed phase whose live runs carry the runner's
+    CPU probe (thplab-live host::cpu_probe_ns, a pure loop taken right before and right
+    after each phase): the median of its runs' probes over the profile's probe_cpu_ns, or,
+    without one, over the median of every phase's probe in the report. 1.5 means the host
+    ran the guest's CPU 1.5x slower around the phase than at the reference. This host
+    alternates two modes every few seconds (the loop ~40 us against ~117 us, 2026-12-06;
+    host::cpu_probe_ns), and a phase's time follows the mode it met (a 4 KiB munmap per page
+    1.6x, a fault 1.3x), so the speed tells a phase that ran slow from a model that is."""
+    rows = [
+        (name, t)
+        for name, sc in report["scenarios"].items()
+        for t in sc.get("times") or []
+        if t.get("cpu_probe_ns") and t["status"] != "info"
+    ]
+    ref = report.get("probe_cpu_ref_ns") or (median([t["cpu_probe_ns"] for _, t in rows]) if rows else None)
+    return [(name, t, t["cpu_probe_ns"] / ref) for name, t in rows] if ref else []
+
+
+#: a phase whose runs' CPU probes read further than this from the reference ran in another
+#: host mode than the calibration (phase_cpu_speeds)
+CPU_MODE_FACTOR = 1.25
 
 
 def host_speed(runs: list[dict] | None, ref_ns: float | None) -> float | None:
@@ -1604,7 +1641,12 @@ def compare_times(
         name = p["name"]
         live = [r["phases"][name] for r in runs if name in r["phases"]]
         mts = [q["end_ns"] - q["start_ns"] for q in (m.get(name) for m in mph) if q]
-        rows.append(_time_row(name, live, median(mts) if mts else None))
+        row = _time_row(name, live, median(mts) if mts else None)
+        cpu = [sum(r["cpu_probe"][name]) / 2 for r in runs if name in (r.get("cpu_probe") or {})]
+        if cpu:
+            # the host's mode as the phase ran: its runs' CPU probes (before and after, averaged)
+            row["cpu_probe_ns"] = median(cpu)
+        rows.append(row)
     kd = [r["series"] for r in runs if r.get("series")]
     mds = [md for md in (milestone_series(m) for m in models) if md]
     if kd and mds:
@@ -2283,6 +2325,7 @@ def validate(
 
     report = {"tolerance": TOLERANCE_TEXT, "time_tolerance": TIME_TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
     probe_ref = probe_reference_ns(costs_text)
+    report["probe_cpu_ref_ns"] = cpu_probe_reference_ns(costs_text)
     # live scenarios whose further time runs are still to come: name -> (the workload's
     # live form, the kernel result, the model's, the compare's gate, run_kernel's keywords,
     # the counter attempts)
@@ -2462,8 +2505,20 @@ def time_summary(report: dict) -> dict:
         reverse=True,
     )[:8]
     speeds = sorted(sc["host_speed"] for sc in report["scenarios"].values() if sc.get("host_speed"))
+    cpu = phase_cpu_speeds(report)
+    off = [(n, t, s) for n, t, s in cpu if not 1 / CPU_MODE_FACTOR <= s <= CPU_MODE_FACTOR]
     return {
         "host_speed": {"min": speeds[0], "median": median(speeds), "max": speeds[-1]} if speeds else None,
+        "cpu_speed": {
+            "reference": "profile" if report.get("probe_cpu_ref_ns") else "phases",
+            "median": median([s for *_, s in cpu]),
+            "phases": len(cpu),
+            "off_mode": len(off),
+            "out": sum(1 for _, t, _ in cpu if t["status"] == "out"),
+            "out_off_mode": sum(1 for _, t, _ in off if t["status"] == "out"),
+        }
+        if cpu
+        else None,
         "host_speed_applied": report.get("host_speed_applied"),
         "gated": len(gated),
         "within": within,
@@ -2515,8 +2570,11 @@ def print_time_table(report: dict, con=None, out=None) -> None:
         numeric = ("kernel", "model", "ratio", "live spread", "host speed")
         for c in ("scenario", "phase", "kernel", "model", "ratio", "live spread", "status", "host speed"):
             t.add_column(c, justify="right" if c in numeric else "left")
+        # the host's speed: around the phase (its runs' CPU probes) where the runs took them,
+        # else as the scenario's runs started (the 4 KiB fault probe)
+        cpu = {(n, id(t)): s for n, t, s in phase_cpu_speeds(report)}
         for name, tm in rows:
-            hs = report["scenarios"][name].get("host_speed")
+            hs = cpu.get((name, id(tm)), report["scenarios"][name].get("host_speed"))
             t.add_row(
                 name,
                 tm["phase"],
@@ -2560,6 +2618,15 @@ def print_time_table(report: dict, con=None, out=None) -> None:
                 "auto (--kernel-results DIR replays runs kept by --save-kernel-results)",
                 file=out,
             )
+    if sm.get("cpu_speed"):
+        c = sm["cpu_speed"]
+        ref = "the profile's probe_cpu_ns" if c["reference"] == "profile" else "the median phase's"
+        print(
+            f"host mode: around {c['phases']} phases the runner's CPU probe took {c['median']:.2f}x {ref} "
+            f"(median); {c['off_mode']} ran beyond {CPU_MODE_FACTOR:.2f}x either way (the host's other mode), "
+            f"{c['out_off_mode']} of the {c['out']} out of tolerance among them",
+            file=out,
+        )
     if sm.get("host_speed_applied"):
         print(
             f"model run at host speed {sm['host_speed_applied']:.2f}x: its CPU-side costs scaled by that "

@@ -53,6 +53,8 @@ struct State {
     /// the open phase's start: (clock, system time, run-queue wait), sent with the message
     /// that ends the phase, so that no message is formatted or piped inside a phase
     phase_start: (u64, u64, u64),
+    /// host::cpu_probe_ns() just before the open phase started (the host's mode then)
+    phase_probe: u64,
 }
 
 /// A phase's start values: the clock first, the run-queue wait after it (a preemption
@@ -417,11 +419,14 @@ impl<'a> Child<'a> {
             corpus: text_corpus(),
             seq: 0,
             phase_start: (0, 0, 0),
+            phase_probe: 0,
         };
         unshare_own_memory();
         // the child's thread opens its schedstat file before the first phase's clock starts
         self_run_delay_ns();
         // the first phase starts with the first op, after the fork and the child's own set-up
+        // (and the host's speed probe, outside every phase: host::cpu_probe_ns)
+        st.phase_probe = crate::host::cpu_probe_ns();
         st.phase_start = phase_start_now();
         self.run_ops(&self.process.ops, None, "", &mut st);
         std::hint::black_box(st.sink);
@@ -435,9 +440,10 @@ impl<'a> Child<'a> {
         // phase, p:fault); they are now streamed (send_latencies) after the phase closed.
         let rq = self_run_delay_ns();
         let (end_ns, end_stime) = (now_ns(), self_stime_ns());
+        let probe = [st.phase_probe, crate::host::cpu_probe_ns()];
         send(
             self.to_parent,
-            json!({"t": "done", "ns": end_ns, "stime": end_stime, "rq": rq, "start": st.phase_start, "access_ns": st.access_ns}),
+            json!({"t": "done", "ns": end_ns, "stime": end_stime, "rq": rq, "start": st.phase_start, "cpu_probe": probe, "access_ns": st.access_ns}),
         );
         wait_ack(self.from_parent);
         if self.fault_latency {
@@ -463,13 +469,17 @@ impl<'a> Child<'a> {
                 // the phase's run-queue wait first, then its end time (see "done")
                 let rq = self_run_delay_ns();
                 let (ns, stime) = (now_ns(), self_stime_ns());
+                // the host's speed right after the phase and right before the next (outside
+                // both: they change no counter, host::cpu_probe_ns)
+                let probe = [st.phase_probe, crate::host::cpu_probe_ns()];
                 st.lat_marks.push((name.clone(), st.thp_lat.len(), st.fault_lat.len()));
                 send(
                     self.to_parent,
-                    json!({"t": "phase", "name": name, "i": i, "ns": ns, "stime": stime, "rq": rq, "start": st.phase_start}),
+                    json!({"t": "phase", "name": name, "i": i, "ns": ns, "stime": stime, "rq": rq, "start": st.phase_start, "cpu_probe": probe}),
                 );
                 wait_ack(self.from_parent);
                 // the new phase starts now, after the supervisor's snapshot at the boundary
+                st.phase_probe = crate::host::cpu_probe_ns();
                 st.phase_start = phase_start_now();
             }
             Op::Mmap { name, size, populate, align } => {

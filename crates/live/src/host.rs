@@ -551,6 +551,29 @@ pub fn fault_4k_probe_ns(bytes: u64) -> Option<f64> {
     }
 }
 
+/// Iterations of cpu_probe_ns()'s loop: ~100 us on this host's vCPU when it runs at full
+/// speed (a Xeon at 2.1 GHz, 2026-12-06).
+pub const CPU_PROBE_ITERS: u64 = 50_000;
+
+/// The host's speed at an instant, as a pure CPU loop's time (ns): a running sum kept in
+/// memory (a store and a load each step, as a volatile counter would be), with no system
+/// call, allocation or page touched, so running it between a workload's phases changes no
+/// counter and no free list. On this Firecracker guest the vCPU runs in two modes that
+/// alternate every few seconds with no steal time counted (the thread's CPU time equals its
+/// wall time): a fast one, where this loop takes ~96 us, and a slow one, 130-340 us, where
+/// a 4 KiB fault takes ~1.3x and a munmap per page ~1.6x (107 against 168 ns; 23 % of a
+/// 5-minute sample was fast, 2026-12-06). The live runner takes it before and after every
+/// timed phase (`phase_cpu_probe_ns`); `thplab validate` reports the mode each phase ran in.
+pub fn cpu_probe_ns() -> u64 {
+    let t = now_ns();
+    let mut x = 0u64;
+    for k in 0..CPU_PROBE_ITERS {
+        x = std::hint::black_box(x).wrapping_add(k.wrapping_mul(k));
+    }
+    std::hint::black_box(x);
+    now_ns().saturating_sub(t)
+}
+
 /// Every non-trigger knob's value as a live run starts: files read back, policies at the value
 /// that describes this kernel.
 pub fn knob_values(lk: &[LiveKnob]) -> BTreeMap<String, String> {
@@ -774,6 +797,26 @@ pub fn kthread_cpu_ns_of(threads: &[(String, String)]) -> BTreeMap<String, u64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CPU probe the runner takes between phases touches no memory: no page fault in
+    /// the calling thread (so no counter, free list or RSS of the workload moves).
+    #[test]
+    fn cpu_probe_takes_time_and_faults_nothing() {
+        let flt = || {
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+            (ru.ru_minflt, ru.ru_majflt)
+        };
+        // the samples' array on the stack, written before the count is taken
+        let mut v = std::hint::black_box([0u64; 20]);
+        cpu_probe_ns();
+        let before = flt();
+        for x in v.iter_mut() {
+            *x = cpu_probe_ns();
+        }
+        assert_eq!(flt(), before);
+        assert!(v.iter().all(|&x| x > 0), "{v:?}");
+    }
 
     /// The back-fill collapses only where a MADV_HUGEPAGE fault gets no PMD THP: the
     /// 2048kB size's own mode decides, `inherit` (or no such file) takes the top-level one.

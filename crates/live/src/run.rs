@@ -704,6 +704,10 @@ fn supervise(
     // `thplab validate` compares the model with elapsed time less this wait.
     let rd: BTreeMap<String, u64> = PHASE_RUN_DELAY.lock().unwrap().drain(..).collect();
     extra.insert("phase_run_delay_ns".into(), json!(rd));
+    // the host's mode around each phase: a pure CPU loop's ns before and after it
+    // (host::cpu_probe_ns; validate reports the phases that ran while the host was slow)
+    let cp: BTreeMap<String, [u64; 2]> = PHASE_CPU_PROBE.lock().unwrap().drain(..).collect();
+    extra.insert("phase_cpu_probe_ns".into(), json!(cp));
     extra.insert("load1_at_start".into(), json!(load1_before));
     if interval > 0 {
         notes.push("series: sampled in wall-clock time".into());
@@ -832,12 +836,21 @@ static ZRAM_DEVS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new
 static ZRAM_PHASES: std::sync::Mutex<Vec<(String, Value)>> = std::sync::Mutex::new(Vec::new());
 /// Per phase, the time its process waited for a CPU held by other tasks (schedstat run_delay).
 static PHASE_RUN_DELAY: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+/// Each closed phase's host::cpu_probe_ns() just before it started and just after it ended.
+static PHASE_CPU_PROBE: std::sync::Mutex<Vec<(String, [u64; 2])>> = std::sync::Mutex::new(Vec::new());
 /// Per phase end: /proc/buddyinfo and the memory kernel threads' CPU time so far.
 static PHASE_ENDS: std::sync::Mutex<Vec<Value>> = std::sync::Mutex::new(Vec::new());
 /// The run's kswapd/kcompactd/khugepaged threads (comm, pid), found once at its start.
 static KTHREADS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
 
-fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, phases: &mut Vec<PhaseResult>) {
+fn close_phase(
+    ps: &mut ProcState,
+    end_i: usize,
+    end: (u64, u64, u64),
+    probe: Option<[u64; 2]>,
+    t0: u64,
+    phases: &mut Vec<PhaseResult>,
+) {
     let (end_ns, end_stime, end_rq) = end;
     if let Some(OpenPhase { name, from_i, start, stime, rq, vm }) = ps.phase.take() {
         // A "main" phase with no ops before the first marker is not reported.
@@ -848,6 +861,9 @@ fn close_phase(ps: &mut ProcState, end_i: usize, end: (u64, u64, u64), t0: u64, 
                 }
             }
             PHASE_RUN_DELAY.lock().unwrap().push((name.clone(), end_rq.saturating_sub(rq)));
+            if let Some(p) = probe {
+                PHASE_CPU_PROBE.lock().unwrap().push((name.clone(), p));
+            }
             PHASE_ENDS.lock().unwrap().push(json!({
                 "phase_end": name,
                 "buddyinfo": read_file("/proc/buddyinfo").unwrap_or_default(),
@@ -922,11 +938,12 @@ pub(crate) fn handle_lat(
 
 fn handle_msg(ps: &mut ProcState, v: &Value, t0: u64, phases: &mut Vec<PhaseResult>) {
     let u = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    let probe = serde_json::from_value::<[u64; 2]>(v["cpu_probe"].clone()).ok();
     match v["t"].as_str().unwrap_or("") {
         "phase" => {
             set_phase_start(ps, v);
             let i = u("i") as usize;
-            close_phase(ps, i, (u("ns"), u("stime"), u("rq")), t0, phases);
+            close_phase(ps, i, (u("ns"), u("stime"), u("rq")), probe, t0, phases);
             ps.phase = Some(OpenPhase {
                 name: format!("{}:{}", ps.name, v["name"].as_str().unwrap_or("")),
                 from_i: i + 1,
@@ -947,7 +964,7 @@ fn handle_msg(ps: &mut ProcState, v: &Value, t0: u64, phases: &mut Vec<PhaseResu
         "done" => {
             set_phase_start(ps, v);
             let n = usize::MAX;
-            close_phase(ps, n, (u("ns"), u("stime"), u("rq")), t0, phases);
+            close_phase(ps, n, (u("ns"), u("stime"), u("rq")), probe, t0, phases);
             ps.result.end_ns = u("ns").saturating_sub(t0);
             ps.result.access_ns = u("access_ns");
             let t = read_file(&format!("/proc/{}/smaps_rollup", ps.pid)).unwrap_or_default();
@@ -966,7 +983,7 @@ fn reap(ps: &mut ProcState, t0: u64, phases: &mut Vec<PhaseResult>) {
     let now = now_ns();
     if ps.phase.is_some() {
         // Died without reporting its end.
-        close_phase(ps, usize::MAX, (now, 0, 0), t0, phases);
+        close_phase(ps, usize::MAX, (now, 0, 0), None, t0, phases);
         ps.result.end_ns = now - t0;
     }
     if libc::WIFSIGNALED(status) {

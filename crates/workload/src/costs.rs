@@ -172,6 +172,12 @@ pub struct CostProfile {
     /// windows. validate takes its runs' probes against this (else against fault_4k_ns +
     /// clear_4k_ns) for host_speed.
     pub probe_fault_4k_ns: Option<u64>,
+    /// Not charged: the live runner's CPU probe (a pure loop, no memory touched:
+    /// thplab-live host::cpu_probe_ns) as calibrate met it, the median over its CPU windows.
+    /// The runner takes the same probe before and after every timed phase; validate sets
+    /// them against this to tell the phases that ran while the host ran the guest at
+    /// another speed than it did for the calibration.
+    pub probe_cpu_ns: Option<u64>,
 
     // ---- page faults (mm/memory.c, mm/huge_memory.c) ----
     /// Exception entry/exit plus handle_mm_fault for a 4 KiB anonymous fault, without
@@ -642,6 +648,7 @@ impl Default for CostProfile {
             cpu_ghz: 2.5,
             host_speed: 1.0,
             probe_fault_4k_ns: None,
+            probe_cpu_ns: None,
             fault_4k_ns: 700,
             fault_2m_ns: 2_500,
             fault_zero_ns: 500,
