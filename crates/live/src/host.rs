@@ -551,24 +551,30 @@ pub fn fault_4k_probe_ns(bytes: u64) -> Option<f64> {
     }
 }
 
-/// Iterations of cpu_probe_ns()'s loop: ~100 us on this host's vCPU when it runs at full
-/// speed (a Xeon at 2.1 GHz, 2026-12-06).
+/// Iterations of cpu_probe_ns()'s loop: ~90-120 us on this host's vCPU (a Xeon at
+/// 2.1 GHz, 2026-12-06).
 pub const CPU_PROBE_ITERS: u64 = 50_000;
 
-/// The host's speed at an instant, as a pure CPU loop's time (ns): a running sum kept in
-/// memory (a store and a load each step, as a volatile counter would be), with no system
-/// call, allocation or page touched, so running it between a workload's phases changes no
-/// counter and no free list. On this Firecracker guest the vCPU runs in two modes that
-/// alternate every few seconds with no steal time counted (the thread's CPU time equals its
-/// wall time): a fast one, where this loop takes ~96 us, and a slow one, 130-340 us, where
-/// a 4 KiB fault takes ~1.3x and a munmap per page ~1.6x (107 against 168 ns; 23 % of a
-/// 5-minute sample was fast, 2026-12-06). The live runner takes it before and after every
-/// timed phase (`phase_cpu_probe_ns`); `thplab validate` reports the mode each phase ran in.
+/// The host's speed at an instant: a loop that reads and writes one word on the stack each
+/// step (a volatile running sum), with no system call, allocation or page touched, so
+/// running it between a workload's phases changes no counter and no free list. This
+/// guest's speed moves by up to 2x within seconds with no steal time counted (its thread's
+/// CPU time equals its wall time), in the memory path, not the ALU: over 127 rounds of 90 s
+/// a pure register chain varied 16-18 us while a 4 MiB munmap took 94-215 ns a page and a
+/// 4 KiB fault 1,138-2,086 ns; this loop (355-487 us at 200,000 steps) followed them
+/// (correlation 0.59 with the munmap, 0.62 with the fault), where a loop passing its sum
+/// through std::hint::black_box did not (26-124 us, -0.19). The live runner takes it before
+/// and after every timed phase (`phase_cpu_probe_ns`); `thplab validate` sets each phase's
+/// against the profile's probe_cpu_ns (docs/host_speed.md).
 pub fn cpu_probe_ns() -> u64 {
     let t = now_ns();
     let mut x = 0u64;
     for k in 0..CPU_PROBE_ITERS {
-        x = std::hint::black_box(x).wrapping_add(k.wrapping_mul(k));
+        // SAFETY: x is a live local; the volatile accesses keep the load and store per step
+        unsafe {
+            let v = std::ptr::read_volatile(&x);
+            std::ptr::write_volatile(&mut x, v.wrapping_add(k.wrapping_mul(k)));
+        }
     }
     std::hint::black_box(x);
     now_ns().saturating_sub(t)
