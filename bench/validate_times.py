@@ -15,7 +15,7 @@ machine; with --live (root) the scenarios run on this machine's kernel first.
 
 With --reporting-start, the model's runs start so on a guest that reports free pages
 (validate's option of that name: backed, idle, found). With --host-speed, the model's CPU-side
-costs run at a host speed (validate's option: auto, off, the default, or a factor).
+costs run at a host speed (validate's option: auto, the default, off, or a factor).
 
     .venv/bin/python bench/validate_times.py [--kernel-results DIR] [--costs FILE] [--live] [--quick]
         [--reporting-start backed|idle|found] [--host-speed auto|off|X]
@@ -42,7 +42,12 @@ def main() -> int:
     ap.add_argument("--live", action="store_true", help="run the scenarios on this kernel first (root, minutes)")
     ap.add_argument("--quick", action="store_true", help="with --live: one run per scenario, no warm-up")
     ap.add_argument("--reporting-start", default=None, choices=v.REPORTING_STARTS, help="the model's start (validate)")
-    ap.add_argument("--host-speed", default="off", metavar="auto|off|X", help="the model's host speed (validate)")
+    ap.add_argument(
+        "--host-speed",
+        default="auto",
+        metavar="auto|off|X",
+        help="the model's host speed (validate's, auto by default)",
+    )
     a = ap.parse_args()
     scale_speed = v.parse_host_speed(a.host_speed)
     costs = Path(a.costs).read_text() if a.costs else None

@@ -312,7 +312,7 @@ def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys
     assert "hint:" not in capsys.readouterr().out
 
 
-def test_phase_cpu_probes_tell_the_host_mode_each_phase_ran_in(tmp_path, capsys):
+def test_phase_cpu_probes_tell_the_host_speed_each_phase_met(tmp_path, capsys):
     """The runner's CPU probe before and after each phase (extra.phase_cpu_probe_ns): per
     phase the median over the runs of their mean, set against the profile's probe_cpu_ns (or
     without one the median phase's); the summary counts the phases beyond CPU_MODE_FACTOR
@@ -325,7 +325,7 @@ def test_phase_cpu_probes_tell_the_host_mode_each_phase_ran_in(tmp_path, capsys)
         {"phases": {"p:fault": 10_000_000}, "cpu_probe": {"p:fault": [110_000, 130_000]}},
         {"phases": {"p:fault": 10_000_000}, "cpu_probe": {"p:fault": [300_000, 340_000]}},
     ]
-    # the model 2x the live runs: out of tolerance, in a phase whose runs met the slow mode
+    # the model 2x the live runs: out of tolerance, in a phase whose runs met a slow host
     c = v.compare(k, model_like(k, time_factor=2.0), runs)
     t = next(t for t in c["times"] if t["phase"] == "p:fault")
     assert t["cpu_probe_ns"] == 120_000 and t["status"] == "out"
@@ -354,15 +354,16 @@ def test_phase_cpu_probes_tell_the_host_mode_each_phase_ran_in(tmp_path, capsys)
     assert (cs["phases"], cs["off_mode"], cs["out"], cs["out_off_mode"]) == (1, 1, 1, 1)
     v.print_report(rep)
     out = capsys.readouterr().out
-    assert "host mode: around 1 phases the runner's CPU probe took 3.00x the profile's probe_cpu_ns" in out
+    assert "host speed around the phases: the runner's CPU probe took 3.00x the profile's probe_cpu_ns" in out
+    assert "1 met beyond 1.25x either way, 1 of the 1 out of tolerance among them" in out
     assert "3.00x" in out.split("times: model / live kernel")[1].split("times:")[0], "the phase's speed in the table"
-    # calibrated at the same mode as the runs: no phase beyond the factor
+    # calibrated at the runs' speed: no phase beyond the factor
     cs = validate("fault_4k_ns = 1400\nprobe_cpu_ns = 110000\n")["time_summary"]["cpu_speed"]
     assert (cs["off_mode"], cs["out_off_mode"]) == (0, 0) and cs["median"] == pytest.approx(120 / 110)
     # no probe_cpu_ns in the profile: against the median phase's, so this one phase is at 1
     cs = validate("fault_4k_ns = 1400\n")["time_summary"]["cpu_speed"]
     assert cs["reference"] == "phases" and cs["median"] == pytest.approx(1.0)
-    # runs saved before the probe: no mode at all
+    # runs saved before the probe: no speed at all
     for r in runs:
         r.pop("cpu_probe")
     k["extra"]["time_runs"] = runs
@@ -379,8 +380,8 @@ def test_phase_cpu_probes_tell_the_host_mode_each_phase_ran_in(tmp_path, capsys)
 def test_the_model_runs_at_the_host_speed_of_the_whole_validation(tmp_path, capsys):
     """validate runs the model at the median of every live run's probe over the profile's
     (probe_fault_4k_ns where calibrate wrote one): the model's CPU-side costs scale with it,
-    its sleeps do not; --host-speed off (the default) leaves the profile as it is, a number
-    is taken."""
+    its sleeps do not; off (validate()'s default; the command's is auto) leaves the profile as
+    it is, a number is taken."""
     costs = "probe_fault_4k_ns = 1000\nfault_4k_ns = 1400\nclear_4k_ns = 100\n"
     assert v.probe_reference_ns(costs) == 1000
     for name, probes in (("enabled-always", [1100.0, 1300.0]), ("partial-munmap", [1200.0])):
@@ -435,6 +436,12 @@ def test_the_model_runs_at_the_host_speed_of_the_whole_validation(tmp_path, caps
     assert fast["p:fault"] == pytest.approx(1.5 * base["p:fault"], rel=0.02)
     assert fast["p:nap"] == base["p:nap"]
     assert v.parse_host_speed("auto") == "auto" and v.parse_host_speed("off") is None
+    # the command runs the model at the live runs' speed unless told otherwise
+    import argparse
+
+    p = argparse.ArgumentParser()
+    v.add_arguments(p)
+    assert p.parse_args([]).host_speed == "auto"
     assert v.parse_host_speed("0.9") == 0.9
     for bad in ("fast", "0", "12"):
         with pytest.raises(InputError, match="--host-speed"):
