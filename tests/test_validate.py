@@ -315,7 +315,7 @@ def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys
 def test_phase_cpu_probes_tell_the_host_speed_each_phase_met(tmp_path, capsys):
     """The runner's CPU probe before and after each phase (extra.phase_cpu_probe_ns): per
     phase the median over the runs of their mean, set against the profile's probe_cpu_ns (or
-    without one the median phase's); the summary counts the phases beyond CPU_MODE_FACTOR
+    without one the median phase's); the summary counts the phases beyond CPU_SPEED_FACTOR
     and the out-of-tolerance ones among them, and the table shows the phase's speed."""
     k = kernel_result(thp_fault_alloc=16)
     k["extra"]["phase_cpu_probe_ns"] = {"p:fault": [100_000, 140_000]}
@@ -351,7 +351,7 @@ def test_phase_cpu_probes_tell_the_host_speed_each_phase_met(tmp_path, capsys):
     assert rep["probe_cpu_ref_ns"] == 40_000
     cs = rep["time_summary"]["cpu_speed"]
     assert cs["reference"] == "profile" and cs["median"] == pytest.approx(3.0)
-    assert (cs["phases"], cs["off_mode"], cs["out"], cs["out_off_mode"]) == (1, 1, 1, 1)
+    assert (cs["phases"], cs["beyond"], cs["out"], cs["out_beyond"]) == (1, 1, 1, 1)
     v.print_report(rep)
     out = capsys.readouterr().out
     assert "host speed around the phases: the runner's CPU probe took 3.00x the profile's probe_cpu_ns" in out
@@ -359,7 +359,7 @@ def test_phase_cpu_probes_tell_the_host_speed_each_phase_met(tmp_path, capsys):
     assert "3.00x" in out.split("times: model / live kernel")[1].split("times:")[0], "the phase's speed in the table"
     # calibrated at the runs' speed: no phase beyond the factor
     cs = validate("fault_4k_ns = 1400\nprobe_cpu_ns = 110000\n")["time_summary"]["cpu_speed"]
-    assert (cs["off_mode"], cs["out_off_mode"]) == (0, 0) and cs["median"] == pytest.approx(120 / 110)
+    assert (cs["beyond"], cs["out_beyond"]) == (0, 0) and cs["median"] == pytest.approx(120 / 110)
     # no probe_cpu_ns in the profile: against the median phase's, so this one phase is at 1
     cs = validate("fault_4k_ns = 1400\n")["time_summary"]["cpu_speed"]
     assert cs["reference"] == "phases" and cs["median"] == pytest.approx(1.0)

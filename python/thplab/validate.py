@@ -1548,7 +1548,7 @@ def phase_cpu_speeds(report: dict) -> list[tuple[str, dict, float]]:
 
 #: a phase whose runs' CPU probes read further than this from the reference met another
 #: host speed than the calibration (phase_cpu_speeds)
-CPU_MODE_FACTOR = 1.25
+CPU_SPEED_FACTOR = 1.25
 
 
 def host_speed(runs: list[dict] | None, ref_ns: float | None) -> float | None:
@@ -2535,16 +2535,16 @@ def time_summary(report: dict) -> dict:
     )[:8]
     speeds = sorted(sc["host_speed"] for sc in report["scenarios"].values() if sc.get("host_speed"))
     cpu = phase_cpu_speeds(report)
-    off = [(n, t, s) for n, t, s in cpu if not 1 / CPU_MODE_FACTOR <= s <= CPU_MODE_FACTOR]
+    off = [(n, t, s) for n, t, s in cpu if not 1 / CPU_SPEED_FACTOR <= s <= CPU_SPEED_FACTOR]
     return {
         "host_speed": {"min": speeds[0], "median": median(speeds), "max": speeds[-1]} if speeds else None,
         "cpu_speed": {
             "reference": "profile" if report.get("probe_cpu_ref_ns") else "phases",
             "median": median([s for *_, s in cpu]),
             "phases": len(cpu),
-            "off_mode": len(off),
+            "beyond": len(off),
             "out": sum(1 for _, t, _ in cpu if t["status"] == "out"),
-            "out_off_mode": sum(1 for _, t, _ in off if t["status"] == "out"),
+            "out_beyond": sum(1 for _, t, _ in off if t["status"] == "out"),
         }
         if cpu
         else None,
@@ -2652,8 +2652,8 @@ def print_time_table(report: dict, con=None, out=None) -> None:
         ref = "the profile's probe_cpu_ns" if c["reference"] == "profile" else "the median phase's"
         print(
             f"host speed around the phases: the runner's CPU probe took {c['median']:.2f}x {ref} (median over "
-            f"{c['phases']} phases); {c['off_mode']} met beyond {CPU_MODE_FACTOR:.2f}x either way, "
-            f"{c['out_off_mode']} of the {c['out']} out of tolerance among them",
+            f"{c['phases']} phases); {c['beyond']} met beyond {CPU_SPEED_FACTOR:.2f}x either way, "
+            f"{c['out_beyond']} of the {c['out']} out of tolerance among them",
             file=out,
         )
     if sm.get("host_speed_applied"):

@@ -382,7 +382,7 @@ fn calibrate_cpu(quick: bool, reps: usize, s: &mut Samples) -> Result<(), CalErr
             }
         }
         // and the CPU probe it takes around every phase (host::cpu_probe_ns), a few times
-        // over: the host's mode can change between two of them
+        // over: the host's speed moves within seconds
         if !warm {
             for _ in 0..5 {
                 s.add("cpu_probe", crate::host::cpu_probe_ns() as f64);

@@ -53,7 +53,7 @@ struct State {
     /// the open phase's start: (clock, system time, run-queue wait), sent with the message
     /// that ends the phase, so that no message is formatted or piped inside a phase
     phase_start: (u64, u64, u64),
-    /// host::cpu_probe_ns() just before the open phase started (the host's mode then)
+    /// host::cpu_probe_ns() just before the open phase started (the host's speed then)
     phase_probe: u64,
 }
 

@@ -704,8 +704,8 @@ fn supervise(
     // `thplab validate` compares the model with elapsed time less this wait.
     let rd: BTreeMap<String, u64> = PHASE_RUN_DELAY.lock().unwrap().drain(..).collect();
     extra.insert("phase_run_delay_ns".into(), json!(rd));
-    // the host's mode around each phase: a pure CPU loop's ns before and after it
-    // (host::cpu_probe_ns; validate reports the phases that ran while the host was slow)
+    // the host's speed around each phase: host::cpu_probe_ns before and after it (validate
+    // sets them against the profile's probe_cpu_ns, docs/host_speed.md)
     let cp: BTreeMap<String, [u64; 2]> = PHASE_CPU_PROBE.lock().unwrap().drain(..).collect();
     extra.insert("phase_cpu_probe_ns".into(), json!(cp));
     extra.insert("load1_at_start".into(), json!(load1_before));

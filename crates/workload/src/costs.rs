@@ -172,8 +172,9 @@ pub struct CostProfile {
     /// windows. validate takes its runs' probes against this (else against fault_4k_ns +
     /// clear_4k_ns) for host_speed.
     pub probe_fault_4k_ns: Option<u64>,
-    /// Not charged: the live runner's CPU probe (a pure loop, no memory touched:
-    /// thplab-live host::cpu_probe_ns) as calibrate met it, the median over its CPU windows.
+    /// Not charged: the live runner's CPU probe (a volatile load and store per step, no page
+    /// touched: thplab-live host::cpu_probe_ns) as calibrate met it, the median over its CPU
+    /// windows.
     /// The runner takes the same probe before and after every timed phase; validate sets
     /// them against this to tell the phases that ran while the host ran the guest at
     /// another speed than it did for the calibration.
