@@ -804,24 +804,28 @@ pub fn kthread_cpu_ns_of(threads: &[(String, String)]) -> BTreeMap<String, u64> 
 mod tests {
     use super::*;
 
-    /// The CPU probe the runner takes between phases touches no memory: no page fault in
-    /// the calling thread (so no counter, free list or RSS of the workload moves).
+    /// The CPU probe the runner takes between phases touches no new memory: not a page
+    /// fault per probe in the calling thread (so no counter, free list or RSS of the
+    /// workload moves). A few are allowed over the thousand: compaction or reclaim elsewhere
+    /// on the machine may migrate the test's stack page meanwhile, and its next touch is a
+    /// minor fault (a run of `make test` saw 2 over 20 probes).
     #[test]
     fn cpu_probe_takes_time_and_faults_nothing() {
         let flt = || {
             let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
             unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-            (ru.ru_minflt, ru.ru_majflt)
+            (ru.ru_minflt + ru.ru_majflt) as u64
         };
         // the samples' array on the stack, written before the count is taken
-        let mut v = std::hint::black_box([0u64; 20]);
+        let mut v = std::hint::black_box([0u64; 1000]);
         cpu_probe_ns();
         let before = flt();
         for x in v.iter_mut() {
             *x = cpu_probe_ns();
         }
-        assert_eq!(flt(), before);
-        assert!(v.iter().all(|&x| x > 0), "{v:?}");
+        let faults = flt() - before;
+        assert!(faults <= 8, "{faults} page faults over {} probes", v.len());
+        assert!(v.iter().all(|&x| x > 0));
     }
 
     /// The back-fill collapses only where a MADV_HUGEPAGE fault gets no PMD THP: the
