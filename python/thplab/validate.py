@@ -1527,23 +1527,35 @@ def cpu_probe_reference_ns(costs_text: str | None) -> float | None:
     return float(v) if v else None
 
 
-def phase_cpu_speeds(report: dict) -> list[tuple[str, dict, float]]:
-    """(scenario, time row, speed) for every timed phase whose live runs carry the runner's
-    CPU probe (thplab-live host::cpu_probe_ns, a pure loop taken right before and right
-    after each phase): the median of its runs' probes over the profile's probe_cpu_ns, or,
-    without one, over the median of every phase's probe in the report. 1.5 means the host
-    ran the guest's memory path 1.5x slower around the phase than at the reference. This
-    host's speed moves by up to 2x within seconds (a 4 KiB munmap 94-215 ns a page over 90
-    s), which the probe follows (correlation 0.59; docs/host_speed.md), so the speed tells a
-    phase that met a slow host from a model that is slow."""
-    rows = [
+def _probed_rows(report: dict) -> list[tuple[str, dict]]:
+    """(scenario, time row) for every timed phase whose live runs carry the CPU probe."""
+    return [
         (name, t)
         for name, sc in report["scenarios"].items()
         for t in sc.get("times") or []
         if t.get("cpu_probe_ns") and t["status"] != "info"
     ]
-    ref = report.get("probe_cpu_ref_ns") or (median([t["cpu_probe_ns"] for _, t in rows]) if rows else None)
-    return [(name, t, t["cpu_probe_ns"] / ref) for name, t in rows] if ref else []
+
+
+def cpu_probe_ref(report: dict) -> float | None:
+    """What phase_cpu_speeds sets the phases' CPU probes against: the profile's
+    probe_cpu_ns, else the median of every probed phase's probe in the report."""
+    rows = _probed_rows(report)
+    return report.get("probe_cpu_ref_ns") or (median([t["cpu_probe_ns"] for _, t in rows]) if rows else None)
+
+
+def phase_cpu_speeds(report: dict) -> list[tuple[str, dict, float]]:
+    """(scenario, time row, speed) for every timed phase whose live runs carry the runner's
+    CPU probe (thplab-live host::cpu_probe_ns, a volatile load and store per step, taken
+    right before and right after each phase): the median of its runs' probes over
+    cpu_probe_ref (the profile's probe_cpu_ns, or, without one, the median of every
+    phase's probe in the report). 1.5 means the host
+    ran the guest's memory path 1.5x slower around the phase than at the reference. This
+    host's speed moves by up to 2x within seconds (a 4 KiB munmap 94-215 ns a page over 90
+    s), which the probe follows (correlation 0.59; docs/host_speed.md), so the speed tells a
+    phase that met a slow host from a model that is slow."""
+    ref = cpu_probe_ref(report)
+    return [(name, t, t["cpu_probe_ns"] / ref) for name, t in _probed_rows(report)] if ref else []
 
 
 #: a phase whose runs' CPU probes read further than this from the reference met another
@@ -2601,9 +2613,13 @@ def print_time_table(report: dict, con=None, out=None) -> None:
             t.add_column(c, justify="right" if c in numeric else "left")
         # the host's speed: around the phase (its runs' CPU probes) where the runs took them,
         # else as the scenario's runs started (the 4 KiB fault probe)
-        cpu = {(n, id(t)): s for n, t, s in phase_cpu_speeds(report)}
+        ref = cpu_probe_ref(report)
         for name, tm in rows:
-            hs = cpu.get((name, id(tm)), report["scenarios"][name].get("host_speed"))
+            hs = (
+                tm["cpu_probe_ns"] / ref
+                if ref and tm.get("cpu_probe_ns")
+                else report["scenarios"][name].get("host_speed")
+            )
             t.add_row(
                 name,
                 tm["phase"],
