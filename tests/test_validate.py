@@ -3,6 +3,7 @@ small live run of the fault-path scenarios."""
 
 import argparse
 import copy
+import io
 import json
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import tomllib
 sys.path.insert(0, str(Path(__file__).parent))
 from livehelp import need_root, state
 from thplab import validate as v
-from thplab.errors import InputError
+from thplab.errors import InputError, LiveError
 
 
 def kernel_result(**vm):
@@ -807,3 +808,79 @@ def test_time_rounds_give_each_scenario_other_predecessors():
     assert all(len(p) > 1 for p in prev.values())
     zb = "swap_pageout_seed000_zram_best"
     assert "swap_pageout_seed000_file_worst" not in prev[zb]
+
+
+def test_calibrate_during_validation_gates_against_the_passes_median():
+    """validate --calibrate: three calibrations, before the first runs, after them and after
+    the last round; the model's final costs are their median field by field (an integer
+    stays an integer, a table is taken field by field), not the first pass's, which only the
+    counters' runs use; the report keeps the passes and names the fields that moved."""
+    from thplab import _native as n
+    from thplab.calibrate import median_profile
+
+    base = tomllib.loads(n.default_costs())
+    events = []
+
+    def calibrate_pass():
+        i = sum(1 for e in events if e == "cal")
+        events.append("cal")
+        p = copy.deepcopy(base)
+        p["page_free_ns"] = (150, 400, 200)[i]
+        p["cache_miss_ns"] = (20, 30, 25)[i]
+        p["source"] = f"pass {i}"
+        return p
+
+    def run_kernel(w, timeout):
+        events.append(w["name"])
+        return kernel_result(thp_fault_alloc=64)
+
+    seen = []
+
+    def model(w, k, c):
+        seen.append(tomllib.loads(c)["page_free_ns"])
+        return model_like(kernel_result(thp_fault_alloc=64))
+
+    sc = {"a": {"name": "a", "processes": []}, "b": {"name": "b", "processes": []}}
+    rep = v.validate(sc, run_kernel=run_kernel, run_model_fn=model, reps=2, warmup=0, calibrate_pass=calibrate_pass)
+    assert events == ["cal", "a", "b", "cal", *v.round_order(sc, 1), "cal"]
+    # the counters' runs with the first pass's profile, the concluding ones with the median
+    assert seen[:2] == [150, 150] and seen[2:] == [200, 200]
+    cal = rep["calibration"]
+    assert [p["at"] for p in cal["passes"]] == list(v.CALIBRATION_PASSES)
+    assert cal["profile"]["page_free_ns"] == 200 and cal["profile"]["cache_miss_ns"] == 25
+    assert "pass 0; pass 1; pass 2" in cal["profile"]["source"]
+    assert tomllib.loads(cal["profile_text"])["page_free_ns"] == 200
+    drift = v.calibration_drift(rep)
+    assert drift[0][0] == "page_free_ns" and drift[0][2] == pytest.approx(400 / 150)
+    out = io.StringIO()
+    v.print_report(rep, file=out)
+    assert "page_free_ns" in out.getvalue() and "-> 200" in out.getvalue()
+    # replays cannot calibrate; a median of integer and float fields keeps their kinds
+    with pytest.raises(InputError, match="live runs"):
+        v.validate(sc, kernel_dir="/nonexistent", calibrate_pass=calibrate_pass)
+    # the command: --calibrate replaces --costs and needs live runs; its directory must exist
+    p = argparse.ArgumentParser()
+    v.add_arguments(p)
+    for args, msg in (
+        (["--calibrate", "x.toml", "--costs", "y.toml"], "not with --costs"),
+        (["--calibrate", "x.toml", "--kernel-results", "."], "not with --costs or --kernel-results"),
+        (["--calibrate", "/nonexistent/x.toml"], "is not a directory"),
+    ):
+        with pytest.raises(InputError, match=msg):
+            v.cmd(p.parse_args(["--only", "enabled-always", *args]))
+
+    # a pass that fails after the live runs began: the median of the others, the failure noted
+    def failing_second():
+        if events.count("cal") == 1:
+            events.append("cal")
+            raise LiveError("calibrate: exit 1")
+        return calibrate_pass()
+
+    events.clear()
+    seen.clear()
+    rep = v.validate(sc, run_kernel=run_kernel, run_model_fn=model, reps=2, warmup=0, calibrate_pass=failing_second)
+    assert [p["at"] for p in rep["calibration"]["passes"]] == [v.CALIBRATION_PASSES[0], v.CALIBRATION_PASSES[2]]
+    assert rep["calibration_failed"] == [f"{v.CALIBRATION_PASSES[1]}: calibrate: exit 1"]
+    assert rep["calibration"]["profile"]["page_free_ns"] == round((150 + 200) / 2)
+    m = median_profile([{"a": 1, "b": 1.5, "t": {"x": 3}}, {"a": 4, "b": 2.5, "t": {"x": 5, "y": 1}}], "s")
+    assert m == {"a": 2, "b": 2.0, "t": {"x": 4, "y": 1}, "source": "s"}

@@ -1166,6 +1166,32 @@ def _fit_compaction_lsq(prof, S, rows, spread):
     rows.append(("migrate_4k_ns", prof["migrate_4k_ns"], rel, f"vm.compact_memory fit over {n} runs"))
 
 
+def median_profile(profiles: list[dict], source: str) -> dict:
+    """Each numeric field the median of its value in ``profiles`` (calibrations of one host,
+    e.g. `validate --calibrate`'s passes spread over a validation; an integer field stays
+    an integer), tables field by field, anything else the first profile's; ``source`` says
+    how they were taken. A field a profile lacks is the median of those that have it."""
+
+    def med(vals):
+        vals = [v for v in vals if v is not None]
+        if not vals:
+            return None
+        if all(isinstance(v, dict) for v in vals):
+            keys = list(dict.fromkeys(k for v in vals for k in v))
+            return {k: med([v.get(k) for v in vals]) for k in keys}
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+            m = statistics.median(vals)
+            return round(m) if all(isinstance(v, int) for v in vals) else float(m)
+        return vals[0]
+
+    if not profiles:
+        raise ValueError("median_profile: no profiles")
+    keys = list(dict.fromkeys(k for p in profiles for k in p))
+    out = {k: med([p.get(k) for p in profiles]) for k in keys}
+    out["source"] = source
+    return out
+
+
 def _tv(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

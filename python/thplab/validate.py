@@ -1297,6 +1297,23 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   h49-h63 auto put more times within in 12 pairs and fewer in 3 (-1, -8, -4): it is now
   the command's default (applied_host_speed; bench/validate_times.py too: 0.996x over
   h63's 113 phases, 0.962x over h62's 112).
+* 2026-12-06 (stop 56), calibrating during the validation (docs/host_speed.md): replayed
+  with the calibration before it, one taken right after it, and their field-by-field
+  median, out/vk-h62 put 150 / 142 / 149 of 154 gated times within as calibrated (auto:
+  151 / 150 / 152) and out/vk-h64 142 / 145 / 149 of 155 (auto: 153 / 150 / 151). A
+  calibration in a fast spell read page_free_ns 103 where the two around out/vk-h64 read
+  177 and 192. `validate --calibrate OUT` (CALIBRATION_PASSES: before the first runs, after
+  them, after the last round) gates against the passes' median (calibrate.median_profile)
+  and writes it to OUT. First run, out/vk-h65 (20:42-21:20, out/host-h65.toml): 40/45, 148
+  of 153 gated (9 unstable) at auto 0.91x, 145 as calibrated; each pass alone 146-149 at
+  auto, 142-143 as calibrated. Out at auto: fault-latency p:fault 0.72x,
+  split_partial_munmap p:fault 0.73x, mthp_64k_swapin_zram p:swapin 0.68x (each within as
+  calibrated), swap_pageout_base_zram p:munmap 1.44x (0.49 ms), mthp_64k_pageout_swapfile
+  p:munmap 1.31x. pcp_drain_ns is not what keeps 4 KiB munmaps high: at 0 the replay moved
+  swap_pageout_thp_zram_sparse p:munmap 12.35 -> 12.26 ms (live 9.57); a C loop put a
+  256 MiB munmap (~55,000 of its pages spilled from the per-CPU list) at 84-98 ns a page in
+  a fast spell and 150-160 in a slow one, a 4 MiB one (no spill) at 87-99 and 153-185:
+  the phase's live median (146 ns a page) sits between the speeds.
 """
 
 from __future__ import annotations
@@ -1307,7 +1324,7 @@ import sys
 from pathlib import Path
 
 from thplab.atomic import write_atomic
-from thplab.errors import InputError
+from thplab.errors import InputError, LiveError
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = REPO / "examples" / "validate"
@@ -1836,6 +1853,16 @@ def add_arguments(parser) -> None:
         "probe_fault_4k_ns), X (1.1: 10%% slower than calibrated), or as the profile has them (off; "
         "applied_host_speed)",
     )
+    parser.add_argument(
+        "--calibrate",
+        default=None,
+        metavar="OUT",
+        help="calibrate this host three times during the validation (before the first runs, after them, "
+        "after the last round; ~2 min each), gate the times against the median of the three and write it "
+        "to OUT (TOML, as `thplab calibrate` does; in place of --costs). The host's speed moves for "
+        "minutes at a time: a calibration taken before the validation meets one speed, the live medians "
+        "the mix of its half hour (docs/host_speed.md)",
+    )
     parser.add_argument("--json", default=None, metavar="OUT", help="write the full report as JSON")
     parser.add_argument("--scenarios", default=None, metavar="DIR", help=argparse_suppress())
 
@@ -2329,6 +2356,7 @@ def validate(
     reporting_start: str | None = None,
     list_probe=None,
     scale_speed: str | float | None = None,
+    calibrate_pass=None,
 ) -> dict:
     """Run (or replay) every scenario on both backends and compare. Returns the report.
     ``reporting_start``: the model's start on a reporting guest (``with_reporting_start``).
@@ -2349,7 +2377,14 @@ def validate(
     scenario's repetitions all met the same step (out/vk-h16: the six mTHP 64 KiB scenarios,
     run one after another, at host speed 1.04-1.33x, 7 of their 17 phases out at 0.58-0.73x;
     in out/vk-h14, at 0.93-0.96x but one, 14 of 17 within); spread over the whole validation,
-    their median meets the usual speed."""
+    their median meets the usual speed.
+
+    ``calibrate_pass``: with the live backend, a calibration of this host (returning a
+    profile dict, ``calibrate.profile_from_samples``'s), taken before the first live run,
+    after the first runs of every scenario and after the last round (``CALIBRATION_PASSES``);
+    the model's costs are then the passes' median (``calibrate.median_profile``), in place of
+    ``costs_text`` (which, if given, is ignored), and the report's ``calibration`` holds the
+    passes. The first pass's profile is what the counters' retries compare against."""
     if run_kernel is None:
         from thplab.live import khugepaged_list_held, run_kernel
 
@@ -2365,8 +2400,24 @@ def validate(
         return kernel
 
     report = {"tolerance": TOLERANCE_TEXT, "time_tolerance": TIME_TOLERANCE_TEXT, "scenarios": {}, "skipped": {}}
-    probe_ref = probe_reference_ns(costs_text)
-    report["probe_cpu_ref_ns"] = cpu_probe_reference_ns(costs_text)
+    passes: list[dict] = []
+
+    def take_pass(at: str) -> None:
+        if progress:
+            progress(f"calibration {at} ({len(passes) + 1} of {len(CALIBRATION_PASSES)})")
+        try:
+            passes.append({"at": at, "profile": calibrate_pass()})
+        except LiveError as e:
+            if not passes:
+                raise  # before any live run: nothing to keep
+            # the live runs so far stay; the median is over the passes that worked
+            report.setdefault("calibration_failed", []).append(f"{at}: {e}")
+
+    if calibrate_pass is not None:
+        if kernel_dir:
+            raise InputError("a calibration during the validation needs live runs, not saved kernel results")
+        take_pass(CALIBRATION_PASSES[0])
+        costs_text = _profile_text(passes[0]["profile"])
     # live scenarios whose further time runs are still to come: name -> (the workload's
     # live form, the kernel result, the model's, the compare's gate, run_kernel's keywords,
     # the counter attempts)
@@ -2442,6 +2493,8 @@ def validate(
             kernel["extra"]["time_runs"] = [run_times(kernel)]
             _save_kernel(save_dir, name, kernel)
             pending[name] = (w_live, kernel, model, gate, dict(live_kw, timeout=timeout), attempts)
+    if passes:
+        take_pass(CALIBRATION_PASSES[1])
     # the further time runs, a round of every live scenario at a time (the docstring), each
     # round in its own order (round_order)
     short_reps = max(reps, short_reps or reps)
@@ -2463,12 +2516,26 @@ def validate(
                 kernel["extra"].setdefault("time_run_skipped", []).append(str(e))
                 continue
             _save_kernel(save_dir, name, kernel)
+    profile_text = costs_text
+    if passes:
+        take_pass(CALIBRATION_PASSES[2])
+        from thplab.calibrate import median_profile
+
+        med = median_profile(
+            [p["profile"] for p in passes],
+            f"the median of {len(passes)} calibrations during a validation ({', '.join(CALIBRATION_PASSES)}): "
+            + "; ".join(p["profile"].get("source", "?") for p in passes),
+        )
+        profile_text = _profile_text(med)
+        report["calibration"] = {"passes": passes, "profile": med, "profile_text": profile_text}
+    probe_ref = probe_reference_ns(profile_text)
+    report["probe_cpu_ref_ns"] = cpu_probe_reference_ns(profile_text)
     speed = applied_host_speed(
         scale_speed,
         [(k.get("extra") or {}).get("time_runs") or [run_times(k)] for _w, k, *_ in pending.values()],
         probe_ref,
     )
-    costs = costs_at_host_speed(costs_text, speed)
+    costs = costs_at_host_speed(profile_text, speed)
     if speed is not None:
         report["host_speed_applied"] = speed
     for name, (_w_live, kernel, model, gate, _kw, attempts) in pending.items():
@@ -2476,6 +2543,34 @@ def validate(
     report["ok"] = bool(report["scenarios"]) and all(s["ok"] for s in report["scenarios"].values())
     report["time_summary"] = time_summary(report)
     return report
+
+
+#: where `validate --calibrate` takes its calibrations: each meets the host's speed of its
+#: minutes, and the live medians meet the mix of the whole validation's (docs/host_speed.md)
+CALIBRATION_PASSES = ("before the first runs", "after the first runs", "after the last round")
+
+
+def _profile_text(prof: dict) -> str:
+    """A profile dict as the TOML the model reads."""
+    from thplab.calibrate import to_toml
+
+    return to_toml(prof, [f"thplab cost profile, {prof.get('source', '')}"])
+
+
+def calibration_drift(report: dict, top: int = 8) -> list[tuple[str, list[float], float]]:
+    """The profile fields that moved most between `validate --calibrate`'s passes: (field,
+    its value in each pass, largest over least), the ``top`` largest ratios first; fields
+    of at least 1 ns (or unit) in every pass."""
+    passes = (report.get("calibration") or {}).get("passes") or []
+    if len(passes) < 2:
+        return []
+    out = []
+    for k in passes[0]["profile"]:
+        vals = [p["profile"].get(k) for p in passes]
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 1 for x in vals):
+            out.append((k, [float(x) for x in vals], max(vals) / min(vals)))
+    out.sort(key=lambda r: -r[2])
+    return out[:top]
 
 
 def round_order(names, r: int) -> list[str]:
@@ -2731,6 +2826,19 @@ def print_report(report: dict, file=None) -> None:
     for name, why in report["skipped"].items():
         print(f"skipped {name}: {why}", file=out)
     print_time_table(report, con, out)
+    for why in report.get("calibration_failed", []):
+        print(f"calibration failed, left out of the median: {why}", file=out)
+    drift = calibration_drift(report)
+    if drift:
+        passes = report["calibration"]["passes"]
+        print(
+            f"calibration: the median of {len(passes)} passes ({'; '.join(p['at'] for p in passes)}); "
+            "the fields that moved most between them:",
+            file=out,
+        )
+        for k, vals, r in drift:
+            med = report["calibration"]["profile"].get(k)
+            print(f"  {k:28s} {' / '.join(f'{v:,.6g}' for v in vals)} -> {med:,.6g} ({r:.2f}x)", file=out)
     n_ok = sum(1 for s in report["scenarios"].values() if s["ok"])
     print(f"tolerance: {report['tolerance']}", file=out)
     print(f"tolerance: {report.get('time_tolerance', TIME_TOLERANCE_TEXT)}", file=out)
@@ -2744,6 +2852,18 @@ def print_report(report: dict, file=None) -> None:
 def cmd(args) -> int:
     sc = load_scenarios(args.only, getattr(args, "scenarios", None))
     size = parse_size(args.size) if args.size else None
+    calibrate_pass = None
+    if args.calibrate:
+        if args.costs or args.kernel_results:
+            raise InputError("--calibrate measures the costs during live runs: not with --costs or --kernel-results")
+        out_dir = Path(args.calibrate).resolve().parent
+        if not out_dir.is_dir():
+            raise InputError(f"--calibrate: {out_dir} is not a directory")
+        from thplab.calibrate import profile_from_samples, run_native
+
+        def calibrate_pass() -> dict:
+            return profile_from_samples(run_native(False, None))[0]
+
     costs_text = None
     if args.costs:
         try:
@@ -2758,6 +2878,7 @@ def cmd(args) -> int:
             raise InputError(f"--costs {args.costs}: {e}") from None
     if args.kernel_results and not Path(args.kernel_results).is_dir():
         raise InputError(f"--kernel-results: {args.kernel_results} is not a directory")
+
     if not 1 <= args.reps <= 100:
         raise InputError("--reps must be 1..100")
     if not 1 <= args.short_reps <= 100:
@@ -2777,7 +2898,10 @@ def cmd(args) -> int:
         progress=lambda name: print(f"validate: {name} ...", file=sys.stderr, flush=True),
         reporting_start=args.reporting_start,
         scale_speed=scale_speed,
+        calibrate_pass=calibrate_pass,
     )
+    if args.calibrate and report.get("calibration"):
+        write_atomic(args.calibrate, report["calibration"]["profile_text"])
     if not report["scenarios"]:
         raise InputError(
             "no scenario could be compared: " + "; ".join(f"{k}: {v}" for k, v in report["skipped"].items())
