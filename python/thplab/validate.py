@@ -1313,7 +1313,13 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   swap_pageout_thp_zram_sparse p:munmap 12.35 -> 12.26 ms (live 9.57); a C loop put a
   256 MiB munmap (~55,000 of its pages spilled from the per-CPU list) at 84-98 ns a page in
   a fast spell and 150-160 in a slow one, a 4 MiB one (no spill) at 87-99 and 153-185:
-  the phase's live median (146 ns a page) sits between the speeds.
+  the phase's live median (146 ns a page) sits between the speeds. Second run, out/vk-h66
+  (21:22-22:00, out/host-h66.toml): 41/45, 148 of 152 gated (10 unstable) at auto 1.07x,
+  149 as calibrated; each pass alone 144 / 150 / 142 at auto, 147 / 148 / 141 as
+  calibrated; out at auto: partial-munmap p:unmap 1.46x, swap_pageout_noswap p:pageout
+  1.33x, split_underused_256 p:shrink 1.25x, mthp_64k_pageout_zram p:fault 1.25x.
+  bench/validate_times.py: 0.999x over h66's 112 phases (101 within), 0.882x over h65's 113
+  (100 within).
 """
 
 from __future__ import annotations
