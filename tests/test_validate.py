@@ -855,7 +855,7 @@ def test_calibrate_during_validation_gates_against_the_passes_median():
     out = io.StringIO()
     v.print_report(rep, file=out)
     assert "page_free_ns" in out.getvalue() and "-> 200" in out.getvalue()
-    # replays cannot calibrate; a median of integer and float fields keeps their kinds
+    # replays cannot calibrate
     with pytest.raises(InputError, match="live runs"):
         v.validate(sc, kernel_dir="/nonexistent", calibrate_pass=calibrate_pass)
     # the command: --calibrate replaces --costs and needs live runs; its directory must exist
@@ -882,5 +882,6 @@ def test_calibrate_during_validation_gates_against_the_passes_median():
     assert [p["at"] for p in rep["calibration"]["passes"]] == [v.CALIBRATION_PASSES[0], v.CALIBRATION_PASSES[2]]
     assert rep["calibration_failed"] == [f"{v.CALIBRATION_PASSES[1]}: calibrate: exit 1"]
     assert rep["calibration"]["profile"]["page_free_ns"] == round((150 + 200) / 2)
+    # a median of integer and float fields keeps their kinds; tables field by field
     m = median_profile([{"a": 1, "b": 1.5, "t": {"x": 3}}, {"a": 4, "b": 2.5, "t": {"x": 5, "y": 1}}], "s")
     assert m == {"a": 2, "b": 2.0, "t": {"x": 4, "y": 1}, "source": "s"}

@@ -1785,7 +1785,8 @@ kernel run recorded, and compare counter by counter. Deterministic counters must
 exactly; smaps fields within the stated slack; every phase time within ±25% of the live
 kernel's (the median of --reps runs after --warmup, each less the time other tasks kept it
 from a CPU). Give the model this machine's costs: `thplab calibrate --out host.toml`, then
-`thplab validate --costs host.toml`. Needs root; every knob is restored, zram reset and swap
+`thplab validate --costs host.toml`, or `thplab validate --calibrate host.toml`, which
+calibrates three times while it runs and gates against their median. Needs root; every knob is restored, zram reset and swap
 turned off afterwards."""
 
 HELP_EPILOG = """\
@@ -1794,6 +1795,9 @@ examples:
   thplab validate --only enabled-always,defrag-always --size 32M
   thplab validate --save-kernel-results k/          keep the kernel runs ...
   thplab validate --kernel-results k/               ... and replay them later without root
+  thplab validate --calibrate host.toml --save-kernel-results k/
+                                                    times against costs measured meanwhile;
+                                                    replay with --costs host.toml
 
 output: a table per scenario, then one table of every phase time (live, model, ratio, status;
 with --costs, the host's speed as the live runs started against the profile's: a 4 KiB fault
