@@ -1228,6 +1228,12 @@ def to_toml(prof: dict, comments: list[str] = ()) -> str:
     return "\n".join(out) + "\n"
 
 
+def profile_toml(prof: dict, notes=()) -> str:
+    """A calibrated profile as the TOML file calibrate writes: its source and the notes as
+    comments on top."""
+    return to_toml(prof, [f"thplab cost profile, {prof.get('source', '')}"] + [f"note: {x}" for x in notes])
+
+
 def run_native(quick: bool, reps: int | None, timeout: float = 300.0, only: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="thplab-cal-") as d:
         out = Path(d) / "cal.json"
@@ -1338,7 +1344,7 @@ def cmd(args) -> int:
         prof, rows = profile_only_compaction(cal, base_text)
     else:
         prof, rows = profile_from_samples(cal)
-    text = to_toml(prof, [f"thplab cost profile, {prof['source']}"] + [f"note: {x}" for x in cal.get("notes", [])])
+    text = profile_toml(prof, cal.get("notes", []))
     from thplab import _native as n
 
     try:

@@ -2427,7 +2427,9 @@ def validate(
         if kernel_dir:
             raise InputError("a calibration during the validation needs live runs, not saved kernel results")
         take_pass(CALIBRATION_PASSES[0])
-        costs_text = _profile_text(passes[0]["profile"])
+        from thplab.calibrate import median_profile, profile_toml
+
+        costs_text = profile_toml(passes[0]["profile"])
     # live scenarios whose further time runs are still to come: name -> (the workload's
     # live form, the kernel result, the model's, the compare's gate, run_kernel's keywords,
     # the counter attempts)
@@ -2529,14 +2531,12 @@ def validate(
     profile_text = costs_text
     if passes:
         take_pass(CALIBRATION_PASSES[2])
-        from thplab.calibrate import median_profile
-
         med = median_profile(
             [p["profile"] for p in passes],
             f"the median of {len(passes)} calibrations during a validation ({', '.join(CALIBRATION_PASSES)}): "
             + "; ".join(p["profile"].get("source", "?") for p in passes),
         )
-        profile_text = _profile_text(med)
+        profile_text = profile_toml(med)
         report["calibration"] = {"passes": passes, "profile": med, "profile_text": profile_text}
     probe_ref = probe_reference_ns(profile_text)
     report["probe_cpu_ref_ns"] = cpu_probe_reference_ns(profile_text)
@@ -2558,13 +2558,6 @@ def validate(
 #: where `validate --calibrate` takes its calibrations: each meets the host's speed of its
 #: minutes, and the live medians meet the mix of the whole validation's (docs/host_speed.md)
 CALIBRATION_PASSES = ("before the first runs", "after the first runs", "after the last round")
-
-
-def _profile_text(prof: dict) -> str:
-    """A profile dict as the TOML the model reads."""
-    from thplab.calibrate import to_toml
-
-    return to_toml(prof, [f"thplab cost profile, {prof.get('source', '')}"])
 
 
 def calibration_drift(report: dict, top: int = 8) -> list[tuple[str, list[float], float]]:
@@ -2888,7 +2881,6 @@ def cmd(args) -> int:
             raise InputError(f"--costs {args.costs}: {e}") from None
     if args.kernel_results and not Path(args.kernel_results).is_dir():
         raise InputError(f"--kernel-results: {args.kernel_results} is not a directory")
-
     if not 1 <= args.reps <= 100:
         raise InputError("--reps must be 1..100")
     if not 1 <= args.short_reps <= 100:
