@@ -57,7 +57,7 @@ def main() -> int:
         if os.geteuid() != 0:
             print("--live needs root", file=sys.stderr)
             return 2
-        reps, short_reps, warmup = (1, 1, 0) if a.quick else (3, 5, 1)
+        reps, short_reps, warmup = (1, 1, 0) if a.quick else (3, v.DEFAULT_SHORT_REPS, 1)
         rep = v.validate(
             sc,
             save_dir=str(kdir),

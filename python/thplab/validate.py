@@ -1743,6 +1743,20 @@ def compare_times(
     return rows
 
 
+#: a phase with at least twice this many live runs is also split into its alternate runs, the
+#: median of each half set against the other's as the model is against the whole's
+#: (``halves_within``): how often the live kernel itself lands outside the gate
+HALF_RUNS = 3
+
+
+def halves_within(halves_ns: list[int]) -> bool:
+    """The odd live runs' median within the gate (the tolerance, or the absolute slack) of the
+    even ones' (the first run among them): the gate applied to the live kernel against
+    itself, a half hour's alternate runs standing in for the model."""
+    a, b = halves_ns
+    return abs(b - a) <= max(TIME_TOLERANCE * a, TIME_ABS_SLACK_NS)
+
+
 def middle_runs(live: list[float]) -> list[float]:
     """The three live runs around the median (all of them where there are three or fewer):
     what the median stands on. A phase is unstable when these disagree; with five runs the
@@ -1766,7 +1780,7 @@ def _time_row(name: str, live: list[float], model_ns: float | None) -> dict:
         status, ok = "ok", True
     else:
         status, ok = "out", False
-    return {
+    row = {
         "phase": name,
         "kernel_ns": int(k),
         "model_ns": None if model_ns is None else int(model_ns),
@@ -1776,6 +1790,10 @@ def _time_row(name: str, live: list[float], model_ns: float | None) -> dict:
         "status": status,
         "ok": ok,
     }
+    if len(live) >= 2 * HALF_RUNS:
+        # the live kernel against itself: the medians of its alternate runs (time_summary)
+        row["halves_ns"] = [int(median(live[0::2])), int(median(live[1::2]))]
+    return row
 
 
 HELP_DESCRIPTION = """\
@@ -1838,10 +1856,10 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--short-reps",
         type=int,
-        default=5,
+        default=DEFAULT_SHORT_REPS,
         help=f"live runs for the times of a scenario whose live run takes under {SHORT_RUN_S:g} s "
-        "(default 5; at least --reps): a host refault or two moves a phase of tens of milliseconds "
-        "by tens of percent, and such runs cost little",
+        f"(default {DEFAULT_SHORT_REPS}; at least --reps): this host moves a phase of milliseconds "
+        "by tens of percent from one run to the next, and such runs cost a second or so each",
     )
     parser.add_argument(
         "--warmup", type=int, default=1, help="live runs per scenario before those, discarded (default 1)"
@@ -2600,6 +2618,10 @@ def round_order(names, r: int) -> list[str]:
 #: out/vk-h25: 18.2, 12.5 and 18.6 ms), and five such runs cost seconds where a fill's
 #: cost minutes
 SHORT_RUN_S = 2.0
+#: --short-reps' default: two saved validations of five runs each put 11-19 of ~120 phases'
+#: live medians more than 25 % apart; with ten runs each (two validations pooled) 8-10
+#: (stop 57, docs/host_speed.md). Nine keeps the median a run's own time.
+DEFAULT_SHORT_REPS = 9
 
 
 def runs_for(kernel: dict, reps: int, short_reps: int) -> int:
@@ -2638,6 +2660,7 @@ def time_summary(report: dict) -> dict:
             if t.get("ratio") and t["kernel_ns"] >= TIME_RATIO_FLOOR_NS:
                 logs.append(math.log(t["ratio"]))
     within = sum(1 for t in gated if t["ok"])
+    halves = [t for t in gated if t.get("halves_ns")]
     worst = sorted(
         (t for t in gated if t.get("ratio") and t["kernel_ns"] >= TIME_RATIO_FLOOR_NS),
         key=lambda t: abs(math.log(t["ratio"])),
@@ -2665,6 +2688,13 @@ def time_summary(report: dict) -> dict:
         "held": len(held),
         "geomean_ratio": math.exp(sum(logs) / len(logs)) if logs else None,
         "geomean_phases": len(logs),
+        "live_halves": {
+            "phases": len(halves),
+            "beyond": sum(1 for t in halves if not halves_within(t["halves_ns"])),
+            "out": sum(1 for t in halves if t["status"] == "out"),
+        }
+        if halves
+        else None,
         "worst": [{k: t[k] for k in ("scenario", "phase", "kernel_ns", "model_ns", "ratio", "status")} for t in worst],
     }
 
@@ -2746,6 +2776,15 @@ def print_time_table(report: dict, con=None, out=None) -> None:
         f"over the {sm.get('geomean_phases', 0)} phases of at least {TIME_RATIO_FLOOR_NS / 1e6:.0f} ms live",
         file=out,
     )
+    if sm.get("live_halves"):
+        lh = sm["live_halves"]
+        print(
+            f"live against itself: of the {lh['phases']} gated phases with {2 * HALF_RUNS} or more live "
+            f"runs, {lh['beyond']} have the median of their odd runs beyond ±{TIME_TOLERANCE:.0%} of their "
+            f"even runs' (the model is out for {lh['out']} of the {lh['phases']}): the noise this host puts "
+            "under the gate",
+            file=out,
+        )
     if sm.get("host_speed"):
         h = sm["host_speed"]
         print(
