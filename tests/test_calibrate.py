@@ -79,6 +79,7 @@ FIXTURE = {
         "split_pmd_munmap": [20000] * 3,
         "munmap_hole": [3200] * 3,
         "munmap_hole_anon": [4900, 4800, 5000],
+        "munmap_partial_64k": [7000, 6900, 7100],
         "dontneed_present": [2900] * 3,
         "dontneed_none": [1000] * 3,
         "munmap_tail": [2300] * 3,
@@ -385,6 +386,12 @@ def test_profile_from_samples_and_toml_roundtrip():
     # the same hole in a VMA with an anon_vma: seven anon_vma_chain links, less the PTE walk
     walk = prof["pmd_walk_ns"] + prof["pte_walk_ns"]
     assert prof["anon_vma_chain_ns"] == round((4900 - 3200 - walk) / 7)
+    # a THP's partial munmap: the hole's munmap (its VMA work, which the model charges beside
+    # the PMD's split), the flush, and the PMD's split
+    assert prof["split_pmd_ns"] == 20000 - 4900 - prof["zap_flush_ns"]
+    # a page from the middle of each 64 KiB folio: shown against the hole and the flush
+    check = next(r for r in rows if r[0] == "(check) partial munmap of 64K folios")
+    assert check[1] == 7000 and f"{4900 + prof['zap_flush_ns']:,.0f}" in check[3]
     # the swap-in less a same-filled one, whose fill (clear_4k) stands in for it, less the
     # class's zs_free: the swap-in frees the slot in the fault, which the model charges apart
     assert z["random_decompress_ns"] == 4200 - 3000 + 160 - (500 - 100)

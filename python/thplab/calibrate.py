@@ -863,15 +863,31 @@ def _fit_split_collapse(prof, S, V, rows, spread):
             S["memchr_inv_4k_worst"],
             "memchr_inv over a zero page (user space)",
         )
+    # A munmap of one page from the middle of a large folio's mapping is, in the model, a
+    # hole's munmap with nothing present (munmap_hole_anon: the syscall, two VMA splits, the
+    # removal, the anon_vma_chains, the PMD and PTE walks), the zap's flush and, for a PMD
+    # mapping, the PMD's split
+    hole = m("munmap_hole_anon")
     if m("split_pmd_munmap") is not None:
+        vma = hole if hole is not None else prof["syscall_ns"] + prof["pte_walk_ns"]
         _put(
             prof,
             rows,
             spread,
             "split_pmd_ns",
-            m("split_pmd_munmap") - prof["syscall_ns"] - prof["zap_flush_ns"] - prof["pte_walk_ns"],
+            m("split_pmd_munmap") - vma - prof["zap_flush_ns"],
             S["split_pmd_munmap"],
-            "munmap of one page of a THP (per THP) less syscall, the zap's flush, pte_walk",
+            "munmap of one page of a THP (per THP) less munmap_hole_anon and the zap's flush",
+        )
+    if m("munmap_partial_64k") is not None and hole is not None:
+        rows.append(
+            (
+                "(check) partial munmap of 64K folios",
+                m("munmap_partial_64k"),
+                _spread(S["munmap_partial_64k"]),
+                f"a page from the middle of each, per call: measured; the profile predicts "
+                f"{hole + prof['zap_flush_ns']:,.0f} (munmap_hole_anon and zap_flush_ns)",
+            )
         )
     # The splits (costs.rs): a PTE-mapped THP pays split_unmap_pte_ns per mapped PTE, a
     # PMD-mapped one the PMD's split instead; every split pays split_folio_ns, each zero

@@ -397,6 +397,30 @@ fn munmap_charges_vma_splits_and_removals() {
     assert_eq!(w2 - w0, 1_000);
 }
 
+/// A partial munmap of a THP pays the PMD's split (split_pmd_ns) beside the VMA work of
+/// the hole it cuts (two splits, a removal), as calibrate's fit of split_pmd_ns assumes
+/// (split_pmd_munmap less munmap_hole_anon and zap_flush_ns).
+#[test]
+fn a_partial_munmap_of_a_thp_pays_the_pmd_split_beside_the_hole() {
+    use thplab_workload::costs::CostProfile;
+    let w = thplab_workload::parse_workload(
+        r#"{"knobs":{"transparent_hugepage/enabled":"madvise"},"processes":[{"name":"p","ops":[
+          {"op":"mmap","name":"b","size":"16M","align":"2M"},
+          {"op":"madvise","region":"b","advice":"hugepage"},
+          {"op":"write","region":"b","every":"2M","length":"4K","bytes":1},
+          {"op":"phase","name":"unmap"},
+          {"op":"munmap","region":"b","every":"2M","offset":"1M","length":"4K"}]}]}"#,
+    )
+    .unwrap();
+    let t = |split_pmd_ns: u64, vma_split_ns: u64| {
+        let costs = CostProfile { split_pmd_ns, vma_split_ns, ..CostProfile::default() };
+        phase_ns(&run_with(&w, Some("1G"), &[], Some(costs)), ":unmap")
+    };
+    let base = t(0, 0);
+    assert_eq!(t(10_000, 0) - base, 8 * 10_000, "eight THPs, each PMD split once");
+    assert_eq!(t(0, 1_000) - base, 8 * 2 * 1_000, "and each hole's two VMA splits beside");
+}
+
 /// MADV_PAGEOUT of a THP with one non-zero byte: it is split and its 511 zero subpages are
 /// left unmapped. With swap, each takes a pass of shrink_folio_list that allocates a slot
 /// and gives it back (reclaim_unmapped_ns); with no swap, the pass ends at

@@ -338,8 +338,14 @@ pub struct CostProfile {
 
     // ---- split / migration / reclaim ----
     /// __split_huge_pmd: a PMD mapping becomes 512 PTEs (the deposited table filled, the
-    /// folio's mapcounts, the deferred split queue). calibrate: split_pmd_munmap (munmap of
-    /// one 4 KiB page of a THP, per THP) less the syscall and the TLB flush.
+    /// folio's mapcounts, its queueing for the deferred split). calibrate: split_pmd_munmap
+    /// (munmap of one 4 KiB page from the middle of a THP mapping, per THP) less the same
+    /// munmap of a hole with nothing present (munmap_hole_anon: the syscall, two VMA splits,
+    /// the removal, the anon_vma_chains and the walks, which the model charges beside it) and
+    /// the TLB flush (zap_flush_ns). Before stop 57 the VMA work stayed in this figure and a
+    /// partial munmap of a THP paid it twice (~2.7 us a call). The queueing of a partly
+    /// unmapped folio costs nothing measurable apart: calibrate's munmap_partial_64k (a page
+    /// from the middle of each 64 KiB folio) comes to munmap_hole_anon and zap_flush_ns.
     pub split_pmd_ns: u64,
     /// __folio_split of an anonymous THP into 4 KiB folios: freezing it, splitting the struct
     /// pages, remapping each subpage (remove_migration_pte), the LRU and the deferred split
