@@ -855,7 +855,7 @@ def test_calibrate_during_validation_gates_against_the_passes_median():
         p["page_free_ns"] = (150, 400, 200)[i]
         p["cache_miss_ns"] = (20, 30, 25)[i]
         p["source"] = f"pass {i}"
-        return p
+        return p, {"samples": {"x": [i]}, "notes": [f"note {i}"] if i == 1 else []}
 
     def run_kernel(w, timeout):
         events.append(w["name"])
@@ -882,6 +882,11 @@ def test_calibrate_during_validation_gates_against_the_passes_median():
     out = io.StringIO()
     v.print_report(rep, file=out)
     assert "page_free_ns" in out.getvalue() and "-> 200" in out.getvalue()
+    # calibrate's notes go with their pass: into the report, OUT's comments and the printout
+    assert [p["notes"] for p in cal["passes"]] == [[], ["note 1"], []]
+    assert [p["calibration"]["samples"]["x"] for p in cal["passes"]] == [[0], [1], [2]]
+    assert f"# note: {v.CALIBRATION_PASSES[1]}: note 1" in cal["profile_text"]
+    assert f"calibration note: {v.CALIBRATION_PASSES[1]}: note 1" in out.getvalue()
     # replays cannot calibrate
     with pytest.raises(InputError, match="live runs"):
         v.validate(sc, kernel_dir="/nonexistent", calibrate_pass=calibrate_pass)

@@ -2408,7 +2408,9 @@ def validate(
     their median meets the usual speed.
 
     ``calibrate_pass``: with the live backend, a calibration of this host (returning a
-    profile dict, ``calibrate.profile_from_samples``'s), taken before the first live run,
+    profile dict, ``calibrate.profile_from_samples``'s, and the calibration it was fitted
+    from, whose notes say such things as other tasks keeping CPUs busy meanwhile; the report
+    keeps both), taken before the first live run,
     after the first runs of every scenario and after the last round (``CALIBRATION_PASSES``);
     the model's costs are then the passes' median (``calibrate.median_profile``), in place of
     ``costs_text`` (which, if given, is ignored), and the report's ``calibration`` holds the
@@ -2434,7 +2436,10 @@ def validate(
         if progress:
             progress(f"calibration {at} ({len(passes) + 1} of {len(CALIBRATION_PASSES)})")
         try:
-            passes.append({"at": at, "profile": calibrate_pass()})
+            prof, cal = calibrate_pass()
+            # the calibration itself too (its samples): a later fit can be replayed on it
+            # (calibrate.profile_from_samples(pass["calibration"]))
+            passes.append({"at": at, "profile": prof, "notes": list(cal.get("notes", [])), "calibration": cal})
         except LiveError as e:
             if not passes:
                 raise  # before any live run: nothing to keep
@@ -2554,7 +2559,7 @@ def validate(
             f"the median of {len(passes)} calibrations during a validation ({', '.join(CALIBRATION_PASSES)}): "
             + "; ".join(p["profile"].get("source", "?") for p in passes),
         )
-        profile_text = profile_toml(med)
+        profile_text = profile_toml(med, pass_notes(passes))
         report["calibration"] = {"passes": passes, "profile": med, "profile_text": profile_text}
     probe_ref = probe_reference_ns(profile_text)
     report["probe_cpu_ref_ns"] = cpu_probe_reference_ns(profile_text)
@@ -2576,6 +2581,12 @@ def validate(
 #: where `validate --calibrate` takes its calibrations: each meets the host's speed of its
 #: minutes, and the live medians meet the mix of the whole validation's (docs/host_speed.md)
 CALIBRATION_PASSES = ("before the first runs", "after the first runs", "after the last round")
+
+
+def pass_notes(passes: list[dict]) -> list[str]:
+    """The notes of the calibration passes (calibrate's: other tasks busy, a step not
+    measured...), each under the pass it came from: the comments of OUT's profile."""
+    return [f"{p['at']}: {n_}" for p in passes for n_ in p.get("notes") or []]
 
 
 def calibration_drift(report: dict, top: int = 8) -> list[tuple[str, list[float], float]]:
@@ -2615,9 +2626,12 @@ def round_order(names, r: int) -> list[str]:
 #: a scenario whose live run takes less than this many seconds gets ``--short-reps`` time
 #: runs: its phases of tens of milliseconds move by tens of percent with a host refault or
 #: two (4.3 ms for each 2 MiB block the host took back; swap_file_thp's 64 THP faults in
-#: out/vk-h25: 18.2, 12.5 and 18.6 ms), and five such runs cost seconds where a fill's
-#: cost minutes
-SHORT_RUN_S = 2.0
+#: out/vk-h25: 18.2, 12.5 and 18.6 ms), and nine such runs cost half a minute at most where
+#: a fill's cost many minutes. 3.5 s (2 s before stop 57) takes in khugepaged_limits and
+#: khugepaged_collapse_time_100, whose runs are a 3 s sleep after a fault phase of ~25 ms
+#: (22.8-39.9 ms over out/vk-h63 to -h66's three runs each, the model 1.19x their medians'
+#: geometric mean); compaction-frag and -manual (4-5 s, ~10 s of set-up a run) stay at --reps
+SHORT_RUN_S = 3.5
 #: --short-reps' default: two saved validations of five runs each put 11-19 of ~120 phases'
 #: live medians more than 25 % apart; with ten runs each (two validations pooled) 8-10
 #: (stop 57, docs/host_speed.md). Nine keeps the median a run's own time.
@@ -2881,6 +2895,8 @@ def print_report(report: dict, file=None) -> None:
         for k, vals, r in drift:
             med = report["calibration"]["profile"].get(k)
             print(f"  {k:28s} {' / '.join(f'{v:,.6g}' for v in vals)} -> {med:,.6g} ({r:.2f}x)", file=out)
+    for n_ in pass_notes((report.get("calibration") or {}).get("passes") or []):
+        print(f"calibration note: {n_}", file=out)
     n_ok = sum(1 for s in report["scenarios"].values() if s["ok"])
     print(f"tolerance: {report['tolerance']}", file=out)
     print(f"tolerance: {report.get('time_tolerance', TIME_TOLERANCE_TEXT)}", file=out)
@@ -2903,8 +2919,9 @@ def cmd(args) -> int:
             raise InputError(f"--calibrate: {out_dir} is not a directory")
         from thplab.calibrate import profile_from_samples, run_native
 
-        def calibrate_pass() -> dict:
-            return profile_from_samples(run_native(False, None))[0]
+        def calibrate_pass() -> tuple[dict, dict]:
+            cal = run_native(False, None)
+            return profile_from_samples(cal)[0], cal
 
     costs_text = None
     if args.costs:
