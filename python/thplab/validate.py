@@ -1320,6 +1320,25 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   1.33x, split_underused_256 p:shrink 1.25x, mthp_64k_pageout_zram p:fault 1.25x.
   bench/validate_times.py: 0.999x over h66's 112 phases (101 within), 0.882x over h65's 113
   (100 within).
+* 2026-12-06 (stop 57), how many live runs (docs/host_speed.md): two validations' live
+  medians of five runs disagreed beyond +-25 % for 11-19 of ~120 phases (six pairs of
+  h63-h66), of ten runs (two validations pooled) for 8-10; out/vk-h65 and -h66 pooled,
+  against their six passes' median: 155 of 158 within at auto (each alone 150 of 153, 147
+  of 152). DEFAULT_SHORT_REPS 9 (was 5), SHORT_RUN_S 3.5 s (was 2: the khugepaged pair's
+  ~25 ms fault phase before a 3 s sleep), and every phase with six or more runs is set
+  against itself (halves_ns: the median of its odd runs against its even runs', under the
+  gate; the summary's "live against itself"). split_pmd_ns no longer holds the VMA work of
+  the hole (munmap_hole_anon), which the model charges beside it: a partial munmap of a
+  THP paid ~2.7 us twice. calibrate's munmap_partial_64k (a page from the middle of each 64
+  KiB folio) is a check row: on this host it came no higher than munmap_hole_anon and
+  zap_flush_ns together (a fitted queueing cost came out 0), so the folio's queueing for
+  the deferred split is not charged apart. out/vk-h67 (`validate --calibrate`, nine runs,
+  23:00-23:44): 42/45, 152 of 155 gated within at auto 0.93x (149 as calibrated), live
+  against itself 6 of 129; out: compaction-fill-p0 p:eat 1.27x, swap_pageout_base_zram
+  p:munmap 1.91x (0.40 ms live), swap_pageout_thp_zram_sparse p:munmap 1.34x. out/vk-h68
+  (23:52-00:36): 42/45, 152 of 155 at auto 0.90x and as calibrated, live against itself 6
+  of 132; out at auto: mthp_64k_partial_munmap p:shrink 0.69x, mthp_64k_pageout_swapfile
+  p:pageout 0.74x, split_underused_409 p:shrink 0.75x.
 """
 
 from __future__ import annotations
