@@ -344,8 +344,9 @@ pub struct CostProfile {
     /// the removal, the anon_vma_chains and the walks, which the model charges beside it) and
     /// the TLB flush (zap_flush_ns). Before stop 57 the VMA work stayed in this figure and a
     /// partial munmap of a THP paid it twice (~2.7 us a call). The queueing of a partly
-    /// unmapped folio costs nothing measurable apart: calibrate's munmap_partial_64k (a page
-    /// from the middle of each 64 KiB folio) comes to munmap_hole_anon and zap_flush_ns.
+    /// unmapped folio is not charged apart: calibrate's munmap_partial_64k (a page from the
+    /// middle of each 64 KiB folio, a check row) came -640 to +760 ns from munmap_hole_anon
+    /// and zap_flush_ns together over four calibrations (2026-12-06), within their noise.
     pub split_pmd_ns: u64,
     /// __folio_split of an anonymous THP into 4 KiB folios: freezing it, splitting the struct
     /// pages, remapping each subpage (remove_migration_pte), the LRU and the deferred split
