@@ -1823,8 +1823,8 @@ exactly; smaps fields within the stated slack; every phase time within ±25% of 
 kernel's (the median of --reps runs after --warmup, each less the time other tasks kept it
 from a CPU). Give the model this machine's costs: `thplab calibrate --out host.toml`, then
 `thplab validate --costs host.toml`, or `thplab validate --calibrate host.toml`, which
-calibrates three times while it runs and gates against their median. Needs root; every knob is restored, zram reset and swap
-turned off afterwards."""
+calibrates three times while it runs and gates against their median. Needs root; every knob
+is restored, zram reset and swap turned off afterwards."""
 
 HELP_EPILOG = """\
 examples:
