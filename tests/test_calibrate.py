@@ -249,6 +249,47 @@ def test_the_runners_probes_are_kept_as_references_not_costs():
     n.parse_costs(calibrate.to_toml(prof))
 
 
+def test_the_hosts_two_speeds_each_get_their_own_fields():
+    """Each sample carries the CPU probe taken as it was added (sample_probes). Where the
+    probes fall into two speeds (speed_cut: two centres 4 % or more apart, each side 10 % of
+    them or more), each speed's profile comes from its samples alone (samples_at_speed; a
+    kind with fewer than two of that speed keeps all of its), and the profile's speed
+    table holds the fields that differ from the profile's own."""
+    import copy
+
+    assert calibrate.speed_cut([90_000.0] * 5 + [97_000.0] * 5) == pytest.approx(93_500)
+    assert calibrate.speed_cut([90_000.0] * 5 + [92_000.0] * 5) is None  # 2 % apart: one speed
+    assert calibrate.speed_cut([90_000.0] + [97_000.0] * 19) is None  # 5 % at one side
+    fx = copy.deepcopy(FIXTURE)
+    assert calibrate.speed_table(calibrate.profile_from_samples(fx)[0], [fx]) is None  # no probes
+    # the first sample of each kind met the fast speed, the rest the slow; clear_4k has two
+    # fast samples more
+    fx["samples"]["clear_4k"] = [150, 160, 170, 100, 104]
+    fx["sample_probes"] = {k: [90_000.0] + [97_000.0] * (len(s) - 1) for k, s in fx["samples"].items()}
+    fx["sample_probes"]["clear_4k"] = [97_000.0] * 3 + [90_000.0] * 2
+    cut = calibrate.speed_cut(calibrate.sample_probes(fx))
+    assert cut == pytest.approx(93_500)
+    at_fast, kept = calibrate.samples_at_speed(fx, True, cut)
+    assert at_fast["samples"]["clear_4k"] == [100, 104] and "clear_4k" not in kept
+    assert at_fast["samples"]["copy_4k"] == fx["samples"]["copy_4k"] and "copy_4k" in kept
+    assert calibrate.samples_at_speed(fx, False, cut)[0]["samples"]["copy_4k"] == [260, 240]
+    main = calibrate.profile_from_samples(fx)[0]
+    table = calibrate.speed_table(main, [fx])
+    assert table["cut_ns"] == 93_500 and table["fast_calibrations"] == table["slow_calibrations"] == 1
+    assert (main["clear_4k_ns"], table["fast"]["clear_4k_ns"], table["slow"]["clear_4k_ns"]) == (150, 102, 160)
+    assert "clear_2m_ns" not in table["fast"]  # kept all three: the profile's own
+    # fill_4k_random's slow two, 650 and 700, against all three's median 650
+    assert table["slow"]["fill_random_4k_ns"] == 675 and "fill_random_4k_ns" not in table["fast"]
+    prof = {**main, "speed": table}
+    fast = calibrate.profile_at_speed(prof, "fast")
+    assert fast["clear_4k_ns"] == 102 and "speed" not in fast and fast["copy_2m_ns"] == main["copy_2m_ns"]
+    parsed = tomllib.loads(n.parse_costs(calibrate.to_toml(prof)))
+    assert parsed["speed"]["fast"]["clear_4k_ns"] == 102
+    # a calibration that never met the fast speed gives no speed of its own
+    slow_only = {**fx, "sample_probes": {k: [97_000.0] * len(s) for k, s in fx["samples"].items()}}
+    assert calibrate.speed_table(main, [slow_only], other_probes=[90_000.0] * 500) is None
+
+
 def test_write_segment_cost_is_fitted_only_against_a_thp_swap_write_rate():
     """A device whose write bandwidth comes from whole-THP swap writes (one segment per
     2 MiB) takes the 4 KiB swap-out's excess per page as its per-segment cost; one whose

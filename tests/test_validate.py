@@ -163,6 +163,56 @@ def test_the_live_kernel_is_set_against_itself():
     assert v.time_summary({"scenarios": {"s": c5}})["live_halves"] is None
 
 
+def test_each_live_run_is_priced_at_the_speed_its_probe_met():
+    """With the host's two speeds in the profile, each live run's phase is set beside the
+    model's run at the speed its CPU probe met there: five runs, three fast (10 ms, probe
+    90 us) and two slow (14 ms, 97 us), against a model of 10 ms fast and 14 ms slow, meet
+    in the median (10 ms); priced at one speed, the slow model would be 1.4x the live
+    median. A run without a probe is priced at the profile's own costs."""
+    k = kernel_result(thp_fault_alloc=64)
+    fast, slow = 10_000_000, 14_000_000
+    runs = [
+        {"phases": {"p:fault": t}, "cpu_probe": {"p:fault": [p, p]}}
+        for t, p in [(fast, 90_000), (slow, 97_000), (fast, 89_000), (slow, 96_000), (fast, 91_000)]
+    ]
+    m_fast, m_slow = model_like(k, time_factor=fast / 8e6), model_like(k, time_factor=slow / 8e6)
+    speeds = (93_500.0, {"fast": [m_fast], "slow": [m_slow]})
+    c = v.compare(k, m_slow, runs, models=[m_slow], speeds=speeds)
+    t = next(t for t in c["times"] if t["phase"] == "p:fault")
+    assert (t["kernel_ns"], t["model_ns"], t["status"]) == (fast, fast, "ok")
+    assert t["speeds"] == {"fast": 3, "slow": 2}
+    one = next(t for t in v.compare(k, m_slow, runs, models=[m_slow])["times"] if t["phase"] == "p:fault")
+    assert one["ratio"] == pytest.approx(1.4) and one["status"] == "out"
+    # the runs' own models (one per live run's start) are paired with their runs
+    per_run = [model_like(k, time_factor=(fast if p < 93_500 else slow) / 8e6) for p in (90, 97, 89, 96, 91)]
+    c = v.compare(k, m_slow, runs, models=[m_slow], speeds=(93_500.0, {"fast": per_run, "slow": per_run}))
+    assert next(t for t in c["times"] if t["phase"] == "p:fault")["model_ns"] == fast
+    assert v.run_speed(runs[1], "p:fault", 93_500.0) == "slow"
+    assert v.run_speed({"phases": {"p:fault": 1}}, "p:fault", 93_500.0) is None
+    assert v.run_speed(runs[0], None, 93_500.0) == "fast"  # the run's median phase
+
+
+def test_a_profile_with_two_speeds_gives_the_model_a_profile_at_each():
+    """speed_costs: the profile's own fields with each speed's over them; None without a
+    speed table, and --one-speed leaves it unused."""
+    import tomllib
+
+    from thplab import _native as n
+    from thplab.calibrate import to_toml
+
+    prof = tomllib.loads(n.default_costs())
+    assert v.speed_costs(to_toml(prof)) is None
+    prof["speed"] = {"cut_ns": 93_500, "fast": {"clear_4k_ns": 100, "zram": {"lz4": {"same_ns": 7}}}, "slow": {}}
+    text = n.parse_costs(to_toml(prof))  # the model takes (and keeps) the table, charging none of it
+    assert tomllib.loads(text)["speed"]["fast"]["clear_4k_ns"] == 100
+    cut, texts = v.speed_costs(text)
+    fast, slow = (tomllib.loads(n.parse_costs(texts[s])) for s in ("fast", "slow"))
+    assert cut == 93_500.0 and "speed" not in fast
+    assert (fast["clear_4k_ns"], fast["zram"]["lz4"]["same_ns"]) == (100, 7)
+    assert fast["zram"]["lz4"]["text_bytes"] == prof["zram"]["lz4"]["text_bytes"]
+    assert slow["clear_4k_ns"] == prof["clear_4k_ns"]
+
+
 def test_milestone_of_a_khugepaged_series():
     """The time from the phase start until AnonHugePages reaches the level both reached, less
     khugepaged's run-queue wait meanwhile."""

@@ -1182,6 +1182,136 @@ def _fit_compaction_lsq(prof, S, rows, spread):
     rows.append(("migrate_4k_ns", prof["migrate_4k_ns"], rel, f"vm.compact_memory fit over {n} runs"))
 
 
+#: the host's two speeds (docs/host_speed.md, "The two speeds label the runs"): a set of CPU
+#: probes (host::cpu_probe_ns) splits into them where its two-means centres lie at least this
+#: far apart (h67-h68: ~90 and ~97 us, 1.08x) ...
+SPEED_MIN_GAP = 1.04
+#: ... and each side holds at least this share of the probes
+SPEED_MIN_SHARE = 0.1
+
+
+def speed_cut(probes: list[float]) -> float | None:
+    """The CPU probe (ns) that parts the host's fast speed from its slow one in ``probes``
+    (the live runner's host::cpu_probe_ns readings: a calibration's, a validation's phases):
+    the midpoint of the two centres of a two-means split, or None where the probes do not
+    fall into two speeds (centres closer than SPEED_MIN_GAP, or a side with less than
+    SPEED_MIN_SHARE of them)."""
+    v = sorted(p for p in probes if p and p > 0)
+    if len(v) < 4:
+        return None
+    lo, hi = v[0], v[-1]
+    cut = (lo + hi) / 2
+    for _ in range(100):
+        a = [x for x in v if x < cut]
+        b = [x for x in v if x >= cut]
+        if not a or not b:
+            return None
+        lo, hi = statistics.mean(a), statistics.mean(b)
+        new = (lo + hi) / 2
+        if new == cut:
+            break
+        cut = new
+    if hi < SPEED_MIN_GAP * lo or min(len(a), len(b)) < SPEED_MIN_SHARE * len(v):
+        return None
+    return cut
+
+
+#: a kind of sample keeps its samples of one speed where it has at least this many of them
+#: (else all its samples: a speed the calibration met too rarely for that kind)
+SPEED_MIN_SAMPLES = 2
+
+
+def samples_at_speed(cal: dict, fast: bool, cut: float) -> tuple[dict, list[str]]:
+    """``cal`` (a calibration: thplab-live calibrate's JSON) with each kind's samples cut to
+    those taken at one of the host's two speeds: a CPU probe (its ``sample_probes``) below
+    ``cut`` for the fast one (``fast``), at or above it for the slow one. A kind with fewer
+    than SPEED_MIN_SAMPLES of that speed keeps all its samples, as do the compaction runs,
+    whose kinds are columns of one table (compact.*, compact_scan.*, cut alike or not at
+    all); returns the calibration and the kinds that kept all. profile_from_samples on it
+    gives the profile of that speed."""
+    S, P = cal.get("samples") or {}, cal.get("sample_probes") or {}
+    out, kept_all = {}, []
+    for k, v in S.items():
+        p = P.get(k)
+        if k.startswith("compact") or not p or len(p) != len(v):
+            out[k] = v
+            continue
+        sel = [x for x, q in zip(v, p, strict=True) if (q < cut) == fast]
+        if len(sel) >= min(SPEED_MIN_SAMPLES, len(v)):
+            out[k] = sel
+        else:
+            out[k] = v
+            kept_all.append(k)
+    return {**cal, "samples": out}, kept_all
+
+
+def sample_probes(cal: dict) -> list[float]:
+    """Every sample's CPU probe in ``cal`` (its ``sample_probes``; none in a calibration
+    taken before they were recorded)."""
+    return [q for v in (cal.get("sample_probes") or {}).values() for q in v]
+
+
+#: fields of a profile no speed has its own of (what the profile is, not what it charges)
+_NOT_BY_SPEED = ("name", "source", "spread", "speed")
+
+
+def _differ(a: dict, b: dict) -> dict:
+    """The fields of ``b`` whose values are not ``a``'s (tables compared field by field)."""
+    out = {}
+    for k, v in b.items():
+        if k in _NOT_BY_SPEED:
+            continue
+        if isinstance(v, dict) and isinstance(a.get(k), dict):
+            d = _differ(a[k], v)
+            if d:
+                out[k] = d
+        elif a.get(k) != v:
+            out[k] = v
+    return out
+
+
+def speed_table(main: dict, cals: list[dict], other_probes=()) -> dict | None:
+    """A profile's ``speed`` table: where the host's two speeds part (``cut_ns``, speed_cut
+    over every sample's CPU probe in ``cals`` and ``other_probes``, e.g. the live runs'
+    phases in a validation) and, under ``fast`` and ``slow``, the fields whose value at that
+    speed is not ``main``'s. Each speed's value is the median over the calibrations in
+    ``cals`` that met it (SPEED_MIN_SHARE of their samples or more) of profile_from_samples
+    on their samples of that speed (samples_at_speed). None where the probes do not fall
+    into two speeds, or a speed no calibration met enough. The model charges ``main``;
+    `thplab validate` prices each live run's phase at the speed its CPU probe says the
+    host ran the guest at (docs/host_speed.md)."""
+    probes = [q for c in cals for q in sample_probes(c)] + [q for q in other_probes if q]
+    cut = speed_cut(probes)
+    if cut is None:
+        return None
+    out: dict = {"cut_ns": round(cut)}
+    for name, fast in (("fast", True), ("slow", False)):
+        profs = []
+        for c in cals:
+            ps = sample_probes(c)
+            if ps and sum((q < cut) == fast for q in ps) >= SPEED_MIN_SHARE * len(ps):
+                profs.append(profile_from_samples(samples_at_speed(c, fast, cut)[0])[0])
+        if not profs:
+            return None
+        out[f"{name}_calibrations"] = len(profs)
+        out[name] = _differ(main, median_profile(profs, ""))
+    return out
+
+
+def profile_at_speed(prof: dict, speed: str) -> dict:
+    """``prof`` with its ``speed`` table's fields of ``speed`` ("fast" or "slow") in place of
+    its own (speed_table), and no speed table."""
+
+    def merged(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = merged(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+        return out
+
+    base = {k: v for k, v in prof.items() if k != "speed"}
+    return merged(base, (prof.get("speed") or {}).get(speed) or {})
+
+
 def median_profile(profiles: list[dict], source: str) -> dict:
     """Each numeric field the median of its value in ``profiles`` (calibrations of one host,
     e.g. `validate --calibrate`'s passes spread over a validation; an integer field stays
@@ -1220,27 +1350,28 @@ def _tv(v) -> str:
     raise TypeError(v)
 
 
+def _tk(k: str) -> str:
+    """A TOML key: bare where it can be, else quoted."""
+    return k if k and all(c.isalnum() or c in "_-" for c in k) else json.dumps(k)
+
+
 def to_toml(prof: dict, comments: list[str] = ()) -> str:
-    """A small TOML writer for the profile's shape (scalars, tables, one level of sub-tables)."""
+    """A small TOML writer for the profile's shape: scalars, then each table (at any depth)
+    under its own header."""
     out = [f"# {c}" for c in comments]
-    tables = []
-    for k, v in prof.items():
-        if isinstance(v, dict):
-            tables.append((k, v))
-        else:
-            out.append(f"{k} = {_tv(v)}")
-    for k, v in tables:
-        subs = [(sk, sv) for sk, sv in v.items() if isinstance(sv, dict)]
-        plain = [(sk, sv) for sk, sv in v.items() if not isinstance(sv, dict)]
-        out.append("")
-        out.append(f"[{k}]")
-        for sk, sv in plain:
-            out.append(f"{json.dumps(sk)} = {_tv(sv)}")
-        for sk, sv in subs:
+
+    def table(path: list[str], t: dict) -> None:
+        if path:
             out.append("")
-            out.append(f"[{k}.{json.dumps(sk)}]")
-            for a, b in sv.items():
-                out.append(f"{a} = {_tv(b)}")
+            out.append("[" + ".".join(_tk(k) for k in path) + "]")
+        for k, v in t.items():
+            if not isinstance(v, dict):
+                out.append(f"{_tk(k)} = {_tv(v)}")
+        for k, v in t.items():
+            if isinstance(v, dict):
+                table([*path, k], v)
+
+    table([], prof)
     return "\n".join(out) + "\n"
 
 
@@ -1360,6 +1491,19 @@ def cmd(args) -> int:
         prof, rows = profile_only_compaction(cal, base_text)
     else:
         prof, rows = profile_from_samples(cal)
+        # the host's two speeds, where its samples met both (speed_table)
+        table = speed_table(prof, [cal])
+        if table:
+            prof["speed"] = table
+            rows.append(
+                (
+                    "(speed table)",
+                    float(table["cut_ns"]),
+                    0.0,
+                    f"CPU probe parting the host's two speeds; {len(table['fast'])} fields differ at the fast "
+                    f"one, {len(table['slow'])} at the slow one",
+                )
+            )
     text = profile_toml(prof, cal.get("notes", []))
     from thplab import _native as n
 

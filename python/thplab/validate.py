@@ -1348,6 +1348,8 @@ import random
 import sys
 from pathlib import Path
 
+import tomllib
+
 from thplab.atomic import write_atomic
 from thplab.errors import InputError, LiveError
 
@@ -1549,8 +1551,6 @@ def probe_reference_ns(costs_text: str | None) -> float | None:
     """What the live runner's probe should take by the cost profile: the probe as calibrate
     met it (probe_fault_4k_ns, the same 16 MiB in each of its CPU windows), else its
     fault_4k_ns + clear_4k_ns (calibrate's fault_4k_total). None without a profile."""
-    import tomllib
-
     if not costs_text:
         return None
     prof = tomllib.loads(costs_text)
@@ -1563,8 +1563,6 @@ def probe_reference_ns(costs_text: str | None) -> float | None:
 def cpu_probe_reference_ns(costs_text: str | None) -> float | None:
     """The live runner's CPU probe as calibrate met it (the profile's probe_cpu_ns), None
     without one (a profile calibrated before the probe, or none)."""
-    import tomllib
-
     v = tomllib.loads(costs_text).get("probe_cpu_ns") if costs_text else None
     return float(v) if v else None
 
@@ -1624,7 +1622,9 @@ def host_speed(runs: list[dict] | None, ref_ns: float | None) -> float | None:
 HOST_SPEED_HINT = 0.10
 
 
-def applied_host_speed(mode, runs_per_scenario: list[list[dict]], ref_ns: float | None) -> float | None:
+def applied_host_speed(
+    mode, runs_per_scenario: list[list[dict]], ref_ns: float | None, speed_refs: tuple | None = None
+) -> float | None:
     """The host speed validate runs the model at (CostProfile::host_speed, which scales its
     CPU-side costs): ``mode`` "auto" takes the median of every live run's probe (``run_times``'
     probe_ns) over ``ref_ns`` (``probe_reference_ns``), where there is a profile and probes;
@@ -1639,15 +1639,32 @@ def applied_host_speed(mode, runs_per_scenario: list[list[dict]], ref_ns: float 
     and at 0.83x 139 of 157 were within (140 as calibrated; geomean 0.89x against 1.05x).
     Over h49-h52 it helped twice (h52: 137 -> 152 of 160 at 1.09x) and hurt twice (h51: 141
     -> 133 at 1.09x). One speed for the whole validation, not each run's: a probe of ~8 ms
-    spreads 1.3x."""
+    spreads 1.3x.
+
+    ``speed_refs``: (cut_ns, {"fast": ns, "slow": ns}), the probe at each of the host's two
+    speeds (``speed_probe_refs``): each run's probe is then set against the reference of
+    the speed its phases met (``run_speed``), so what is left is the drift the two speeds
+    do not account for."""
     if mode is None or mode == "off":
         return None
     if mode != "auto":
         return float(mode)
-    probes = [r["probe_ns"] for runs in runs_per_scenario for r in runs or [] if r.get("probe_ns")]
-    if not ref_ns or not probes:
-        return None
-    return median(probes) / ref_ns
+    runs = [r for rs in runs_per_scenario for r in rs or [] if r.get("probe_ns")]
+
+    def ref(r: dict) -> float | None:
+        s = run_speed(r, None, speed_refs[0]) if speed_refs else None
+        return (speed_refs[1].get(s) if s else None) or ref_ns
+
+    ratios = [r["probe_ns"] / ref(r) for r in runs if ref(r)]
+    return median(ratios) if ratios else None
+
+
+def speed_probe_refs(costs_text: str | None) -> tuple[float, dict[str, float]] | None:
+    """(cut_ns, {"fast": ns, "slow": ns}): the live runner's 4 KiB fault probe as calibrate
+    met it at each of the host's two speeds (probe_reference_ns of the profile at that
+    speed, ``speed_costs``), where the profile has them."""
+    sc = speed_costs(costs_text)
+    return (sc[0], {s: probe_reference_ns(t) for s, t in sc[1].items()}) if sc else None
 
 
 def costs_at_host_speed(costs_text: str | None, speed: float | None) -> str | None:
@@ -1663,6 +1680,20 @@ def costs_at_host_speed(costs_text: str | None, speed: float | None) -> str | No
     except ValueError as e:
         raise InputError(f"--costs: {e}") from None
     return re.sub(r"(?m)^host_speed = .*$", f"host_speed = {speed!r}", full, count=1)
+
+
+def speed_costs(costs_text: str | None) -> tuple[float, dict[str, str]] | None:
+    """(cut_ns, {"fast": profile text, "slow": profile text}): the cost profile at each of
+    the host's two speeds (calibrate.profile_at_speed), where it has a speed table."""
+    if not costs_text:
+        return None
+    from thplab.calibrate import profile_at_speed, profile_toml
+
+    prof = tomllib.loads(costs_text)
+    table = prof.get("speed") or {}
+    if not table.get("cut_ns"):
+        return None
+    return float(table["cut_ns"]), {s: profile_toml(profile_at_speed(prof, s)) for s in ("fast", "slow")}
 
 
 def milestone_scenario(w: dict) -> bool:
@@ -1709,29 +1740,80 @@ def median(v: list[float]) -> float:
     return statistics.median(v)
 
 
+def phase_probe(run: dict, phase: str) -> float | None:
+    """A live run's CPU probe around ``phase`` (``run_times``' cpu_probe: before and after,
+    averaged), None where the run took none."""
+    p = (run.get("cpu_probe") or {}).get(phase)
+    return sum(p) / 2 if p else None
+
+
+def run_speed(run: dict, phase: str | None, cut_ns: float) -> str | None:
+    """The host's speed ("fast" or "slow") as a live run's ``phase`` ran by its CPU probe
+    against ``cut_ns`` (the profile's speed table, calibrate.speed_table); for the whole run
+    (``phase`` None, as its AnonHugePages milestone), by the median of its phases' probes.
+    None where the run took no probe."""
+    if phase is None:
+        ps = [q for q in (phase_probe(run, n_) for n_ in run.get("cpu_probe") or {}) if q]
+        p = median(ps) if ps else None
+    else:
+        p = phase_probe(run, phase)
+    return None if p is None else ("fast" if p < cut_ns else "slow")
+
+
+def _paired(models: list[dict], i: int) -> dict:
+    """The model run paired with live run ``i`` (``model_runs``: one each, or one for all)."""
+    return models[i] if i < len(models) else models[0]
+
+
 def compare_times(
-    kernel: dict, model: dict, runs: list[dict] | None = None, models: list[dict] | None = None
+    kernel: dict,
+    model: dict,
+    runs: list[dict] | None = None,
+    models: list[dict] | None = None,
+    speeds: tuple[float, dict[str, list[dict]]] | None = None,
 ) -> list[dict]:
     """The time rows of a scenario: per live phase (median over ``runs``, each from
     ``run_times``) and the AnonHugePages milestone; each with its model time (the median over
     ``models``, the model's runs from each live run's start, ``model_runs``; default
-    ``model`` alone), ratio and status."""
+    ``model`` alone), ratio and status. ``speeds``: (cut_ns, {"fast": runs, "slow": runs}),
+    the model's runs at each of the host's two speeds (the profile's speed table): then each
+    live run's phase is set beside the model's run from that run's start at the speed the
+    run's CPU probe met there (``run_speed``), so both medians stand on the same mix of
+    speeds."""
     runs = runs or [run_times(kernel)]
     models = models or [model]
-    mph = [{p["name"]: p for p in m.get("phases") or []} for m in models]
+
+    def model_ns(m: dict, name: str) -> int | None:
+        q = next((q for q in m.get("phases") or [] if q["name"] == name), None)
+        return None if q is None else q["end_ns"] - q["start_ns"]
+
+    def priced(i: int, r: dict, phase: str | None) -> dict:
+        s = run_speed(r, phase, speeds[0]) if speeds else None
+        return _paired(speeds[1][s] if s else models, i)
+
     rows = []
     for p in kernel.get("phases") or []:
         name = p["name"]
         live = [r["phases"][name] for r in runs if name in r["phases"]]
-        mts = [q["end_ns"] - q["start_ns"] for q in (m.get(name) for m in mph) if q]
+        if speeds:
+            mts = [model_ns(priced(i, r, name), name) for i, r in enumerate(runs) if name in r["phases"]]
+        else:
+            mts = [model_ns(m, name) for m in models]
+        mts = [x for x in mts if x is not None]
         row = _time_row(name, live, median(mts) if mts else None)
-        cpu = [sum(r["cpu_probe"][name]) / 2 for r in runs if name in (r.get("cpu_probe") or {})]
+        cpu = [q for q in (phase_probe(r, name) for r in runs) if q]
         if cpu:
             # the host's mode as the phase ran: its runs' CPU probes (before and after, averaged)
             row["cpu_probe_ns"] = median(cpu)
+        if speeds:
+            # how many of the live runs met each speed there
+            row["speeds"] = {s: sum(1 for r in runs if run_speed(r, name, speeds[0]) == s) for s in ("fast", "slow")}
         rows.append(row)
     kd = [r["series"] for r in runs if r.get("series")]
-    mds = [md for md in (milestone_series(m) for m in models) if md]
+    if speeds:
+        mds = [md for md in (milestone_series(priced(i, r, None)) for i, r in enumerate(runs) if r.get("series")) if md]
+    else:
+        mds = [md for md in (milestone_series(m) for m in models) if md]
     if kd and mds:
         # the level both backends reached: the smaller of the maxima
         level = min([max(d["kb"]) for d in kd] + [max(md["kb"]) for md in mds])
@@ -1899,6 +1981,13 @@ def add_arguments(parser) -> None:
         "of the live runner's 4 KiB fault probe as each run started against the profile's "
         "probe_fault_4k_ns), X (1.1: 10%% slower than calibrated), or as the profile has them (off; "
         "applied_host_speed)",
+    )
+    parser.add_argument(
+        "--one-speed",
+        action="store_true",
+        help="price every live run at the profile's own costs, not at the speed its CPU probes met where "
+        "the profile has the host's two speeds (its [speed] table, which --calibrate and `thplab "
+        "calibrate` fit; docs/host_speed.md)",
     )
     parser.add_argument(
         "--calibrate",
@@ -2218,10 +2307,12 @@ def compare(
     fill: bool = False,
     calibrated: bool = False,
     models: list[dict] | None = None,
+    speeds: tuple[float, dict[str, list[dict]]] | None = None,
 ) -> dict:
     """Compare one scenario; returns {"rows": [...], "ok": bool, "times": [...], "notes": [...]}.
     ``runs``: the live runs' times (``run_times``) for the time rows (default: ``kernel``'s);
-    ``models``: the model's runs from those runs' starts (``model_runs``; default ``model``)."""
+    ``models``: the model's runs from those runs' starts (``model_runs``; default ``model``);
+    ``speeds``: the same at each of the host's two speeds (``compare_times``)."""
     kc, mc = counters(kernel), counters(model)
     rows = []
     notes = []
@@ -2317,7 +2408,7 @@ def compare(
         m = ((model.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)
         if k is not None and m is not None:
             rows.append(_info_row(f"latency {kind} {pct} ns", int(k), int(m)))
-    times = compare_times(kernel, model, runs, models)
+    times = compare_times(kernel, model, runs, models, speeds)
     if fill:
         demote_unstable_fill_latency(rows, times)
     for t in times:
@@ -2404,6 +2495,7 @@ def validate(
     list_probe=None,
     scale_speed: str | float | None = None,
     calibrate_pass=None,
+    one_speed: bool = False,
 ) -> dict:
     """Run (or replay) every scenario on both backends and compare. Returns the report.
     ``reporting_start``: the model's start on a reporting guest (``with_reporting_start``).
@@ -2425,6 +2517,10 @@ def validate(
     run one after another, at host speed 1.04-1.33x, 7 of their 17 phases out at 0.58-0.73x;
     in out/vk-h14, at 0.93-0.96x but one, 14 of 17 within); spread over the whole validation,
     their median meets the usual speed.
+
+    Where the profile has the host's two speeds (its ``speed`` table, calibrate.speed_table;
+    `validate --calibrate` fits it over its passes), each live run's phase is priced at the
+    speed its CPU probe met (``compare_times``), unless ``one_speed``.
 
     ``calibrate_pass``: with the live backend, a calibration of this host (returning a
     profile dict, ``calibrate.profile_from_samples``'s, and the calibration it was fitted
@@ -2488,7 +2584,17 @@ def validate(
         if maps_zero and huge_zero_kept(run_times(kernel)):
             model = run_model_fn(w, with_huge_zero_kept(start), costs)
         models = model_runs(w, start, model, time_runs, costs, run_model_fn, maps_zero)
-        cmp = compare(kernel, model, time_runs, models=models, **gate)
+        speeds = None
+        if by_speed and time_runs:
+            # the model at each of the host's two speeds, from every live run's start
+            cut, texts = by_speed
+            speeds = (cut, {})
+            for s_, text in texts.items():
+                m_ = run_model_fn(
+                    w, with_huge_zero_kept(start) if maps_zero and huge_zero_kept(run_times(kernel)) else start, text
+                )
+                speeds[1][s_] = model_runs(w, start, m_, time_runs, text, run_model_fn, maps_zero)
+        cmp = compare(kernel, model, time_runs, models=models, speeds=speeds, **gate)
         cmp["attempts"] = attempts
         cmp["description"] = scenarios[name].get("description", "")
         cmp["host_speed"] = host_speed(time_runs, probe_ref)
@@ -2578,6 +2684,19 @@ def validate(
             f"the median of {len(passes)} calibrations during a validation ({', '.join(CALIBRATION_PASSES)}): "
             + "; ".join(p["profile"].get("source", "?") for p in passes),
         )
+        # the host's two speeds, parted over the calibrations' samples and the live phases'
+        # probes alike (calibrate.speed_table)
+        from thplab.calibrate import speed_table
+
+        live_probes = [
+            q
+            for _w, k, *_ in pending.values()
+            for r in (k.get("extra") or {}).get("time_runs") or []
+            for q in (phase_probe(r, n_) for n_ in r.get("cpu_probe") or {})
+        ]
+        table = speed_table(med, [p["calibration"] for p in passes], live_probes)
+        if table:
+            med["speed"] = table
         profile_text = profile_toml(med, pass_notes(passes))
         report["calibration"] = {"passes": passes, "profile": med, "profile_text": profile_text}
     probe_ref = probe_reference_ns(profile_text)
@@ -2586,10 +2705,14 @@ def validate(
         scale_speed,
         [(k.get("extra") or {}).get("time_runs") or [run_times(k)] for _w, k, *_ in pending.values()],
         probe_ref,
+        None if one_speed else speed_probe_refs(profile_text),
     )
     costs = costs_at_host_speed(profile_text, speed)
     if speed is not None:
         report["host_speed_applied"] = speed
+    by_speed = None if one_speed else speed_costs(costs)
+    if by_speed:
+        report["speed_cut_ns"] = by_speed[0]
     for name, (_w_live, kernel, model, gate, _kw, attempts) in pending.items():
         conclude(name, kernel, model, gate, attempts, costs)
     report["ok"] = bool(report["scenarios"]) and all(s["ok"] for s in report["scenarios"].values())
@@ -2715,6 +2838,13 @@ def time_summary(report: dict) -> dict:
         if cpu
         else None,
         "host_speed_applied": report.get("host_speed_applied"),
+        # each live run's phase priced at the speed it met (compare_times): how many of each
+        "speeds": {
+            "cut_ns": report["speed_cut_ns"],
+            **{s: sum((t.get("speeds") or {}).get(s, 0) for t in gated) for s in ("fast", "slow")},
+        }
+        if report.get("speed_cut_ns")
+        else None,
         "gated": len(gated),
         "within": within,
         "unstable": len(unstable),
@@ -2840,6 +2970,14 @@ def print_time_table(report: dict, con=None, out=None) -> None:
             f"host speed around the phases: the runner's CPU probe took {c['median']:.2f}x {ref} (median over "
             f"{c['phases']} phases); {c['beyond']} met beyond {CPU_SPEED_FACTOR:.2f}x either way, "
             f"{c['out_beyond']} of the {c['out']} out of tolerance among them",
+            file=out,
+        )
+    if sm.get("speeds"):
+        sp = sm["speeds"]
+        print(
+            f"two host speeds: each live run's phase priced at the speed its CPU probe met, fast below "
+            f"{sp['cut_ns'] / 1e3:.1f} us (the profile's speed table): {sp['fast']} fast and {sp['slow']} slow "
+            "runs of the gated phases",
             file=out,
         )
     if sm.get("host_speed_applied"):
@@ -2976,6 +3114,7 @@ def cmd(args) -> int:
         reporting_start=args.reporting_start,
         scale_speed=scale_speed,
         calibrate_pass=calibrate_pass,
+        one_speed=args.one_speed,
     )
     if args.calibrate and report.get("calibration"):
         write_atomic(args.calibrate, report["calibration"]["profile_text"])

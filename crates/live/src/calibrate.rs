@@ -209,14 +209,51 @@ fn cpu_ghz() -> f64 {
     n as f64 / (now_ns() - t) as f64
 }
 
-pub(crate) struct Samples(pub(crate) BTreeMap<String, Vec<f64>>);
+/// A calibration's samples, by kind, and beside each one the live runner's CPU probe
+/// (host::cpu_probe_ns) as it was added. This host runs the guest at two speeds, a few
+/// seconds to minutes at a time (docs/host_speed.md, "The two speeds label the runs"): the
+/// probe tells which a sample met, so `thplab calibrate` can fit a profile for each and
+/// `thplab validate` price each live run's phases at the speed that run met.
+pub(crate) struct Samples {
+    pub(crate) v: BTreeMap<String, Vec<f64>>,
+    pub(crate) probe: BTreeMap<String, Vec<u64>>,
+    /// (now_ns, the probe) of the last probe taken
+    last: Option<(u64, u64)>,
+}
+
+/// A sample reuses the CPU probe taken for another up to this long before it (a probe is
+/// ~100 us of the CPU; many samples are added back to back).
+const SAMPLE_PROBE_AGE_NS: u64 = 200_000_000;
+
 impl Samples {
+    pub(crate) fn new() -> Samples {
+        Samples { v: BTreeMap::new(), probe: BTreeMap::new(), last: None }
+    }
+    fn probe_now(&mut self) -> u64 {
+        let now = now_ns();
+        match self.last {
+            Some((at, p)) if now.saturating_sub(at) < SAMPLE_PROBE_AGE_NS => p,
+            _ => {
+                let p = crate::host::cpu_probe_ns();
+                self.last = Some((now_ns(), p));
+                p
+            }
+        }
+    }
     pub(crate) fn add(&mut self, k: &str, v: f64) {
-        self.0.entry(k.to_string()).or_default().push(v);
+        self.add_all(k, [v]);
     }
     /// add() of each value (the pieces of one measurement, e.g. munmap_pieces()).
     pub(crate) fn add_all(&mut self, k: &str, vs: impl IntoIterator<Item = f64>) {
-        self.0.entry(k.to_string()).or_default().extend(vs);
+        let p = self.probe_now();
+        let e = self.v.entry(k.to_string()).or_default();
+        let n = e.len();
+        e.extend(vs);
+        let added = e.len() - n;
+        self.probe.entry(k.to_string()).or_default().extend(std::iter::repeat_n(p, added));
+    }
+    pub(crate) fn get(&self, k: &str) -> Option<&Vec<f64>> {
+        self.v.get(k)
     }
 }
 
@@ -550,7 +587,7 @@ fn calibrate_faults(
 pub fn calibrate(quick: bool, reps: Option<usize>, zram: bool, swapfile: bool) -> Result<Value, CalError> {
     let t_start = now_ns();
     let reps = reps.unwrap_or(if quick { 3 } else { 7 });
-    let mut s = Samples(BTreeMap::new());
+    let mut s = Samples::new();
     let mut notes: Vec<String> = vec![];
     let mut values: Map<String, Value> = Map::new();
     // what other tasks (and the host: steal) took of the CPUs meanwhile, for the notes
@@ -666,7 +703,9 @@ fn calibration_json(c: Cal, t_start: u64, only: Option<&str>) -> Value {
     let host = read_trim("/proc/sys/kernel/hostname").unwrap_or_default();
     let Cal { quick, reps, s, values, notes } = c;
     let mut v = json!({
-        "samples": s.0,
+        "samples": s.v,
+        // each sample's CPU probe (Samples), in the same order
+        "sample_probes": s.probe,
         "values": values,
         "notes": notes,
         "host": host,
@@ -734,7 +773,7 @@ pub(crate) struct Cal {
 impl Cal {
     /// A calibration of one step (`calibrate --only`), noted as such.
     fn new(quick: bool, reps: usize, note: &str) -> Cal {
-        Cal { quick, reps, s: Samples(BTreeMap::new()), values: Map::new(), notes: vec![note.into()] }
+        Cal { quick, reps, s: Samples::new(), values: Map::new(), notes: vec![note.into()] }
     }
 }
 
@@ -1088,13 +1127,17 @@ mod tests {
     #[test]
     fn cpu_primitive_windows_pool_their_samples() {
         let _g = MM.lock().unwrap_or_else(|e| e.into_inner());
-        let mut s = Samples(BTreeMap::new());
+        let mut s = Samples::new();
         assert!(calibrate_cpu(true, 1, &mut s).is_ok(), "first window");
         assert!(calibrate_cpu(true, 1, &mut s).is_ok(), "second window");
         for k in ["clear_4k", "clear_2m", "copy_4k", "fill_4k_text", "syscall", "sleep_1ms", "host_probe"] {
-            let v = s.0.get(k).unwrap_or_else(|| panic!("{k} sampled"));
+            let v = s.get(k).unwrap_or_else(|| panic!("{k} sampled"));
             assert_eq!(v.len(), 2, "{k}: one round a window, the warm-up left out: {v:?}");
             assert!(v.iter().all(|x| x.is_finite() && *x > 0.0), "{k}: {v:?}");
+            // beside each sample, the CPU probe as it was added (the host's speed then)
+            let p = &s.probe[k];
+            assert_eq!(p.len(), v.len(), "{k}: a probe a sample: {p:?}");
+            assert!(p.iter().all(|&x| x > 0), "{k}: {p:?}");
         }
     }
 

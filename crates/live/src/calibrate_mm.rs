@@ -1035,7 +1035,7 @@ pub fn calibrate_compaction(c: &mut Cal) -> Result<(), CalError> {
                 // compact_scan.<tag>.* as lists of their own, shorter where a scan run was
                 // left out: compact_scan.<tag>.pair is the index of its fragmented run
                 if let Some((v, steps, calls, d)) = scan {
-                    let i = s.0.get(&format!("compact.{tag}.ns")).map_or(0, |x| x.len() - 1);
+                    let i = s.get(&format!("compact.{tag}.ns")).map_or(0, |x| x.len() - 1);
                     s.add(&format!("compact_scan.{tag}.pair"), i as f64);
                     s.add(&format!("compact_scan.{tag}.ns"), v);
                     s.add(&format!("compact_scan.{tag}.steps"), steps as f64);

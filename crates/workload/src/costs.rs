@@ -179,6 +179,12 @@ pub struct CostProfile {
     /// them against this to tell the phases that ran while the host ran the guest at
     /// another speed than it did for the calibration.
     pub probe_cpu_ns: Option<u64>,
+    /// Not charged: the host's two speeds, as calibrate met them (thplab.calibrate
+    /// speed_table): `cut_ns`, the CPU probe that parts them, and under `fast` and `slow`
+    /// the fields whose value at that speed differs from this profile's. The model charges
+    /// this profile's own fields; validate prices each live run's phase at the speed its
+    /// CPU probe met (docs/host_speed.md).
+    pub speed: Option<toml::Table>,
 
     // ---- page faults (mm/memory.c, mm/huge_memory.c) ----
     /// Exception entry/exit plus handle_mm_fault for a 4 KiB anonymous fault, without
@@ -657,6 +663,7 @@ impl Default for CostProfile {
             host_speed: 1.0,
             probe_fault_4k_ns: None,
             probe_cpu_ns: None,
+            speed: None,
             fault_4k_ns: 700,
             fault_2m_ns: 2_500,
             fault_zero_ns: 500,
