@@ -195,8 +195,6 @@ def test_each_live_run_is_priced_at_the_speed_its_probe_met():
 def test_a_profile_with_two_speeds_gives_the_model_a_profile_at_each():
     """speed_costs: the profile's own fields with each speed's over them; None without a
     speed table, and --one-speed leaves it unused."""
-    import tomllib
-
     from thplab import _native as n
     from thplab.calibrate import to_toml
 
@@ -211,6 +209,57 @@ def test_a_profile_with_two_speeds_gives_the_model_a_profile_at_each():
     assert (fast["clear_4k_ns"], fast["zram"]["lz4"]["same_ns"]) == (100, 7)
     assert fast["zram"]["lz4"]["text_bytes"] == prof["zram"]["lz4"]["text_bytes"]
     assert slow["clear_4k_ns"] == prof["clear_4k_ns"]
+
+
+def test_a_replay_prices_each_run_at_its_speed_and_sets_its_probe_against_that_speeds(tmp_path, capsys):
+    """validate() with a profile that has the host's two speeds: the model runs at each
+    speed's costs, each live run's phase meets the one its CPU probe says; --host-speed auto
+    sets each run's fault probe against the probe of its speed's profile; one_speed prices
+    every run at the profile's own costs."""
+    from thplab import _native as n
+    from thplab.calibrate import to_toml
+
+    prof = tomllib.loads(n.default_costs())
+    prof.update(clear_4k_ns=120, probe_fault_4k_ns=1200)
+    prof["speed"] = {
+        "cut_ns": 93_500,
+        "fast": {"clear_4k_ns": 100, "probe_fault_4k_ns": 1000},
+        "slow": {"clear_4k_ns": 140, "probe_fault_4k_ns": 1400},
+    }
+    costs = n.parse_costs(to_toml(prof))
+    k = kernel_result(thp_fault_alloc=16)
+    # three fast runs at 10 ms (fault probe 1000 ns), two slow at 14 ms (1400 ns)
+    k["extra"]["time_runs"] = [
+        {"phases": {"p:fault": t}, "cpu_probe": {"p:fault": [c, c]}, "probe_ns": f}
+        for t, c, f in (
+            (10e6, 90e3, 1000.0),
+            (14e6, 97e3, 1400.0),
+            (10e6, 89e3, 1000.0),
+            (14e6, 96e3, 1400.0),
+            (10e6, 91e3, 1000.0),
+        )
+    ]
+    k["extra"]["workload"] = {"name": "t", "processes": [{"name": "p", "ops": []}]}
+    (tmp_path / "enabled-always.json").write_text(json.dumps(k))
+
+    def model(w, kr, c):
+        # a fault phase that takes 100,000 of the profile's clear_4k_ns
+        return model_like(kr, time_factor=tomllib.loads(c)["clear_4k_ns"] * 1e5 / 8e6)
+
+    sc = v.load_scenarios("enabled-always")
+    rep = v.validate(sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model, scale_speed="auto")
+    t = next(t for t in rep["scenarios"]["enabled-always"]["times"] if t["phase"] == "p:fault")
+    # every run's fault probe is its speed's: the host met the calibration's two speeds
+    assert rep["host_speed_applied"] == pytest.approx(1.0) and rep["speed_cut_ns"] == 93_500
+    assert (t["kernel_ns"], t["model_ns"], t["speeds"]) == (10_000_000, 10_000_000, {"fast": 3, "slow": 2})
+    assert rep["time_summary"]["speeds"] == {"cut_ns": 93_500, "fast": 3, "slow": 2}
+    v.print_report(rep)
+    assert "two host speeds" in capsys.readouterr().out
+    one = v.validate(
+        sc, kernel_dir=str(tmp_path), costs_text=costs, run_model_fn=model, scale_speed="off", one_speed=True
+    )
+    t = next(t for t in one["scenarios"]["enabled-always"]["times"] if t["phase"] == "p:fault")
+    assert t["model_ns"] == 12_000_000 and "speeds" not in t and "speed_cut_ns" not in one
 
 
 def test_milestone_of_a_khugepaged_series():

@@ -2581,8 +2581,9 @@ def validate(
             model = run_model_fn(w, start, costs)
         # a scenario that maps the huge zero folio, and a counted run that found it kept
         maps_zero = zero_page_allocs(model) > 0
-        if maps_zero and huge_zero_kept(run_times(kernel)):
-            model = run_model_fn(w, with_huge_zero_kept(start), costs)
+        first = with_huge_zero_kept(start) if maps_zero and huge_zero_kept(run_times(kernel)) else start
+        if first is not start:
+            model = run_model_fn(w, first, costs)
         models = model_runs(w, start, model, time_runs, costs, run_model_fn, maps_zero)
         speeds = None
         if by_speed and time_runs:
@@ -2590,10 +2591,9 @@ def validate(
             cut, texts = by_speed
             speeds = (cut, {})
             for s_, text in texts.items():
-                m_ = run_model_fn(
-                    w, with_huge_zero_kept(start) if maps_zero and huge_zero_kept(run_times(kernel)) else start, text
+                speeds[1][s_] = model_runs(
+                    w, start, run_model_fn(w, first, text), time_runs, text, run_model_fn, maps_zero
                 )
-                speeds[1][s_] = model_runs(w, start, m_, time_runs, text, run_model_fn, maps_zero)
         cmp = compare(kernel, model, time_runs, models=models, speeds=speeds, **gate)
         cmp["attempts"] = attempts
         cmp["description"] = scenarios[name].get("description", "")
