@@ -396,6 +396,16 @@ def test_replay_saved_kernel_results(tmp_path, capsys):
         v.cmd(p.parse_args(["--kernel-results", str(tmp_path / "missing")]))
 
 
+def test_each_run_keeps_what_the_guest_reported_in_its_set_up_and_during_it():
+    """run_times keeps the runner's reported_in_setup_kib and reported_during_run_kib (free
+    page reporting: memory handed back to the host before the run or while it went on);
+    a run recorded without them has none."""
+    k = kernel_result()
+    assert "reported_kib" not in v.run_times(k)
+    k["kernel"] = {"reported_in_setup_kib": 143_360, "reported_during_run_kib": 0}
+    assert v.run_times(k)["reported_kib"] == {"reported_in_setup_kib": 143_360, "reported_during_run_kib": 0}
+
+
 def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys):
     """Each live run's probe (a 4 KiB fault's time as it started) over the profile's
     fault_4k_ns + clear_4k_ns, median over the runs: per scenario, in the time table, and

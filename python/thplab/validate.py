@@ -1475,6 +1475,10 @@ def run_times(result: dict) -> dict:
     held = (result.get("extra") or {}).get("khugepaged_list_held")
     if held is not None:
         out["khugepaged_list_held"] = held
+    reported = {f: k[f] for f in ("reported_in_setup_kib", "reported_during_run_kib") if k.get(f) is not None}
+    if reported:
+        # what the guest handed back to its host in the run's set-up and during it
+        out["reported_kib"] = reported
     if k.get("reported_prefill") is not None:
         # where the run started (thplab.free_page_reporting_start=found): each run's own
         out["start"] = {f: k.get(f) for f in START_FIELDS}

@@ -410,6 +410,9 @@ fn supervise(
         read_trim("/proc/loadavg").and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()));
     let deadline = a.timeout_s.map(|t| t_begin + (t * 1e9) as u64);
     let w = &p.w;
+    // the guest's reported KiB as the set-up begins: a reporting pass that another run's
+    // frees requested can run under this one's probe and back-fill (validate.py, stop 58)
+    let reported_kib_begin = host::reported_kib();
 
     // Knobs, then swap devices.
     for (name, path, v) in &p.initial {
@@ -742,6 +745,9 @@ fn supervise(
             // the CPU each process was pinned to, and where the probe and back-fill ran
             "process_cpus": (0..w.processes.len()).map(|i| host::process_cpu(&cpus, i)).collect::<Vec<_>>(),
             "backfill_cpu": pinned.then(|| host::process_cpu(&cpus, first)),
+            // KiB the guest reported to its host during the set-up (knobs, swap, the probe
+            // and the back-fill: memory backed for the run can be handed back before it starts)
+            "reported_in_setup_kib": reported_kib_begin.zip(reported_kib_before).map(|(a, b)| b.saturating_sub(a)),
             // KiB the guest reported to its host while the run went on (this host's counter)
             "reported_during_run_kib": reported_kib_before.zip(host::reported_kib()).map(|(a, b)| b.saturating_sub(a)),
             "mem_available_kb": meminfo().get("MemAvailable"),
