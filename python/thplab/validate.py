@@ -1339,6 +1339,32 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   (23:52-00:36): 42/45, 152 of 155 at auto 0.90x and as calibrated, live against itself 6
   of 132; out at auto: mthp_64k_partial_munmap p:shrink 0.69x, mthp_64k_pageout_swapfile
   p:pageout 0.74x, split_underused_409 p:shrink 0.75x.
+* 2026-12-07 (stop 58), a profile for each of the host's speeds (docs/host_speed.md):
+  calibrate keeps each sample's CPU probe (``sample_probes``); where the probes fall into
+  two speeds (calibrate.speed_cut) the profile's [speed] table holds each speed's fields
+  (speed_table), and validate prices each live run's phase at the speed its probe met
+  (compare_times' ``speeds``; --one-speed not). On this day's VM, freshly booted, the
+  probes fell into one speed: out/vk-h69's 1,326 phase probes at 66-84 us (median 76.9,
+  a tail of 4 % at 88-136), each pass's ~4,300 sample probes likewise, so no table was
+  fitted and nothing changed; the mechanism is not yet measured on a two-speed host.
+  out/vk-h69 (01:50-02:31): 38/45, 148 of 156 gated within at auto 0.96x, live against
+  itself 6 of 140; out: the p:fault of four mthp_64k scenarios 0.58-0.67x,
+  mthp_64k_pageout_zram p:munmap 1.30x, mthp_64k_partial_munmap p:shrink 0.73x, and
+  split_underused_256/409 p:after (0.23 ms live, 0.009 model: one byte read each 2 MiB
+  after the split, a cold TLB entry and cache line a page, which the model's read op does
+  not charge; the slack is 0.2 ms). out/vk-h70 (02:33-03:12): 38/45, 144 of 153, 0.87x;
+  the mthp_64k p:fault phases 0.27-0.42x. Their runs depend on the scenario before them:
+  after another mthp_64k scenario 3.2-3.6 ms (the model 3.33), after THP scenarios up to
+  24 ms; alone, back to back, 3.3-3.5 ms. A reporting pass in the run's set-up accounts for
+  some of it, not all (4.28 ms with 140 MiB reported in the set-up, 5.8 ms after
+  split_underused_409 with none): the runner now records reported_in_setup_kib, and
+  validate keeps it with reported_during_run_kib for every time run. out/vk-h71
+  (03:16-03:56, with them): 35/45, 142 of 154, 0.88x; the 45 runs of the five mthp_64k
+  scenarios' p:fault took 2.5-23.8 ms (the model 2.2-5.0), and reporting does not sort
+  them: of the twelve at 17 ms or more, seven saw nothing reported in set-up or run, and
+  the fast ones (2.5-3.7 ms) are those after another mthp_64k scenario or a small one.
+  What the scenarios before leave (free lists, or memory of this freshly booted guest the
+  host had not yet backed) is the open question.
 """
 
 from __future__ import annotations
