@@ -1280,15 +1280,14 @@ def speed_table(main: dict, cals: list[dict], other_probes=()) -> dict | None:
     into two speeds, or a speed no calibration met enough. The model charges ``main``;
     `thplab validate` prices each live run's phase at the speed its CPU probe says the
     host ran the guest at (docs/host_speed.md)."""
-    probes = [q for c in cals for q in sample_probes(c)] + [q for q in other_probes if q]
-    cut = speed_cut(probes)
+    each = [sample_probes(c) for c in cals]
+    cut = speed_cut([q for ps in each for q in ps] + [q for q in other_probes if q])
     if cut is None:
         return None
     out: dict = {"cut_ns": round(cut)}
     for name, fast in (("fast", True), ("slow", False)):
         profs = []
-        for c in cals:
-            ps = sample_probes(c)
+        for c, ps in zip(cals, each, strict=True):
             if ps and sum((q < cut) == fast for q in ps) >= SPEED_MIN_SHARE * len(ps):
                 profs.append(profile_from_samples(samples_at_speed(c, fast, cut)[0])[0])
         if not profs:

@@ -1355,8 +1355,8 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   not charge; the slack is 0.2 ms). out/vk-h70 (02:33-03:12): 38/45, 144 of 153, 0.87x;
   the mthp_64k p:fault phases 0.27-0.42x. Their runs depend on the scenario before them:
   after another mthp_64k scenario 3.2-3.6 ms (the model 3.33), after THP scenarios up to
-  24 ms; alone, back to back, 3.3-3.5 ms. A reporting pass in the run's set-up accounts for
-  some of it, not all (4.28 ms with 140 MiB reported in the set-up, 5.8 ms after
+  24 ms; alone, back to back, 3.3-3.5 ms. Hand runs did not tie it to a reporting pass in
+  the run's set-up (4.28 ms with 140 MiB reported in the set-up, 5.8 ms after
   split_underused_409 with none): the runner now records reported_in_setup_kib, and
   validate keeps it with reported_during_run_kib for every time run. out/vk-h71
   (03:16-03:56, with them): 35/45, 142 of 154, 0.88x; the 45 runs of the five mthp_64k
@@ -1689,12 +1689,11 @@ def applied_host_speed(
     return median(ratios) if ratios else None
 
 
-def speed_probe_refs(costs_text: str | None) -> tuple[float, dict[str, float]] | None:
+def speed_probe_refs(by_speed: tuple[float, dict[str, str]] | None) -> tuple[float, dict[str, float]] | None:
     """(cut_ns, {"fast": ns, "slow": ns}): the live runner's 4 KiB fault probe as calibrate
     met it at each of the host's two speeds (probe_reference_ns of the profile at that
-    speed, ``speed_costs``), where the profile has them."""
-    sc = speed_costs(costs_text)
-    return (sc[0], {s: probe_reference_ns(t) for s, t in sc[1].items()}) if sc else None
+    speed, ``by_speed`` as ``speed_costs`` gives it), where the profile has them."""
+    return (by_speed[0], {s: probe_reference_ns(t) for s, t in by_speed[1].items()}) if by_speed else None
 
 
 def costs_at_host_speed(costs_text: str | None, speed: float | None) -> str | None:
@@ -1817,16 +1816,18 @@ def compare_times(
         q = next((q for q in m.get("phases") or [] if q["name"] == name), None)
         return None if q is None else q["end_ns"] - q["start_ns"]
 
-    def priced(i: int, r: dict, phase: str | None) -> dict:
-        s = run_speed(r, phase, speeds[0]) if speeds else None
+    def priced(i: int, s: str | None) -> dict:
+        # live run i's model run: at the speed ``s`` it met, else at the profile's own costs
         return _paired(speeds[1][s] if s else models, i)
 
     rows = []
     for p in kernel.get("phases") or []:
         name = p["name"]
         live = [r["phases"][name] for r in runs if name in r["phases"]]
+        # the speed each live run met there (run_speed), once
+        met = [run_speed(r, name, speeds[0]) for r in runs] if speeds else []
         if speeds:
-            mts = [model_ns(priced(i, r, name), name) for i, r in enumerate(runs) if name in r["phases"]]
+            mts = [model_ns(priced(i, met[i]), name) for i, r in enumerate(runs) if name in r["phases"]]
         else:
             mts = [model_ns(m, name) for m in models]
         mts = [x for x in mts if x is not None]
@@ -1837,11 +1838,12 @@ def compare_times(
             row["cpu_probe_ns"] = median(cpu)
         if speeds:
             # how many of the live runs met each speed there
-            row["speeds"] = {s: sum(1 for r in runs if run_speed(r, name, speeds[0]) == s) for s in ("fast", "slow")}
+            row["speeds"] = {s: met.count(s) for s in ("fast", "slow")}
         rows.append(row)
     kd = [r["series"] for r in runs if r.get("series")]
     if speeds:
-        mds = [md for md in (milestone_series(priced(i, r, None)) for i, r in enumerate(runs) if r.get("series")) if md]
+        whole = [priced(i, run_speed(r, None, speeds[0])) for i, r in enumerate(runs) if r.get("series")]
+        mds = [md for md in (milestone_series(m) for m in whole) if md]
     else:
         mds = [md for md in (milestone_series(m) for m in models) if md]
     if kd and mds:
@@ -2731,17 +2733,20 @@ def validate(
         report["calibration"] = {"passes": passes, "profile": med, "profile_text": profile_text}
     probe_ref = probe_reference_ns(profile_text)
     report["probe_cpu_ref_ns"] = cpu_probe_reference_ns(profile_text)
+    # the profile at each of the host's two speeds, where it has them
+    by_speed = None if one_speed else speed_costs(profile_text)
     speed = applied_host_speed(
         scale_speed,
         [(k.get("extra") or {}).get("time_runs") or [run_times(k)] for _w, k, *_ in pending.values()],
         probe_ref,
-        None if one_speed else speed_probe_refs(profile_text),
+        speed_probe_refs(by_speed),
     )
     costs = costs_at_host_speed(profile_text, speed)
     if speed is not None:
         report["host_speed_applied"] = speed
-    by_speed = None if one_speed else speed_costs(costs)
     if by_speed:
+        # each speed's profile at the applied host speed too
+        by_speed = (by_speed[0], {s_: costs_at_host_speed(t, speed) for s_, t in by_speed[1].items()})
         report["speed_cut_ns"] = by_speed[0]
     for name, (_w_live, kernel, model, gate, _kw, attempts) in pending.items():
         conclude(name, kernel, model, gate, attempts, costs)
