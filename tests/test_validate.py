@@ -398,12 +398,20 @@ def test_replay_saved_kernel_results(tmp_path, capsys):
 
 def test_each_run_keeps_what_the_guest_reported_in_its_set_up_and_during_it():
     """run_times keeps the runner's reported_in_setup_kib and reported_during_run_kib (free
-    page reporting: memory handed back to the host before the run or while it went on);
-    a run recorded without them has none."""
+    page reporting: memory handed back to the host before the run or while it went on),
+    and the zones' growth where there was some (grown_*_kib); a run recorded without them
+    has none."""
     k = kernel_result()
     assert "reported_kib" not in v.run_times(k)
     k["kernel"] = {"reported_in_setup_kib": 143_360, "reported_during_run_kib": 0}
     assert v.run_times(k)["reported_kib"] == {"reported_in_setup_kib": 143_360, "reported_during_run_kib": 0}
+    assert "grown_kib" not in v.run_times(k)
+    # a run on a guest whose zone grew (deferred_init=lazy): the growth is kept, a run that
+    # grew nothing keeps none
+    k["kernel"].update(grown_in_setup_kib=0, grown_during_run_kib=262_144)
+    assert v.run_times(k)["grown_kib"] == {"grown_during_run_kib": 262_144}
+    k["kernel"].update(grown_during_run_kib=0)
+    assert "grown_kib" not in v.run_times(k)
 
 
 def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys):

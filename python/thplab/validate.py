@@ -1505,6 +1505,10 @@ def run_times(result: dict) -> dict:
     if reported:
         # what the guest handed back to its host in the run's set-up and during it
         out["reported_kib"] = reported
+    grown = {f: k[f] for f in ("grown_in_setup_kib", "grown_during_run_kib") if k.get(f)}
+    if grown:
+        # fresh memory the zones grew by (deferred_init=lazy): first touches fault in the host
+        out["grown_kib"] = grown
     if k.get("reported_prefill") is not None:
         # where the run started (thplab.free_page_reporting_start=found): each run's own
         out["start"] = {f: k.get(f) for f in START_FIELDS}

@@ -244,6 +244,36 @@ pub fn pcp_lists() -> Vec<Value> {
     out
 }
 
+/// Each zone's managed pages, from /proc/zoneinfo: (node, zone, managed). This guest boots
+/// with `deferred_init=lazy`: most of ZONE_NORMAL's struct pages are left uninitialised
+/// ("5361490 pages left to deferred_grow_zone()" in dmesg) and the zone grows a section
+/// (128 MiB) at a time when an allocation finds it below its watermark
+/// (get_page_from_freelist() -> _deferred_grow_zone(), mm/page_alloc.c;
+/// deferred_grow_zone(), mm/mm_init.c, which 6.18 runs only at boot). The grown memory is
+/// memory the guest never touched: each first touch faults in the host.
+pub fn zone_managed() -> Vec<(u32, String, u64)> {
+    let mut out = vec![];
+    let Ok(text) = read_file("/proc/zoneinfo") else { return out };
+    zoneinfo_walk(&text, |node, zone, t| {
+        if let ["managed", v] = t {
+            if let Ok(m) = v.parse() {
+                out.push((node, zone.to_string(), m));
+            }
+        }
+    });
+    out
+}
+
+/// KiB the zones' managed pages grew by from `a` to `b` (zone_managed()).
+pub fn grown_kib(a: &[(u32, String, u64)], b: &[(u32, String, u64)]) -> u64 {
+    b.iter()
+        .map(|(n, z, m)| {
+            let before = a.iter().find(|(n2, z2, _)| n2 == n && z2 == z).map_or(*m, |x| x.2);
+            m.saturating_sub(before) * 4
+        })
+        .sum()
+}
+
 /// Each line of a /proc/zoneinfo text as its words, with the node and zone of the section
 /// it is in (the section's own `Node 0, zone   Normal` line included).
 fn zoneinfo_walk(text: &str, mut f: impl FnMut(u32, &str, &[&str])) {

@@ -451,6 +451,8 @@ fn supervise(
         (None, None, None)
     };
     let pcp_prefill = host::pcp_lists();
+    // the zones' managed pages (host::zone_managed: this guest grows them lazily)
+    let managed_prefill = host::zone_managed();
     // and the pages in use, page by page (host::pages_in_use): where the free blocks'
     // buddies are held
     let in_use_prefill = host::pages_in_use();
@@ -487,6 +489,7 @@ fn supervise(
     PHASE_ENDS.lock().unwrap().clear();
     // the per-CPU lists as the run starts (host::pcp_lists; MachineSpec::pcp)
     let pcp_before = host::pcp_lists();
+    let managed_before = host::zone_managed();
     let vm_before = vmstat();
     let t0 = now_ns();
 
@@ -634,6 +637,7 @@ fn supervise(
     let vm_after = vmstat();
     let meminfo_end = meminfo();
     let buddy_after = read_file("/proc/buddyinfo").unwrap_or_default();
+    let managed_after = host::zone_managed();
     let kthreads_after = host::kthread_cpu_ns_of(&kthreads);
     let pagetypeinfo = read_file("/proc/pagetypeinfo").unwrap_or_default();
     let mthp_after = host::mthp_stats();
@@ -750,6 +754,11 @@ fn supervise(
             "reported_in_setup_kib": reported_kib_begin.zip(reported_kib_before).map(|(a, b)| b.saturating_sub(a)),
             // KiB the guest reported to its host while the run went on (this host's counter)
             "reported_during_run_kib": reported_kib_before.zip(host::reported_kib()).map(|(a, b)| b.saturating_sub(a)),
+            // KiB of fresh memory the zones grew by (deferred_init=lazy, host::zone_managed)
+            // in the set-up and during the run: memory the guest touches for the first time
+            "managed_prefill": managed_prefill.iter().map(|(n, z, m)| json!({"node": n, "zone": z, "managed": m})).collect::<Vec<_>>(),
+            "grown_in_setup_kib": host::grown_kib(&managed_prefill, &managed_before),
+            "grown_during_run_kib": host::grown_kib(&managed_before, &managed_after),
             "mem_available_kb": meminfo().get("MemAvailable"),
             "runner": format!("thplab-live {}", thplab_workload::VERSION),
             "notes": notes,
