@@ -1365,6 +1365,38 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   the fast ones (2.5-3.7 ms) are those after another mthp_64k scenario or a small one.
   What the scenarios before leave (free lists, or memory of this freshly booted guest the
   host had not yet backed) is the open question.
+* 2026-12-07 (stop 59), the first validations with every gated phase within: out/vk-h72
+  (`validate --calibrate`, 04:46-05:25, at 2a1f640, a freshly booted VM, one host speed,
+  probes 1.01x the profile's): 45/45 scenarios, 156 of 156 gated phase times within at
+  auto, geomean 0.96x over the 113 phases of at least 1 ms, live against itself 3 of 140
+  (the model out for 0 of them); counters within in all 45. Not gated, unstable live (the
+  middle three runs spread beyond 1.67x): compaction-frag-p0/-p20/-manual p:fault, whose
+  256 THP faults took 22-34 ms in some runs and 0.6-1.2 s in others (a refault of a
+  reported block each; the model 20.5 ms), compaction-fill-p60 p:fault and both fills'
+  p:prepare. The mthp_64k p:fault phases of stop 58 (up to 24 ms) ran at 2.0 ms today after
+  any scenario, as the model gives. This guest boots with deferred_init=lazy: ZONE_NORMAL
+  managed 753,664 of its 5,505,024 pages, growing a section at a time as allocations find
+  it low (~9.5 us more a first-touched page); the warm-up of compaction-fill-p0 grows it
+  whole, so no measured run met growth; the runner now records it (grown_in_setup_kib,
+  grown_during_run_kib; docs/page_reporting.md). split_underused_409's p:after (256 reads a
+  2 MiB apart after the split) took 25-30 us live in hand runs today (~100 ns a read; a
+  second pass over the same pages ~20 ns) against the model's 15 us at the default
+  touch_page_ns; in vk-h72 26 us live, 3 us in the model (touch_page_ns 11): within the
+  0.2 ms slack, 0.21-0.68 ms on stop 58's slower host. out/vk-h73 (05:26-06:06, at
+  5d17a30, with the growth recorded): 42/45, 154 of 157 gated within at auto, 0.95x, live
+  against itself 0 of 139 (the model out for 2); counters within in all 45. Out:
+  compaction-fill-p60 p:fault 0.42x (live 403-647 ms; the model's phase swings with the
+  profile and the runs' starts: 39-827 ms over the four replays of h72/h73 runs with
+  h72/h73 costs, as whether its 512 THP faults meet reported blocks turns on the
+  reporting passes' timing against kcompactd's), compaction-frag-p20 p:fault 0.62x (nine
+  runs 23-1170 ms, three of them refaulting; the middle three spread 1.64x, under the
+  1.67x that would leave it ungated), mthp_64k_pageout_zram p:munmap 1.30x (1.33 ms live
+  in both validations, the model 1.36 ms with h72's costs and 1.74 with h73's: 4,096
+  zram entries freed at lzo-rle's text_free_ns, 252 against 347). text_free_ns moves with
+  free_one_page_ns between calibration passes (h72's passes 207/398/252 ns with
+  184/447/171; h73's 302/347/358 with 180/273/297): a freed entry's share of the zspage
+  frames' frees to the buddy lists is in it, and their cost follows the state of the
+  per-CPU and free lists as the calibration finds them, not as the scenario does.
 """
 
 from __future__ import annotations
