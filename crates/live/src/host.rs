@@ -252,9 +252,13 @@ pub fn pcp_lists() -> Vec<Value> {
 /// deferred_grow_zone(), mm/mm_init.c, which 6.18 runs only at boot). The grown memory is
 /// memory the guest never touched: each first touch faults in the host.
 pub fn zone_managed() -> Vec<(u32, String, u64)> {
+    read_file("/proc/zoneinfo").map(|t| zone_managed_in(&t)).unwrap_or_default()
+}
+
+/// zone_managed() of a /proc/zoneinfo text.
+fn zone_managed_in(text: &str) -> Vec<(u32, String, u64)> {
     let mut out = vec![];
-    let Ok(text) = read_file("/proc/zoneinfo") else { return out };
-    zoneinfo_walk(&text, |node, zone, t| {
+    zoneinfo_walk(text, |node, zone, t| {
         if let ["managed", v] = t {
             if let Ok(m) = v.parse() {
                 out.push((node, zone.to_string(), m));
@@ -833,6 +837,25 @@ pub fn kthread_cpu_ns_of(threads: &[(String, String)]) -> BTreeMap<String, u64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each zone's managed pages come from its own section of /proc/zoneinfo, and the growth
+    /// between two readings is summed over the zones in KiB (a zone that shrank or was not
+    /// read before counts nothing).
+    #[test]
+    fn the_zones_growth_is_their_managed_pages_gained() {
+        let zi = |normal: u64| {
+            format!(
+                "Node 0, zone    DMA32\n  pages free     1000\n        spanned  1044480\n        present  782336\n        managed  772845\n\
+                 Node 0, zone   Normal\n  pages free     368229\n        spanned  5505024\n        present  5505024\n        managed  {normal}\n"
+            )
+        };
+        let a = zone_managed_in(&zi(753_664));
+        assert_eq!(a, vec![(0, "DMA32".to_string(), 772_845), (0, "Normal".to_string(), 753_664)]);
+        let b = zone_managed_in(&zi(753_664 + 2 * 32_768));
+        assert_eq!(grown_kib(&a, &b), 2 * 32_768 * 4, "two sections of 128 MiB");
+        assert_eq!(grown_kib(&b, &a), 0);
+        assert_eq!(grown_kib(&[], &b), 0);
+    }
 
     /// The CPU probe the runner takes between phases touches no new memory: it faults no
     /// more than a spin on the clock for as long, interleaved with it. Other tests in this
