@@ -1397,6 +1397,11 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   184/447/171; h73's 302/347/358 with 180/273/297): a freed entry's share of the zspage
   frames' frees to the buddy lists is in it, and their cost follows the state of the
   per-CPU and free lists as the calibration finds them, not as the scenario does.
+  out/vk-h74 (06:23-07:00, at 21e1604): 42/45, 156 of 159 gated within at auto, 0.91x,
+  live against itself 0 of 141 (the model out for 2); counters within in all 45. Out:
+  compaction-fill-p60 p:eat 0.73x, compaction-frag-p20 p:fault 0.61x (31.8 ms live, the
+  runs within 1.16x of each other; the model 19.4), split_underused_409 p:fault 0.74x
+  (26.4 ms against 19.4).
 """
 
 from __future__ import annotations
