@@ -220,16 +220,15 @@ impl InUseRuns {
     }
 }
 
-/// The per-CPU lists of every zone, from /proc/zoneinfo's pagesets: per zone and CPU the
+/// The per-CPU lists of every zone, from a /proc/zoneinfo text's pagesets: per zone and CPU the
 /// free pages on the lists (`count:`) and pcp->high (`high:`), as `MachineSpec::pcp`
 /// takes them. A CPU that freed much keeps up to pcp->high_max pages there for minutes
 /// (decay_pcp_high(): ~2,000 pages a second): 1.3 GiB after compaction-frag's fragment
 /// phase on the reference host.
-pub fn pcp_lists() -> Vec<Value> {
+pub fn pcp_lists(text: &str) -> Vec<Value> {
     let mut out = vec![];
-    let Ok(text) = read_file("/proc/zoneinfo") else { return out };
     let (mut cpu, mut count) = (None::<u32>, None::<u64>);
-    zoneinfo_walk(&text, |node, zone, t| match t {
+    zoneinfo_walk(text, |node, zone, t| match t {
         ["Node", ..] => (cpu, count) = (None, None),
         ["cpu:", c] => (cpu, count) = (c.parse().ok(), None),
         ["count:", c] if cpu.is_some() => count = c.parse().ok(),
@@ -244,19 +243,14 @@ pub fn pcp_lists() -> Vec<Value> {
     out
 }
 
-/// Each zone's managed pages, from /proc/zoneinfo: (node, zone, managed). This guest boots
+/// Each zone's managed pages, from a /proc/zoneinfo text: (node, zone, managed). This guest boots
 /// with `deferred_init=lazy`: most of ZONE_NORMAL's struct pages are left uninitialised
 /// ("5361490 pages left to deferred_grow_zone()" in dmesg) and the zone grows a section
 /// (128 MiB) at a time when an allocation finds it below its watermark
 /// (get_page_from_freelist() -> _deferred_grow_zone(), mm/page_alloc.c;
 /// deferred_grow_zone(), mm/mm_init.c, which 6.18 runs only at boot). The grown memory is
 /// memory the guest never touched: each first touch faults in the host.
-pub fn zone_managed() -> Vec<(u32, String, u64)> {
-    read_file("/proc/zoneinfo").map(|t| zone_managed_in(&t)).unwrap_or_default()
-}
-
-/// zone_managed() of a /proc/zoneinfo text.
-fn zone_managed_in(text: &str) -> Vec<(u32, String, u64)> {
+pub fn zone_managed(text: &str) -> Vec<(u32, String, u64)> {
     let mut out = vec![];
     zoneinfo_walk(text, |node, zone, t| {
         if let ["managed", v] = t {
@@ -849,9 +843,9 @@ mod tests {
                  Node 0, zone   Normal\n  pages free     368229\n        spanned  5505024\n        present  5505024\n        managed  {normal}\n"
             )
         };
-        let a = zone_managed_in(&zi(753_664));
+        let a = zone_managed(&zi(753_664));
         assert_eq!(a, vec![(0, "DMA32".to_string(), 772_845), (0, "Normal".to_string(), 753_664)]);
-        let b = zone_managed_in(&zi(753_664 + 2 * 32_768));
+        let b = zone_managed(&zi(753_664 + 2 * 32_768));
         assert_eq!(grown_kib(&a, &b), 2 * 32_768 * 4, "two sections of 128 MiB");
         assert_eq!(grown_kib(&b, &a), 0);
         assert_eq!(grown_kib(&[], &b), 0);
