@@ -336,7 +336,7 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_2m_ns",
             _backed_mean(S["fault_2m_total"]) - prof["clear_2m_ns"],
             "fault_2m_total",
-            "THP write fault (each timed; those > 3x the median, host refaults, left out) minus clear_2m",
+            "THP write fault out of the cache (each timed; those > 3x the median, host refaults, left out) minus clear_2m",
         )
     if have("refault_reported_2m_total") and have("fault_2m_total"):
         warm = _backed_mean(S["fault_2m_total"])

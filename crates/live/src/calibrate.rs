@@ -137,10 +137,43 @@ pub(crate) fn fault_region_bytes(quick: bool) -> usize {
     }
 }
 
+/// A buffer written through between back() and the THP faults timed (time_thp_faults), so
+/// that they clear blocks out of the caches, as a workload's THP faults do.
+///
+/// back() frees the blocks it faulted in (each cleared whole by its THP fault) to the head of
+/// the per-CPU and buddy lists, and the next THP faults take the last freed first: on this
+/// host the first ~15 of 32 (~30 MiB, the L3 the guest sees) found their block in the cache
+/// and took 30-80 us where the rest took 83-87 (out/vk-h74's calibrations: fault_2m_total's
+/// mean 73-77 us, its median 83). The validation scenarios' THP faults found none so (the
+/// live runner's back-fill runs in a child, then its probe and set-up): fault-latency's p05
+/// 82 us, its median 84, and every THP-fault phase 0.79-0.94x of the live kernel's with such
+/// a profile. Written, not read: a read sweep left the first faults after it at 95-110 us.
+/// The buffer is faulted in before the back() it follows, so that it takes none of the
+/// blocks backed for the faults.
+pub(crate) struct CacheSweep(Map_);
+
+/// CacheSweep's size: twice the ~30 MiB the warm faults above spanned.
+const CACHE_SWEEP_BYTES: usize = 64 << 20;
+
+impl CacheSweep {
+    pub(crate) fn new() -> Result<CacheSweep, CalError> {
+        let m = Map_::new(CACHE_SWEEP_BYTES, Some(false))?;
+        m.touch(1);
+        Ok(CacheSweep(m))
+    }
+    /// Write a word of every 64-byte line (~2 ms).
+    pub(crate) fn sweep(&self) {
+        for off in (0..self.0.len).step_by(64) {
+            unsafe { std::ptr::write_volatile(self.0.p.add(off) as *mut u64, off as u64) };
+        }
+    }
+}
+
 /// THP write faults over a fresh MADV_HUGEPAGE mapping of `len` bytes, each fault timed
-/// alone (timed_each; fault_2m_total); the caller backs the memory first (back()) and
-/// unmaps the mapping returned.
-pub(crate) fn time_thp_faults(len: usize) -> Result<(Map_, Vec<f64>), CalError> {
+/// alone (timed_each; fault_2m_total), after `cache` is written through; the caller backs the
+/// memory first (back()) and unmaps the mapping returned.
+pub(crate) fn time_thp_faults(len: usize, cache: &CacheSweep) -> Result<(Map_, Vec<f64>), CalError> {
+    cache.sweep();
     let m = Map_::new(len, Some(true))?;
     let v = timed_each(len / HPAGE, |i| unsafe { std::ptr::write_volatile(m.page(i * 512), 1) });
     Ok((m, v))
@@ -447,6 +480,7 @@ fn calibrate_faults(
 ) -> Result<i64, CalError> {
     let fsz = fault_region_bytes(quick);
     let mut thp_seen = 0;
+    let cache = CacheSweep::new()?;
     for r in 0..=reps {
         back(fsz, false);
         let m = Map_::new(fsz, Some(false))?;
@@ -569,7 +603,7 @@ fn calibrate_faults(
         // takes from elsewhere than the backed ones (a freed THP whose buddy is free goes to
         // the list's tail: buddy_merge_likely) may still refault in the host, +3.5 ms, which
         // moved a repetition's mean by 100 us; the fit leaves such faults out (_backed_mean)
-        let (m, v) = time_thp_faults(fsz)?;
+        let (m, v) = time_thp_faults(fsz, &cache)?;
         thp_seen += vm("thp_fault_alloc") - before;
         // munmap of those THPs, per THP (munmap_2m): zap_huge_pmd, the deposited table's
         // free and the folio's, whose free_pages_prepare() checks and clears every tail page
@@ -965,8 +999,10 @@ pub fn calibrate_refault_only(quick: bool, reps: Option<usize>) -> Result<Value,
     let t_start = now_ns();
     let reps = reps.unwrap_or(if quick { 3 } else { 7 });
     let mut c = Cal::new(quick, reps, "only the refault of reported blocks was measured");
+    let cache = CacheSweep::new()?;
     back(64 * HPAGE, true);
-    let (m, v) = time_thp_faults(64 * HPAGE)?;
+    let (m, v) = time_thp_faults(64 * HPAGE, &cache)?;
+    drop(cache);
     drop(m);
     c.s.add_all("fault_2m_total", v);
     calibrate_refault(quick, &mut c.s, &mut c.values)?;
@@ -1083,6 +1119,15 @@ mod tests {
     /// one at a time (the test harness runs tests on parallel threads of one process).
     static MM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// This process's anonymous RSS (/proc/self/status RssAnon), KiB.
+    fn rss_anon_kib() -> u64 {
+        read_file("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("RssAnon:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().unwrap()))
+            .unwrap()
+    }
+
     /// calibrate's sparse pages are the model's SPARSE class as a workload makes it (a byte
     /// value written into a zero page): one non-zero byte, the page's last, so that
     /// page_same_filled() and is_folio_zero_filled() stop at the last word.
@@ -1095,6 +1140,25 @@ mod tests {
             let nz: Vec<usize> = (0..PAGE).filter(|&b| p[b] != 0).collect();
             assert_eq!(nz, vec![PAGE - 1], "page {i}");
         }
+    }
+
+    /// The cache sweep before the timed THP faults has its pages before the back() it
+    /// follows (so it takes none of the backed blocks) and writes every 64-byte line of
+    /// them: a sweep that skipped lines, or that the compiler dropped, would leave the faults
+    /// some of their blocks in the cache.
+    #[test]
+    fn the_cache_sweep_is_faulted_in_whole_and_writes_every_line() {
+        let _g = MM.lock().unwrap_or_else(|e| e.into_inner());
+        let rss = rss_anon_kib;
+        let before = rss();
+        let Ok(c) = CacheSweep::new() else { panic!("mmap") };
+        assert!(rss() - before >= (CACHE_SWEEP_BYTES as u64 >> 10) * 9 / 10, "not faulted in");
+        c.sweep();
+        for off in (0..CACHE_SWEEP_BYTES).step_by(64) {
+            assert_eq!(unsafe { std::ptr::read(c.0.p.add(off) as *const u64) }, off as u64, "line at {off}");
+        }
+        // the rest of each line as the touch left it
+        assert_eq!(unsafe { *c.0.p.add(8) }, 1);
     }
 
     /// The drain of a disk's swap writes reads the writes column of /sys/block/<dev>/inflight
@@ -1178,15 +1242,7 @@ mod tests {
     #[test]
     fn back_faults_in_and_frees_what_it_backs() {
         let _g = MM.lock().unwrap_or_else(|e| e.into_inner());
-        let rss = || {
-            read_file("/proc/self/status")
-                .unwrap()
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("RssAnon:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().unwrap())
-                })
-                .unwrap()
-        };
+        let rss = rss_anon_kib;
         // this thread's minor faults (other test threads fault too)
         let minflt = || unsafe {
             let mut u: libc::rusage = std::mem::zeroed();

@@ -193,6 +193,9 @@ pub struct CostProfile {
     /// its page in the swap cache costs the same (calibrate: swapcache_hit, 1.8 µs).
     pub fault_4k_ns: u64,
     /// The same for a PMD (THP) fault, without clearing (do_huge_pmd_anonymous_page): estimate.
+    /// calibrate: fault_2m_total (each THP fault of fresh memory timed alone, after a write
+    /// sweep of 64 MiB, so that the blocks' clear finds them out of the cache as a workload's
+    /// faults do: live/calibrate.rs CacheSweep) less clear_2m, which is a clear of warm memory.
     pub fault_2m_ns: u64,
     /// A read fault that maps the shared zero page: estimate (calibrate: fault_zero).
     pub fault_zero_ns: u64,
