@@ -539,6 +539,27 @@ def test_zram_classes_are_fitted_against_the_same_filled_figures_of_the_same_rep
     assert prof["zram"]["lz4"]["text_decompress_ns"] == 6000 - 4500 + 160 - 2
 
 
+def test_a_class_free_comes_from_thp_written_entries_where_measured():
+    # the same-filled THPs' entries give slot_free_ns; a class's zs_free beyond it comes from
+    # its own THPs' entries, paired by repetition, where they were measured (text), else from
+    # 4 KiB-written entries (random): 4 KiB-written text ran ~30 ns an entry above on this host
+    S = {
+        "zram.lz4.same.thp_free": [75, 75, 90],
+        "zram.lz4.text.thp_free": [300, 300, 400],
+    }
+    prof, _ = calibrate.profile_from_samples({**FIXTURE, "samples": {**FIXTURE["samples"], **S}})
+    z = prof["zram"]["lz4"]
+    assert z["text_free_ns"] == 300 - 75  # paired: 225, 225, 310
+    assert z["random_free_ns"] == 500 - 100
+    # the swap-in holds the slot's free: what the decompression is left with moves with it
+    assert z["text_decompress_ns"] == 6000 - 3000 + 160 - 225
+    # no same-filled THP entries to pair with: the 4 KiB figures
+    del S["zram.lz4.same.thp_free"]
+    base = {k: v for k, v in FIXTURE["samples"].items() if k != "zram.lz4.same.thp_free"}
+    prof, _ = calibrate.profile_from_samples({**FIXTURE, "samples": {**base, **S}})
+    assert prof["zram"]["lz4"]["text_free_ns"] == 550 - 100
+
+
 def test_only_zram_keeps_the_base_profile_but_its_zram_tables_and_swapin():
     base_prof, _ = calibrate.profile_from_samples(FIXTURE)
     base_prof["clear_4k_ns"] = 999

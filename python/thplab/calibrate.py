@@ -445,12 +445,24 @@ def _fit_zram(prof, S, V, rows, spread):
             else:
                 diff = d(c, "out")
             z[f"{c}_compress_ns"] = round(max(0.0, diff) + same_chk - chk)
-            # zs_free of the class's object, beyond a same-filled slot's free
+            # zs_free of the class's object, beyond a same-filled slot's free: from the
+            # entries of THPs written whole where measured (thp_free, paired with the
+            # same-filled THPs' of each repetition), as slot_free_ns comes from the same-filled
+            # ones (_fit_reclaim); else from 4 KiB-written entries (free). Over the twelve
+            # calibration passes of out/vk-h72..h75 the 4 KiB figure of lzo-rle's text ran -3
+            # to +53 ns an entry above the THP one (207-398 against 210-377), and with it the
+            # munmap of 256 64 KiB folios' text entries (mthp_64k_pageout_zram p:munmap)
+            # 1.22-1.30x of the live kernel's in three validations of four (live 298-328 ns
+            # an entry)
             free = None
-            if have(f"zram.{alg}.{c}.free") and have(f"zram.{alg}.same.free"):
-                free = max(0.0, d(c, "free"))
+            src = next(
+                (w for w in ("thp_free", "free") if have(f"zram.{alg}.{c}.{w}") and have(f"zram.{alg}.same.{w}")),
+                None,
+            )
+            if src:
+                free = max(0.0, d(c, src))
                 z[f"{c}_free_ns"] = round(free)
-                spread[f"zram.{alg}.{c}_free_ns"] = round(_spread(S[f"zram.{alg}.{c}.free"]), 4)
+                spread[f"zram.{alg}.{c}_free_ns"] = round(_spread(S[f"zram.{alg}.{c}.{src}"]), 4)
             # a swap-in from zram (SWP_SYNCHRONOUS_IO) frees the slot in the fault:
             # do_swap_page() -> swap_free_nr()/swapcache_clear() -> swap_range_free() ->
             # zram_slot_free_notify() -> zram_free_page() -> zs_free(), which the model charges

@@ -50,8 +50,11 @@ pub struct CompressorCosts {
     /// Incompressible pages are stored raw (ZRAM_HUGE): a copy.
     pub random_decompress_ns: u64,
     /// Freeing a stored object when its swap slot is freed (zram_slot_free_notify → zs_free),
-    /// beyond swap_free_ns: calibrate: munmap of swapped-out pages of the class less munmap
-    /// of same-filled ones (paired by repetition), per page. Same-filled pages have no object.
+    /// beyond swap_free_ns: calibrate: munmap of the swap entries of THPs of the class written
+    /// whole less of same-filled ones (zram.<alg>.<class>.thp_free, paired by repetition), per
+    /// entry, as slot_free_ns comes from the same-filled ones; where no THP was written, of
+    /// 4 KiB-written entries (<class>.free). The frees of the zspages' frames that empty are
+    /// inside. Same-filled pages have no object.
     pub sparse_free_ns: u64,
     pub text_free_ns: u64,
     pub random_free_ns: u64,
