@@ -414,6 +414,23 @@ def test_each_run_keeps_what_the_guest_reported_in_its_set_up_and_during_it():
     assert "grown_kib" not in v.run_times(k)
 
 
+def test_each_run_keeps_what_its_slab_drops_found():
+    """A phase that ran drop_slab keeps the slab its shrinkers scanned and freed (so that a
+    slow drop can be told from a host's hiccup); phases that dropped nothing keep none."""
+    k = kernel_result()
+    assert "slab_drops" not in v.run_times(k)
+    k["phases"].append(
+        {
+            "name": "p:shrink",
+            "start_ns": 0,
+            "end_ns": 800_000,
+            "vmstat_delta": {"drop_slab": 1, "slabs_scanned": 4_000, "nr_slab_reclaimable": -500},
+        }
+    )
+    k["phases"].append({"name": "p:after", "start_ns": 0, "end_ns": 1, "vmstat_delta": {"slabs_scanned": 9}})
+    assert v.run_times(k)["slab_drops"] == {"p:shrink": {"slabs_scanned": 4_000, "nr_slab_reclaimable": -500}}
+
+
 def test_host_speed_sets_the_live_runs_probe_beside_the_profile(tmp_path, capsys):
     """Each live run's probe (a 4 KiB fault's time as it started) over the profile's
     fault_4k_ns + clear_4k_ns, median over the runs: per scenario, in the time table, and

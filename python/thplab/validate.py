@@ -1576,6 +1576,27 @@ def run_times(result: dict) -> dict:
     if k.get("reported_prefill") is not None:
         # where the run started (thplab.free_page_reporting_start=found): each run's own
         out["start"] = {f: k.get(f) for f in START_FIELDS}
+    slab = slab_drops(result)
+    if slab:
+        out["slab_drops"] = slab
+    return out
+
+
+# What a phase that dropped the slab caches (drop_caches=2 or 3: drop_slab) found to free
+SLAB_FIELDS = ("slabs_scanned", "nr_slab_reclaimable")
+
+
+def slab_drops(result: dict) -> dict:
+    """Per phase that ran drop_slab (vmstat drop_slab), its change of SLAB_FIELDS: what the
+    shrinkers scanned and the change of reclaimable slab pages. Such a phase's time turns on what
+    other tasks (and the runner itself) left in the caches since the run's own drop before its
+    start: split_underused_511's p:shrink took 0.10-0.24 ms in most runs and 0.65-1.44 ms in
+    others (out/vk-h75, h76), and a time run kept nothing to tell them apart."""
+    out = {}
+    for p in result.get("phases") or []:
+        d = p.get("vmstat_delta") or {}
+        if d.get("drop_slab"):
+            out[p["name"]] = {f: d.get(f, 0) for f in SLAB_FIELDS}
     return out
 
 
