@@ -1427,8 +1427,22 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   nothing underused took 0.10-0.15 ms in three of its nine runs and 0.71-1.44 ms in six
   (h75: 0.10-0.14 in five, 0.65-1.38 in four, unstable there), where twelve hand runs
   today, alone or after split_underused_409, took 0.11-0.24 ms: what the slow runs' shrinkers
-  found to free is not recorded (a time run keeps no vmstat; slabs_scanned 130-261 in the
-  fast ones).
+  found to free was not recorded (a time run kept no vmstat; slabs_scanned 130-261 in the
+  fast ones). Each time run now keeps its slab drops (``slab_drops``). out/host-h77.toml,
+  out/vk-h77 (08:58-09:34, at bf73000): 42/45, 155 of 158 gated within at auto, 1.00x,
+  live against itself 5 of 140 (the model out for 2); counters within in all 45. That
+  p:shrink, unstable this time: 0.13-0.31 ms in four runs with slabs_scanned 130-472,
+  0.79-1.26 ms in five with 568-828, nr_slab_reclaimable unchanged in most: the slow drops
+  scan 4-6 times the objects, left since the run's own drop before it. Out:
+  compaction-fill-p60 p:fault 0.20x (live 1077 ms; the model 214), compaction-frag-p20
+  p:fault 1.95x (41 ms live; the model 80, now meeting reported blocks where it met none
+  with h72-h74's profiles: which blocks its faults take turns on the phase lengths before
+  them), mthp_64k_partial_munmap p:fault 0.71x (1.60 ms live, 1.13 in the model; 0.78-0.82x
+  in h72-h76). That phase writes every 4 KiB page of each 64 KiB folio right after its
+  fault; in C on this guest, paired by repetition, each of a folio's 15 other pages costs
+  92-96 ns more stored right after the fault than later (after all the faults: 8.5 ns a
+  page; a THP's 511 other pages: 8 ns more), where the model charges touch_page_ns (10-12
+  ns): not modelled yet.
 """
 
 from __future__ import annotations
@@ -1590,8 +1604,8 @@ def slab_drops(result: dict) -> dict:
     """Per phase that ran drop_slab (vmstat drop_slab), its change of SLAB_FIELDS: what the
     shrinkers scanned and the change of reclaimable slab pages. Such a phase's time turns on what
     other tasks (and the runner itself) left in the caches since the run's own drop before its
-    start: split_underused_511's p:shrink took 0.10-0.24 ms in most runs and 0.65-1.44 ms in
-    others (out/vk-h75, h76), and a time run kept nothing to tell them apart."""
+    start: split_underused_511's p:shrink took 0.10-0.15 ms in eight of its 18 runs and
+    0.65-1.44 ms in ten (out/vk-h75, h76), and a time run kept nothing to tell them apart."""
     out = {}
     for p in result.get("phases") or []:
         d = p.get("vmstat_delta") or {}

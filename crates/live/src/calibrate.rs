@@ -1119,15 +1119,6 @@ mod tests {
     /// one at a time (the test harness runs tests on parallel threads of one process).
     static MM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-    /// This process's anonymous RSS (/proc/self/status RssAnon), KiB.
-    fn rss_anon_kib() -> u64 {
-        read_file("/proc/self/status")
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("RssAnon:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().unwrap()))
-            .unwrap()
-    }
-
     /// calibrate's sparse pages are the model's SPARSE class as a workload makes it (a byte
     /// value written into a zero page): one non-zero byte, the page's last, so that
     /// page_same_filled() and is_folio_zero_filled() stop at the last word.
@@ -1149,10 +1140,11 @@ mod tests {
     #[test]
     fn the_cache_sweep_is_faulted_in_whole_and_writes_every_line() {
         let _g = MM.lock().unwrap_or_else(|e| e.into_inner());
-        let rss = rss_anon_kib;
-        let before = rss();
         let Ok(c) = CacheSweep::new() else { panic!("mmap") };
-        assert!(rss() - before >= (CACHE_SWEEP_BYTES as u64 >> 10) * 9 / 10, "not faulted in");
+        // every page resident (mincore), before any sweep
+        let mut vec = vec![0u8; CACHE_SWEEP_BYTES / PAGE];
+        assert_eq!(unsafe { libc::mincore(c.0.p as *mut _, CACHE_SWEEP_BYTES, vec.as_mut_ptr()) }, 0);
+        assert!(vec.iter().all(|&b| b & 1 == 1), "not faulted in");
         c.sweep();
         for off in (0..CACHE_SWEEP_BYTES).step_by(64) {
             assert_eq!(unsafe { std::ptr::read(c.0.p.add(off) as *const u64) }, off as u64, "line at {off}");
@@ -1242,7 +1234,15 @@ mod tests {
     #[test]
     fn back_faults_in_and_frees_what_it_backs() {
         let _g = MM.lock().unwrap_or_else(|e| e.into_inner());
-        let rss = rss_anon_kib;
+        let rss = || {
+            read_file("/proc/self/status")
+                .unwrap()
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("RssAnon:").map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().unwrap())
+                })
+                .unwrap()
+        };
         // this thread's minor faults (other test threads fault too)
         let minflt = || unsafe {
             let mut u: libc::rusage = std::mem::zeroed();
