@@ -161,7 +161,9 @@ impl CacheSweep {
         m.touch(1);
         Ok(CacheSweep(m))
     }
-    /// Write a word of every 64-byte line (~2 ms).
+    /// Write a word of every 64-byte line (~2 ms), one volatile store at a time rather than a
+    /// memset of the buffer (Map_::touch): glibc 2.40 and later memset buffers this large with
+    /// non-temporal stores, which would leave the cache as it was (this guest has 2.36).
     pub(crate) fn sweep(&self) {
         for off in (0..self.0.len).step_by(64) {
             unsafe { std::ptr::write_volatile(self.0.p.add(off) as *mut u64, off as u64) };

@@ -220,6 +220,12 @@ impl InUseRuns {
     }
 }
 
+/// /proc/zoneinfo's text, empty where it cannot be read: what pcp_lists() and zone_managed()
+/// parse (the run's set-up reads it once for both).
+pub fn zoneinfo() -> String {
+    read_file("/proc/zoneinfo").unwrap_or_default()
+}
+
 /// The per-CPU lists of every zone, from a /proc/zoneinfo text's pagesets: per zone and CPU the
 /// free pages on the lists (`count:`) and pcp->high (`high:`), as `MachineSpec::pcp`
 /// takes them. A CPU that freed much keeps up to pcp->high_max pages there for minutes

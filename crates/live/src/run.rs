@@ -452,7 +452,7 @@ fn supervise(
     };
     // the per-CPU lists, and the zones' managed pages (host::zone_managed: this guest grows
     // them lazily), from one reading of /proc/zoneinfo
-    let zoneinfo = read_file("/proc/zoneinfo").unwrap_or_default();
+    let zoneinfo = host::zoneinfo();
     let pcp_prefill = host::pcp_lists(&zoneinfo);
     let managed_prefill = host::zone_managed(&zoneinfo);
     // and the pages in use, page by page (host::pages_in_use): where the free blocks'
@@ -490,7 +490,7 @@ fn supervise(
     }
     PHASE_ENDS.lock().unwrap().clear();
     // the per-CPU lists as the run starts (host::pcp_lists; MachineSpec::pcp)
-    let zoneinfo = read_file("/proc/zoneinfo").unwrap_or_default();
+    let zoneinfo = host::zoneinfo();
     let pcp_before = host::pcp_lists(&zoneinfo);
     let managed_before = host::zone_managed(&zoneinfo);
     let vm_before = vmstat();
@@ -640,7 +640,7 @@ fn supervise(
     let vm_after = vmstat();
     let meminfo_end = meminfo();
     let buddy_after = read_file("/proc/buddyinfo").unwrap_or_default();
-    let managed_after = host::zone_managed(&read_file("/proc/zoneinfo").unwrap_or_default());
+    let managed_after = host::zone_managed(&host::zoneinfo());
     let kthreads_after = host::kthread_cpu_ns_of(&kthreads);
     let pagetypeinfo = read_file("/proc/pagetypeinfo").unwrap_or_default();
     let mthp_after = host::mthp_stats();
@@ -887,7 +887,7 @@ fn close_phase(
                 "buddyinfo": read_file("/proc/buddyinfo").unwrap_or_default(),
                 "kthreads_cpu_ns": host::kthread_cpu_ns_of(&KTHREADS.lock().unwrap()),
                 // the per-CPU lists then (free pages held off the buddy lists, per CPU)
-                "pcp": host::pcp_lists(&read_file("/proc/zoneinfo").unwrap_or_default()),
+                "pcp": host::pcp_lists(&host::zoneinfo()),
             }));
             phases.push(PhaseResult {
                 name,
