@@ -177,6 +177,23 @@ def test_swap_put_cached_is_solved_from_the_thp_munmap_and_the_4k_pair():
     assert "swap_put_cached_ns" not in calibrate.profile_from_samples(fx)[0]
 
 
+def test_a_store_right_after_an_mthp_fault_is_the_touched_faults_less_the_bare_ones_paired():
+    """touch_after_fault_ns: the 64 KiB faults with their other 15 pages stored to right
+    after, less the faults alone of the same repetition, per page; not the difference of
+    the medians. Without fault_64k_touch the field stays unset (touch_page_ns)."""
+    import copy
+
+    fx = copy.deepcopy(FIXTURE)
+    assert "touch_after_fault_ns" not in calibrate.profile_from_samples(fx)[0]
+    # fault_64k_total [9000, 9500, 9400]: 90, 80 and 100 ns a page more, repetition by repetition
+    fx["samples"]["fault_64k_touch"] = [9000 + 15 * 90, 9500 + 15 * 80, 9400 + 15 * 100]
+    prof, rows = calibrate.profile_from_samples(fx)
+    assert prof["touch_after_fault_ns"] == 90  # medians: (10700 - 9400) / 15 = 87
+    assert any(r[0] == "touch_after_fault_ns" for r in rows)
+    # the model takes the field
+    assert tomllib.loads(n.parse_costs(calibrate.to_toml(prof)))["touch_after_fault_ns"] == 90
+
+
 def test_swap_batch_is_the_reversed_munmap_less_the_in_order_one_pooled_over_devices():
     """free_swap_and_cache_nr()'s own cost: the munmap of swap-cache pages paged out from the
     end (a call per PTE) less the same paged out in order (a call per 512), paired by piece

@@ -331,6 +331,19 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "fault_64k_total",
             "64K mTHP write fault less a 4K fault's other work, per 4K subpage",
         )
+    if have("fault_64k_touch") and have("fault_64k_total"):
+        # the same 64 KiB faults each followed by a byte stored to the folio's other 15
+        # pages, less the faults alone of the same repetition: each such first access
+        # right after the fault, the store included
+        _put(
+            prof,
+            rows,
+            spread,
+            "touch_after_fault_ns",
+            _paired_diff(S["fault_64k_touch"], S["fault_64k_total"]) / 15,
+            S["fault_64k_touch"],
+            "a 64K fault with its other 15 pages stored to right after, less the fault alone, per page",
+        )
     if have("fault_2m_total"):
         put(
             "fault_2m_ns",

@@ -619,7 +619,8 @@ pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
 /// a time (folio_zero_user -> process_huge_page -> clear_user_highpage), which on the reference
 /// host costs ~0.6 us per 4 KiB at every folio size from 16 KiB to 2 MiB, three times
 /// calibrate's clear_4k loop over warm memory: the fit of `clear_folio_4k_ns` comes from here.
-/// The deferred split of such folios is `calibrate_split_64k`.
+/// The same faults each followed by a store to the folio's other 15 pages (`fault_64k_touch`)
+/// give `touch_after_fault_ns`. The deferred split of such folios is `calibrate_split_64k`.
 pub fn calibrate_mthp_fault(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     let (quick, reps) = (c.quick, c.reps);
     let Cal { s, values, notes, .. } = c;
@@ -632,14 +633,35 @@ pub fn calibrate_mthp_fault(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError>
     let stat = format!("{THP}/hugepages-64kB/stats/anon_fault_alloc");
     let count = || read_trim(&stat).and_then(|t| t.parse::<i64>().ok()).unwrap_or(0);
     let mut seen = 0;
-    for r in 0..=reps {
-        // with only hugepages-64kB enabled, MADV_HUGEPAGE backs 64 KiB folios
+    // A fault per folio, then (`touch`) a store to each of its other 15 pages before the
+    // next fault, as a write op over the folios does; per folio.
+    let faults = |touch: bool| -> Result<(f64, i64), CalError> {
         back(fsz, true);
         let m = Map_::new(fsz, Some(true))?;
         let c0 = count();
-        let v = timed(nf, || (0..nf).for_each(|i| unsafe { std::ptr::write_volatile(m.page(i * 16), 1) }));
-        let got = count() - c0;
-        drop(m);
+        let v = timed(nf, || {
+            for i in 0..nf {
+                unsafe { std::ptr::write_volatile(m.page(i * 16), 1) };
+                if touch {
+                    (1..16).for_each(|j| unsafe { std::ptr::write_volatile(m.page(i * 16 + j), 1) });
+                }
+            }
+        });
+        Ok((v, count() - c0))
+    };
+    for r in 0..=reps {
+        // with only hugepages-64kB enabled, MADV_HUGEPAGE backs 64 KiB folios. The faults
+        // alone and the faults with their folios' other pages stored to right after
+        // (fault_64k_touch, paired with fault_64k_total by repetition: the first access to
+        // each of those pages costs ~90 ns on this host, ~9 ns later) take turns going first.
+        let (v, got, w) = if r % 2 == 0 {
+            let (v, got) = faults(false)?;
+            (v, got, faults(true)?.0)
+        } else {
+            let w = faults(true)?.0;
+            let (v, got) = faults(false)?;
+            (v, got, w)
+        };
         // munmap of present 64 KiB folios, per folio (munmap_64k): each is zapped in one
         // batch and freed whole; its order (4) is not one the per-CPU lists take, so
         // free_unref_folios() hands it to free_one_page() under the zone lock
@@ -648,6 +670,7 @@ pub fn calibrate_mthp_fault(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError>
         let u = timed(nf, || drop(m));
         if r > 0 {
             s.add("fault_64k_total", v);
+            s.add("fault_64k_touch", w);
             s.add("munmap_64k", u);
             seen = seen.max(got);
         }

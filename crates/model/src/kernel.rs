@@ -112,6 +112,9 @@ pub struct Kernel {
     pub(crate) costs: CostProfile,
     /// the last-level data cache the access streams go through (tlb.rs)
     pub(crate) llc: crate::tlb::DataCache,
+    /// per CPU: the large folio its last fault mapped by PTEs, and which of its pages were
+    /// accessed since (memory.rs, touch_after_fault_ns)
+    pub(crate) just_faulted: Vec<crate::memory::JustFaulted>,
     /// the current step
     pub(crate) clock: Clock,
 }
@@ -164,6 +167,7 @@ impl Kernel {
             cfg,
             costs,
             llc: Default::default(),
+            just_faulted: Vec::new(),
             clock: Clock::default(),
         };
         k.setup_min_free();

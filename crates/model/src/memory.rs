@@ -47,6 +47,35 @@ thread_local! {
     pub static USE_ZAP_RUN: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
+/// The bytes of a cache line: a store that covers whole lines of a page just cleared by
+/// its fault does not pay touch_after_fault_ns.
+const CACHE_LINE: u32 = 64;
+
+/// The large folio a CPU's last fault mapped by PTEs (mTHP orders, up to 256 pages) and
+/// which of its pages were accessed since. The first access to each of the others right
+/// after the fault costs touch_after_fault_ns (measured, not explained: see the cost's doc).
+#[derive(Clone, Copy, Default, Debug)]
+pub struct JustFaulted {
+    head: u64,
+    /// 0: none (the CPU faulted again since)
+    nr: u64,
+    seen: [u64; 4],
+}
+impl JustFaulted {
+    /// Mark `pfn` accessed; true when it is a page of the folio not accessed before.
+    #[inline]
+    fn mark(&mut self, pfn: u64) -> bool {
+        let k = pfn.wrapping_sub(self.head);
+        if k >= self.nr.min(256) {
+            return false;
+        }
+        let (w, b) = ((k / 64) as usize, 1u64 << (k % 64));
+        let first = self.seen[w] & b == 0;
+        self.seen[w] |= b;
+        first
+    }
+}
+
 /// What write_page_fast() carries from one page of a write step to the next.
 pub struct WriteHint {
     /// the fast path is off (USE_WRITE_FAST_PATH)
@@ -142,6 +171,7 @@ impl Kernel {
             return Fault::Segv;
         }
         self.rec.vm.count(Ev::PGFAULT);
+        self.fault_begins();
         let idx = addr >> PMD_SHIFT;
         let haddr = idx << PMD_SHIFT;
         if let Some(sid) = self.mms[mm].pmds.lookup(idx) {
@@ -362,6 +392,43 @@ impl Kernel {
         self.account_new_anon_ptes(mm, head, order);
         self.lru_add(head, nr, vm_flags & VM_LOCKED != 0);
         self.count_mthp_order(order, "anon_fault_alloc", 1);
+        self.just_faulted(head, nr, head + pte_index(addr) as u64 - i0 as u64);
+    }
+
+    /// A fault starts on this CPU: the large folio its last fault mapped is no longer
+    /// "just faulted" (touch_after_fault_ns).
+    #[inline]
+    fn fault_begins(&mut self) {
+        if let Some(j) = self.just_faulted.get_mut(self.clock.cpu as usize) {
+            j.nr = 0;
+        }
+    }
+
+    /// The fault mapped the `nr` pages of the folio at `head` by PTEs for an access to
+    /// `pfn`, which is accessed already.
+    fn just_faulted(&mut self, head: u64, nr: u64, pfn: u64) {
+        let cpu = self.clock.cpu as usize;
+        if self.just_faulted.len() <= cpu {
+            self.just_faulted.resize(cpu + 1, JustFaulted::default());
+        }
+        let mut j = JustFaulted { head, nr, seen: [0; 4] };
+        j.mark(pfn);
+        self.just_faulted[cpu] = j;
+    }
+
+    /// What the access to `pfn` costs beside its data: touch_after_fault_ns for the first
+    /// access to another page of the large folio this CPU's last fault mapped (`partial`:
+    /// a load, or a store that leaves a cache line partly written), else touch_page_ns.
+    #[inline]
+    fn touch_ns(&mut self, pfn: u64, partial: bool) -> u64 {
+        if let (Some(t), true) = (self.costs.touch_after_fault_ns, partial) {
+            if let Some(j) = self.just_faulted.get_mut(self.clock.cpu as usize) {
+                if j.mark(pfn) {
+                    return t;
+                }
+            }
+        }
+        self.costs.touch_page_ns
     }
 
     fn fault_oom(&mut self, mm: MmId) -> Fault {
@@ -1178,7 +1245,9 @@ impl Kernel {
         let c = content::apply_write(content(f), byte, bytes, data);
         self.pm.frames[pfn as usize] = with_content(f, c);
         self.touch_folio_at(pfn, head, true);
-        self.charge(self.store_ns(bytes, data));
+        let partial = !byte.is_multiple_of(CACHE_LINE) || !(byte + bytes).is_multiple_of(CACHE_LINE);
+        let touch = self.touch_ns(pfn, partial);
+        self.charge(self.store_ns(bytes, data) - self.costs.touch_page_ns + touch);
     }
 
     /// A store of `bytes` of the op's data to a page: the store itself, then the rest of
@@ -1242,6 +1311,7 @@ impl Kernel {
                 // handle_mm_fault() -> do_pte_fault() -> do_anonymous_page(): the same
                 // steps as the plain path (alloc_anon_folio() takes no order here)
                 self.rec.vm.count(Ev::PGFAULT);
+                self.fault_begins();
                 #[cfg(test)]
                 WRITE_FAST_FAULTS.with(|c| c.set(c.get() + 1));
                 return match self.fault_new_base_page(mm, sid, i, addr, pte_kind(pte), vm_flags) {
@@ -1331,6 +1401,7 @@ impl Kernel {
                 // a boosted zone: the first allocation wakes kswapd (after_alloc), alone
                 let pfn = self.pop_movable0_pcp(z);
                 self.rec.vm.count(Ev::PGFAULT);
+                self.fault_begins();
                 #[cfg(test)]
                 WRITE_FAST_FAULTS.with(|c| c.set(c.get() + 1));
                 self.charge(self.costs.fault_4k_ns + self.costs.clear_4k_ns);
@@ -1422,6 +1493,7 @@ impl Kernel {
             }
             let n = seg as u64;
             self.rec.vm.add(Ev::PGFAULT, n);
+            self.fault_begins();
             #[cfg(test)]
             WRITE_FAST_FAULTS.with(|c| c.set(c.get() + n));
             self.mms[mm].rss_anon += n;
@@ -1442,7 +1514,8 @@ impl Kernel {
         match self.follow(mm, addr) {
             Mapping::Page(Pfn(pfn), _) => {
                 self.touch_folio(pfn, false);
-                self.charge(self.costs.touch_page_ns);
+                let touch = self.touch_ns(pfn, true);
+                self.charge(touch);
                 Fault::Ok
             }
             Mapping::Zero | Mapping::HugeZero => Fault::Ok,
