@@ -14,7 +14,7 @@ each with its repetitions' times), replayed through the model with the same knob
 machine; with --live (root) the scenarios run on this machine's kernel first.
 
 With --reporting-start, the model's runs start so on a guest that reports free pages
-(validate's option of that name: backed, idle, found). With --host-speed, the model's CPU-side
+(validate's option of that name: found, the default, backed, idle). With --host-speed, the model's CPU-side
 costs run at a host speed (validate's option: auto, the default, off, or a factor).
 
     .venv/bin/python bench/validate_times.py [--kernel-results DIR] [--costs FILE] [--live] [--quick]
@@ -41,7 +41,12 @@ def main() -> int:
     ap.add_argument("--costs", default=None, metavar="FILE", help="cost profile for the model (thplab calibrate)")
     ap.add_argument("--live", action="store_true", help="run the scenarios on this kernel first (root, minutes)")
     ap.add_argument("--quick", action="store_true", help="with --live: one run per scenario, no warm-up")
-    ap.add_argument("--reporting-start", default=None, choices=v.REPORTING_STARTS, help="the model's start (validate)")
+    ap.add_argument(
+        "--reporting-start",
+        default=v.DEFAULT_REPORTING_START,
+        choices=v.REPORTING_STARTS,
+        help="the model's start (validate)",
+    )
     ap.add_argument(
         "--host-speed",
         default="auto",

@@ -899,6 +899,35 @@ def test_found_start_models_each_live_run_from_its_own_start():
     assert v.with_reporting_start(no_reporting, "found") is no_reporting
 
 
+def test_validate_starts_the_model_where_each_live_run_found_its_reported_blocks(tmp_path):
+    """validate's default start on a reporting guest is `found`: a saved run recorded as
+    `backed` with its start replays from the free blocks it found reported, one model run
+    per time run; ``reporting_start=None`` keeps the start as recorded."""
+    k = kernel_result(thp_fault_alloc=4)
+    k["knobs"].update({"thplab.free_page_reporting": "1", "thplab.free_page_reporting_start": "backed"})
+    k["kernel"] = {f: f"{f}-0" for f in v.START_FIELDS}
+    runs = []
+    for i in range(3):
+        r = copy.deepcopy(k)
+        r["kernel"] = {f: f"{f}-{i}" for f in v.START_FIELDS}
+        runs.append(v.run_times(r))
+    k["extra"]["time_runs"] = runs
+    k["extra"]["workload"] = {"name": "t", "processes": [{"name": "p", "ops": []}]}
+    (tmp_path / "enabled-always.json").write_text(json.dumps(k))
+    seen = []
+
+    def model(w, kr, c):
+        seen.append((kr["knobs"]["thplab.free_page_reporting_start"], kr["kernel"]["reported_prefill"]))
+        return model_like(kr)
+
+    sc = v.load_scenarios("enabled-always")
+    v.validate(sc, kernel_dir=str(tmp_path), run_model_fn=model, scale_speed="off")
+    assert seen == [("found", f"reported_prefill-{i}") for i in range(3)]
+    seen.clear()
+    v.validate(sc, kernel_dir=str(tmp_path), run_model_fn=model, scale_speed="off", reporting_start=None)
+    assert seen == [("backed", "reported_prefill-0")]
+
+
 def test_time_runs_come_in_rounds_over_every_scenario():
     """With reps 3 the first run of each scenario (its counters) comes first, then a round
     of one more run of every scenario, then another, each round in its own order: a host

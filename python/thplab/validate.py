@@ -1619,6 +1619,10 @@ def slab_drops(result: dict) -> dict:
 START_FIELDS = ("buddyinfo_prefill", "pagetypeinfo_prefill", "reported_prefill", "pcp_prefill")
 # the values of thplab.free_page_reporting_start (crates/workload/src/knobs.rs)
 REPORTING_STARTS = ("backed", "idle", "found")
+# validate's start for the model's runs on a reporting guest: the free blocks each live run
+# found reported (docs/page_reporting.md, "found, validate's start"); `backed` as recorded
+# where a run kept no start
+DEFAULT_REPORTING_START = "found"
 
 
 def with_reporting_start(kernel: dict, start: str | None) -> dict:
@@ -2102,11 +2106,12 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--reporting-start",
-        default=None,
+        default=DEFAULT_REPORTING_START,
         choices=REPORTING_STARTS,
-        help="on a guest that reports free pages, start the model's runs so instead of as the live run "
-        "recorded (backed): idle (every free block reported), found (the blocks each live run found "
-        "reported before its back-fill, per zone and order; docs/page_reporting.md)",
+        help="on a guest that reports free pages, start the model's runs so: found (the default: the "
+        "blocks each live run found reported before its back-fill, per zone and order, then the "
+        "back-fill; a run that recorded none starts backed), backed (every free page backed, as the "
+        "live run records the knob), idle (every free block reported); docs/page_reporting.md",
     )
     parser.add_argument(
         "--host-speed",
@@ -2626,14 +2631,15 @@ def validate(
     short_reps: int | None = None,
     warmup: int = 0,
     progress=None,
-    reporting_start: str | None = None,
+    reporting_start: str | None = DEFAULT_REPORTING_START,
     list_probe=None,
     scale_speed: str | float | None = None,
     calibrate_pass=None,
     one_speed: bool = False,
 ) -> dict:
     """Run (or replay) every scenario on both backends and compare. Returns the report.
-    ``reporting_start``: the model's start on a reporting guest (``with_reporting_start``).
+    ``reporting_start``: the model's start on a reporting guest (``with_reporting_start``;
+    None: as each live run recorded it, ``backed``).
     ``list_probe``: called before each live run of a scenario timed by its AnonHugePages
     milestone (``milestone_scenario``), True when another process's mm holds khugepaged's
     list (default with the live backend: live.khugepaged_list_held); such a run's milestone

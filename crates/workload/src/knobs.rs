@@ -269,7 +269,7 @@ pub fn registry() -> Vec<KnobDef> {
             doc: "the huge zero folio as the run starts: absent (the first read fault that maps it allocates it: thp_zero_page_alloc) or kept from earlier use (allocated, unused: a read fault maps it; the shrinker may free it). validate sets kept for a live run that mapped it without allocating it" },
         KnobDef { name: "thplab.free_page_reporting_start", kind: Policy, path: None,
             default: "backed", values: choice!("backed", "idle", "found"), live_value: Some("backed"),
-            doc: "with free_page_reporting, the run starts with every free page backed (backed); as an idle guest's, its free blocks reported, after the live runner's back-fill of the footprint (idle); or with the free blocks the live run found reported (machine.reported, per zone and order), then the back-fill (found; a live run that read them records found; docs/page_reporting.md)" },
+            doc: "with free_page_reporting, the run starts with every free page backed (backed); as an idle guest's, its free blocks reported, after the live runner's back-fill of the footprint (idle); or with the free blocks the live run found reported (machine.reported, per zone and order), then the back-fill (found). A live run records backed and the free lists it found; validate replays it at found (docs/page_reporting.md)" },
     ]
 }
 
