@@ -1443,6 +1443,38 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   92-96 ns more stored right after the fault than later (after all the faults: 8.5 ns a
   page; a THP's 511 other pages: 8 ns more), where the model charges touch_page_ns (10-12
   ns): not modelled yet.
+* 2026-12-07 (stop 61): touch_after_fault_ns, the first access to each other page of a
+  PTE-mapped large folio right after the fault that mapped it (memory.rs JustFaulted, per
+  CPU, until its next fault), where the store leaves a cache line partly written or is a
+  load; calibrate pairs 64 KiB faults with and without a byte stored to their other 15
+  pages (fault_64k_touch; h78's three passes 90 ns). C on this guest, paired: 81-95 ns a
+  page for a byte, 16 KiB folios 93; 44 ns for one whole line, 26 for two, a whole page of
+  8-byte stores 160 ns (the fill's cost in cache, as the model charges). out/host-h78.toml,
+  out/vk-h78 (10:27-11:04, at e62b49c): 44/45, 156 of 157 gated within at auto, 0.94x
+  (compaction-frag-p0 and -manual p:fault, unstable, at 0.02x and 0.06x: live 1.08-1.14 s
+  in six of nine runs, 27-58 ms in three), live against itself 2 of 140; counters within
+  in all 45; mthp_64k_partial_munmap p:fault 1.04x (0.71-0.82x before). Out:
+  compaction-frag-p20 p:fault 0.58x (live 22-61 ms in eight runs, 440 in one; the model
+  22). The fills' p:eat had run 0.75-0.78x in every validation: at `backed` the model
+  starts with every free block backed, and in the 10 s before the eat phase its passes
+  discard only part of ZONE_DMA32 (767 of ~1,500 free pageblocks in h78's -p0), while
+  the live DMA32 was reported whole before the run and all of the phase's 1,591 DMA32 THPs
+  refaulted. Replays of h75-h78 at `found`: the same phases within (154, 156, 155, 156),
+  the mean |log ratio| over gated phases of 1 ms or more lower in all four (0.0599 ->
+  0.0589, 0.0568 -> 0.0528, 0.0784 -> 0.0640, 0.0519 -> 0.0500), p:eat 0.78-1.03x.
+  validate now starts the model at `found` (docs/page_reporting.md, "`found`, validate's
+  start"). out/host-h79.toml, out/vk-h79 (11:12-11:50, at aff7d68, the first at `found`):
+  43/45, 156 of 158 gated within at auto, 0.97x, live against itself 0 of 133; counters
+  within in all 45; touch_after_fault_ns 87, mthp_64k_partial_munmap p:fault 1.01x. Out:
+  compaction-fill-p60 p:eat 0.72x (0.72x at `backed` too; -p0 0.77x, 0.72x at `backed`),
+  compaction-manual p:fault 0.15x (live 294-434 ms, every run refaulting; the model 53 ms
+  at `found`, 301 at `backed`). Replayed at `backed`: 155 of 158, mean |log ratio| 0.0610
+  against 0.0632 at `found`. Tried and dropped: replaying what the guest reported
+  between the back-fill and the run's start (kernel.reported_in_setup_kib, 0.9 GiB in
+  compaction-fill-p60's run) as more report passes after the model's back-fill: replays
+  of h78 and h79 fell to 152 and 148 within (split_underused_256 p:fault 7.6x and 26x,
+  seed 000's *_worst p:fault_thp 13x): those passes discard the back-filled blocks the
+  run's faults then take, which the live runs met backed.
 """
 
 from __future__ import annotations

@@ -245,10 +245,13 @@ pub struct CostProfile {
     /// right after) each such page costs 81-88 ns more than none, loads alike, 16 KiB folios
     /// 93 ns, where the same first stores after all the faults cost 8.5 ns; a second store
     /// to the page adds nothing, a system call between does not bring it back, a 3 us wait
-    /// after the fault halves it, and a PMD-mapped THP's 511 other pages pay 1-9 ns. Where
-    /// it comes from (the folio's clear still draining, or this Firecracker guest's paging)
-    /// is not known. Unset: touch_page_ns. calibrate: fault_64k_touch less fault_64k_total
-    /// of the same repetition, per other page.
+    /// after the fault halves it, and a PMD-mapped THP's 511 other pages pay 1-9 ns. It is
+    /// the partial cache line that pays: 8-byte stores from the page's start cost 81 ns for
+    /// up to 32 bytes, 44 for 64 (one whole line), 26 for 128, then the fill's own cost
+    /// (4 KiB: 160 ns, as in cache), so a store of whole lines is charged touch_page_ns.
+    /// Where it comes from (the folio's clear still draining, or this Firecracker guest's
+    /// paging) is not known. Unset: touch_page_ns. calibrate: fault_64k_touch less
+    /// fault_64k_total of the same repetition, per other page.
     pub touch_after_fault_ns: Option<u64>,
     /// The workload's own stores of a whole 4 KiB page, by the write op's data: a byte value
     /// (memset), `text` (a copy from the text corpus) and `random` (a PRNG stream). A write of
