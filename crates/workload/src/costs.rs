@@ -242,8 +242,9 @@ pub struct CostProfile {
     /// fault that mapped it (alloc_anon_folio -> set_ptes), before the task faults again:
     /// charged instead of touch_page_ns. On the reference host (2026-12-07, a C loop paired by
     /// repetition, one write per 64 KiB folio with and without stores to its other 15 pages
-    /// right after) each such page costs 81-88 ns more than none, loads alike, 16 KiB folios
-    /// 93 ns, where the same first stores after all the faults cost 8.5 ns; a second store
+    /// right after) the faults with the stores take 81-88 ns more a page than the faults
+    /// alone, loads alike, 16 KiB folios 93 ns, where the same first stores made after all
+    /// the faults cost 8.5 ns; a second store
     /// to the page adds nothing, a system call between does not bring it back, a 3 us wait
     /// after the fault halves it, and a PMD-mapped THP's 511 other pages pay 1-9 ns. It is
     /// the partial cache line that pays: 8-byte stores from the page's start cost 81 ns for
