@@ -1464,7 +1464,7 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   0.0589, 0.0568 -> 0.0528, 0.0784 -> 0.0640, 0.0519 -> 0.0500), p:eat 0.78-1.03x.
   validate now starts the model at `found` (docs/page_reporting.md, "`found`, validate's
   start"). out/host-h79.toml, out/vk-h79 (11:12-11:50, at aff7d68, the first at `found`):
-  43/45, 156 of 158 gated within at auto, 0.97x, live against itself 0 of 133; counters
+  43/45, 156 of 158 gated within at auto, 0.97x, live against itself 3 of 133; counters
   within in all 45; touch_after_fault_ns 87, mthp_64k_partial_munmap p:fault 1.01x. Out:
   compaction-fill-p60 p:eat 0.72x (0.72x at `backed` too; -p0 0.77x, 0.72x at `backed`),
   compaction-manual p:fault 0.15x (live 294-434 ms, every run refaulting; the model 53 ms
