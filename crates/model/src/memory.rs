@@ -1247,20 +1247,26 @@ impl Kernel {
         self.touch_folio_at(pfn, head, true);
         let partial = !byte.is_multiple_of(CACHE_LINE) || !(byte + bytes).is_multiple_of(CACHE_LINE);
         let touch = self.touch_ns(pfn, partial);
-        self.charge(self.store_ns(bytes, data) - self.costs.touch_page_ns + touch);
+        self.charge(touch + self.fill_ns(bytes, data));
     }
 
-    /// A store of `bytes` of the op's data to a page: the store itself, then the rest of
-    /// the page's bytes.
+    /// A store of `bytes` of the op's data to a page: the store itself (touch_page_ns), then
+    /// the rest of the page's bytes.
     #[inline]
     fn store_ns(&self, bytes: u32, data: &thplab_workload::workload::WriteData) -> u64 {
+        self.costs.touch_page_ns + self.fill_ns(bytes, data)
+    }
+
+    /// The bytes of a store beyond its first (store_ns), by the op's data.
+    #[inline]
+    fn fill_ns(&self, bytes: u32, data: &thplab_workload::workload::WriteData) -> u64 {
         use thplab_workload::workload::{DataKind, WriteData};
         let fill = match data {
             WriteData::Byte(_) => self.costs.fill_byte_4k_ns,
             WriteData::Kind(DataKind::Text) => self.costs.fill_text_4k_ns,
             WriteData::Kind(DataKind::Random) => self.costs.fill_random_4k_ns,
         };
-        self.costs.touch_page_ns + fill * bytes as u64 / PAGE_SIZE
+        fill * bytes as u64 / PAGE_SIZE
     }
 
     /// write_page() for the pages of a write op, one after the other: the same work in
