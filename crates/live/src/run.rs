@@ -888,6 +888,10 @@ fn close_phase(
                 "kthreads_cpu_ns": host::kthread_cpu_ns_of(&KTHREADS.lock().unwrap()),
                 // the per-CPU lists then (free pages held off the buddy lists, per CPU)
                 "pcp": host::pcp_lists(&host::zoneinfo()),
+                // on a reporting guest: the KiB reported so far and the free blocks reported
+                // then (host::reported_free_blocks), against the model's (page_reporting.rs)
+                "reported_kib": host::reported_kib(),
+                "reported": if host::free_page_reporting() { host::reported_free_blocks() } else { None },
             }));
             phases.push(PhaseResult {
                 name,

@@ -85,7 +85,7 @@ const MIN_PERCPU_PAGELIST_HIGH_FRACTION: u64 = 8;
 /// CONFIG_PCP_BATCH_SCALE_MAX (default 5): refills and frees scale up to 2^5 batches.
 const PCP_BATCH_SCALE_MAX: u32 = 5;
 /// vmstat_update() runs on each CPU every sysctl_stat_interval (HZ: one second).
-const PCP_DECAY_INTERVAL_MS: u32 = 1000;
+pub(crate) const PCP_DECAY_INTERVAL_MS: u32 = 1000;
 /// NR_LOWORDER_PCP_LISTS + NR_PCP_THP: per migratetype orders 0..=3, then order 9
 /// unmovable/reclaimable and movable.
 pub const NR_PCP_LISTS: usize = MIGRATE_PCPTYPES as usize * (PAGE_ALLOC_COSTLY_ORDER as usize + 1) + 2;

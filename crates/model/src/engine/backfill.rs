@@ -17,6 +17,12 @@ impl Kernel {
     /// (free_frozen_page_commit, pcp_allowed_order), the lists' overflow to the buddy lists
     /// (free_pcppages_bulk), where a freed block of at least the reporting order requests
     /// reporting (the first pass of the run is due PAGE_REPORTING_DELAY after the munmap).
+    /// Its faults take the time they cost (live: 41 s for compaction-fill-p60's 20.7 GB,
+    /// most of it the host refaulting reported memory), and each CPU's vmstat_update runs
+    /// decay_pcp_high() every second of it, so the per-CPU lists' high, which the THP
+    /// refills raise towards high_max, has decayed when the munmap's THPs fill them
+    /// (live after the back-fill: 40-147 thousand pages on the runner's list, against
+    /// high_max's 338 thousand that a back-fill without decay left in the model).
     /// The work is before the run: its time, trace, latency samples, wake-ups and the mTHP
     /// and lock stats are dropped (the vmstat counters are compared from the boot snapshot
     /// taken after it). khugepaged_enter_vma() of the madvise is left out: live, the
@@ -43,6 +49,8 @@ impl Kernel {
                 if !matches!(self.follow(id, a), Mapping::Page(..)) && self.handle_mm_fault(id, a, true) != Fault::Ok {
                     break;
                 }
+                // the back-fill's own time, for the vmstat worker's decay_pcp_high()
+                self.pm.now_ms = (self.clock.cost / 1_000_000).min(u32::MAX as u64 - 1) as u32;
                 a += PAGE_SIZE;
             }
             // a run that collapses, no PMD THPs at fault under these knobs: the runner
@@ -60,6 +68,8 @@ impl Kernel {
         (self.pm.cpu, self.clock.cpu) = saved;
         self.clock.cost = 0;
         self.clock.wakeups.clear();
+        self.pm.now_ms = 0;
+        self.pm.next_pcp_decay_ms = crate::page_alloc::PCP_DECAY_INTERVAL_MS;
         if std::mem::take(&mut self.pm.pr.schedule_requested) {
             self.pm.pr.initial_delay_ns = PAGE_REPORTING_DELAY_NS.saturating_sub(munmap_ns);
         }

@@ -300,3 +300,34 @@ fn the_back_fill_collapses_where_faults_give_no_thps() {
     }
     assert!(k.clock.cost < refault, "the collapsed THPs are backed ({})", k.clock.cost);
 }
+
+/// The live back-fill takes its time (41 s for compaction-fill-p60's 20.7 GB on the
+/// reference host, most of it the host refaulting reported memory), and each CPU's
+/// vmstat_update runs decay_pcp_high() every second meanwhile: the per-CPU list's high,
+/// which the back-fill's THP refills raise by a batch each towards high_max, falls by an
+/// eighth a second, and the munmap's THPs fill the list only up to it. A back-fill of
+/// reported memory (seconds of refaults) leaves CPU 0's list holding less than one of
+/// backed memory (a fraction of a second); the run's clock starts at 0 either way.
+#[test]
+fn the_back_fill_decays_the_per_cpu_lists_for_as_long_as_it_takes() {
+    let run = |idle: bool| {
+        let mut kn = vec![("thplab.free_page_reporting", "1"), ("vm.min_free_kbytes", "67584")];
+        if idle {
+            kn.push(("thplab.free_page_reporting_start", "idle"));
+        }
+        let mut k = kernel("8G,cpus=2", &kn);
+        if idle {
+            k.page_reporting_settle();
+        }
+        k.back_free_memory(5 << 30, false, 0, &Default::default());
+        assert_eq!(k.pm.now_ms, 0, "the run's clock starts at 0");
+        let p = &k.pm.pcp[k.pm.pcp_index(0, biggest_zone(&k))];
+        (p.count, p.high, p.high_max)
+    };
+    let (quick_count, quick_high, high_max) = run(false);
+    let (slow_count, slow_high, _) = run(true);
+    // 5 GiB: 2,560 THP faults, 0.2 s backed, 5.4 s reported at the default costs
+    assert!(quick_high * 2 > high_max, "a quick back-fill raises high towards high_max ({quick_high} of {high_max})");
+    assert!(slow_high * 3 < quick_high * 2, "a slow one leaves it decayed ({slow_high} against {quick_high})");
+    assert!(slow_count * 3 < quick_count * 2, "and the list holds less ({slow_count} against {quick_count})");
+}
