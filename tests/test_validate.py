@@ -399,8 +399,8 @@ def test_replay_saved_kernel_results(tmp_path, capsys):
 def test_each_run_keeps_what_the_guest_reported_in_its_set_up_and_during_it():
     """run_times keeps the runner's reported_in_setup_kib and reported_during_run_kib (free
     page reporting: memory handed back to the host before the run or while it went on),
-    and the zones' growth where there was some (grown_*_kib); a run recorded without them
-    has none."""
+    and the zones' growth where there was some (grown_*_kib), and the reported free blocks at
+    each phase end; a run recorded without them has none."""
     k = kernel_result()
     assert "reported_kib" not in v.run_times(k)
     k["kernel"] = {"reported_in_setup_kib": 143_360, "reported_during_run_kib": 0}
@@ -412,6 +412,10 @@ def test_each_run_keeps_what_the_guest_reported_in_its_set_up_and_during_it():
     assert v.run_times(k)["grown_kib"] == {"grown_during_run_kib": 262_144}
     k["kernel"].update(grown_during_run_kib=0)
     assert "grown_kib" not in v.run_times(k)
+    # the free blocks reported as each phase ended, where the runner could read them
+    rep = "Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      5   3940 \n"
+    k["extra"] = {"phase_end": [{"phase_end": "p:settle", "reported": rep}, {"phase_end": "p:fault", "reported": None}]}
+    assert v.run_times(k)["reported_at_phase_end"] == {"p:settle": rep}
 
 
 def test_each_run_keeps_what_its_slab_drops_found():

@@ -1475,6 +1475,28 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   of h78 and h79 fell to 152 and 148 within (split_underused_256 p:fault 7.6x and 26x,
   seed 000's *_worst p:fault_thp 13x): those passes discard the back-filled blocks the
   run's faults then take, which the live runs met backed.
+* 2026-12-07 (stop 62): the fills' p:eat, found. A live run now records, at each phase end,
+  the guest's reported KiB and its reported free blocks (extra.phase_end reported_kib,
+  reported). compaction-fill-p60 ended its fragment phase with all 749 DMA32 order-10
+  blocks reported, and Normal's 285 too. The model at `found` had only 3 Normal order-10
+  blocks free, and its eat took ~650 backed THPs from CPU 0's order-9 per-CPU list. That
+  list held 338 thousand pages after the model's back-fill (high_max), against 40-147
+  thousand live (kernel.pcp_before): the live back-fill takes 41 s, and decay_pcp_high()
+  takes an eighth off pcp->high every second of it. The model's back-fill now runs on a
+  clock of its own from its faults' costs (engine/backfill.rs). Replays at `found`:
+  p:eat 0.72-0.83x -> 0.87-1.12x in h75-h79. Gated within: 154 -> 154, 156 -> 156,
+  155 -> 156, 156 -> 156, 156 -> 157. p:fragment fell 0.05-0.17 (0.85-0.97x): the
+  model's fragment now meets fewer reported blocks. out/host-h80.toml, out/vk-h80
+  (13:07-13:43, at 4fe36f8): 43/45, 156 of 158 gated within at auto, 0.94x, live against
+  itself 6 of 140; counters within in all 45; p:eat 1.06x/1.06x, p:fragment 0.89x/0.81x;
+  bench 0.942x, 108/113. Out: compaction-fill-p60 p:fault 0.60x (live 641-965 ms, per-run
+  models 352-656) and compaction-frag-p20 p:fault 0.63x. The per-run models of -frag-p20
+  (22-86 ms) refault the reported order-9 blocks they find at the fault phase's start, as
+  live ones do (run 1: 10 in the model, 5 live; the order-10 lists 3,949 and 3,940 of
+  ~4,390 reported). But live runs also reach 559-1,171 ms in three of nine, with the same
+  1.3 GB reported during the run as the fast ones. A C probe (THP faults after 4 KiB use,
+  after a fragmenting munmap, 3 s later) found backed THP faults 86-93 us in every case.
+  The 120-142 us median of the fast live runs is not reproduced.
 """
 
 from __future__ import annotations
@@ -1625,6 +1647,12 @@ def run_times(result: dict) -> dict:
     slab = slab_drops(result)
     if slab:
         out["slab_drops"] = slab
+    ends = {
+        e["phase_end"]: e["reported"] for e in (result.get("extra") or {}).get("phase_end") or [] if e.get("reported")
+    }
+    if ends:
+        # the free blocks the guest had reported as each phase ended (a reporting guest)
+        out["reported_at_phase_end"] = ends
     return out
 
 
