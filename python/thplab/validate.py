@@ -1496,7 +1496,17 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   ~4,390 reported). But live runs also reach 559-1,171 ms in three of nine, with the same
   1.3 GB reported during the run as the fast ones. A C probe (THP faults after 4 KiB use,
   after a fragmenting munmap, 3 s later) found backed THP faults 86-93 us in every case.
-  The 120-142 us median of the fast live runs is not reproduced.
+  The 120-142 us median of the fast live runs is not reproduced. out/host-h81.toml,
+  out/vk-h81 (13:50-14:27, at e8167ff): 45/45, 156 of 156 gated within at auto (6
+  unstable, not gated), 0.99x, live against itself 4 of 132; counters within in all 45;
+  bench 0.988x, 109/114. Nearest the edge: compaction-fill-p60 p:fault 0.75x,
+  mthp_64k_pageout_zram p:munmap 1.20x, swap_pageout_noswap p:pageout 1.20x. Left:
+  MADV_DONTNEED of a few present pages costs ~400 ns a page beyond the first live (C,
+  1 GiB, every 16 KiB: 4 KiB 1.27 us a call, 8 KiB 1.68, 12 KiB 1.80-2.19), the model
+  250 (1.18, 1.43, 1.68 us at out/host-h81.toml): it charges the ranged TLB flush once a
+  call (zap_flush_ns), where x86 flushes each page of a range up to
+  tlb_single_page_flush_ceiling; the fills' p:fragment makes 1.25 million such calls
+  (~0.3 s of its 1-2.5 s gap, 0.81-0.95x).
 """
 
 from __future__ import annotations
