@@ -1333,6 +1333,12 @@ impl PhysMem {
         n
     }
 
+    /// The simulated time the per-CPU lists' decay is due by (`now_ms`), from a time in ns.
+    #[inline]
+    pub fn set_now_ns(&mut self, ns: u64) {
+        self.now_ms = (ns / 1_000_000).min(u32::MAX as u64 - 1) as u32;
+    }
+
     /// decay_pcp_high(), run by each CPU's vmstat_update every second: high falls by 1/8
     /// towards high_min and what is above it goes back to the buddy lists. The model runs
     /// the decays due since the last call when the allocator is next entered.

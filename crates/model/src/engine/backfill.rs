@@ -50,7 +50,7 @@ impl Kernel {
                     break;
                 }
                 // the back-fill's own time, for the vmstat worker's decay_pcp_high()
-                self.pm.now_ms = (self.clock.cost / 1_000_000).min(u32::MAX as u64 - 1) as u32;
+                self.pm.set_now_ns(self.clock.cost);
                 a += PAGE_SIZE;
             }
             // a run that collapses, no PMD THPs at fault under these knobs: the runner

@@ -44,7 +44,7 @@ impl EventQueue {
 /// Start a step at `start`: the kernel's clock, and nothing charged yet.
 pub(super) fn enter_step(k: &mut Kernel, start: u64) {
     k.clock.now = start;
-    k.pm.now_ms = (start / 1_000_000).min(u32::MAX as u64 - 1) as u32;
+    k.pm.set_now_ns(start);
     k.clock.cost = 0;
     // spills outside any step (the boot layout's frees) are no one's time
     k.pm.spilled = 0;
