@@ -72,6 +72,7 @@ FIXTURE = {
         "file.munmap_entry": [60] * 3,
         "file.thp_pageout_best": [1_400_000] * 3,
         "noswap.thp_pageout_best": [600_000] * 3,
+        "noswap.pageout_4k": [500] * 3,
         "drop_slab": [90000] * 3,
         "underused_0": [790000] * 3,
         "underused_256": [790000 + 256 * 440] * 3,
@@ -82,6 +83,7 @@ FIXTURE = {
         "munmap_partial_64k": [7000, 6900, 7100],
         "dontneed_present": [2900] * 3,
         "dontneed_none": [1000] * 3,
+        "dontneed_present3": [3600, 3700, 3500],
         "munmap_tail": [2300] * 3,
         "split_partial": [330000] * 3,
         "split_partial_zero": [330000 + 507 * (440 + 600 - 10)] * 3,
@@ -106,6 +108,7 @@ FIXTURE = {
         "split_64k.folios": 128,
         "file.thp_best.thp_swpout_fallback": 1.0,
         "noswap.thp_best.thp_swpout_fallback": 1.0,
+        "noswap.pageout_4k.pgactivate": 1.0,
     },
     "notes": [],
 }
@@ -438,6 +441,10 @@ def test_profile_from_samples_and_toml_roundtrip():
     assert z["sparse_compress_ns"] == round(5000 - 4000 + 190 - 190 * 16 / 4096)
     # one present page's MADV_DONTNEED less a call that finds none, less the page's free
     assert prof["zap_flush_ns"] == 2900 - 1000 - prof["page_free_ns"]
+    # three pages a call against one (paired by repetition: 700, 800, 600 -> 700), less two
+    # pages' zap and free, per page: the invlpg of each page past the first
+    inv = (700 - 2 * (prof["page_free_ns"] + prof["pte_walk_ns"])) / 2
+    assert prof["tlb_flush_page_ns"] == round(inv) and prof["tlb_flush_page_ns"] > 0
     # munmap of a page from the middle of a VMA (two splits) and from its end (one)
     assert prof["vma_split_ns"] == 3200 - 2300
     assert prof["munmap_vma_ns"] == 2300 - prof["syscall_ns"] - 900
@@ -504,9 +511,17 @@ def test_profile_from_samples_and_toml_roundtrip():
     # the same less what the model charges beside collapse_isolate_ns, per page (64 ranges
     # to one call in the fixture: no collapse_2m.ranges value)
     assert prof["collapse_isolate_ns"] == round((750000 - collapse_rest(prof, 64)) / 512)
-    # the swap-file THP pageout (each THP split) less the model's other charges, per zero subpage
+    # a 4 KiB folio's pass with no swap device (activated) is reclaim_scan_page_ns less the
+    # swap-out's part: noswap.pageout_4k less the PTE walk and a 512th of a reclaim_pages() call
+    short = 500 - prof["pte_walk_ns"] - (prof["reclaim_pages_ns"] + prof["pmd_walk_ns"]) / 512
+    out = prof["reclaim_swapout_ns"]
+    assert out == round(prof["reclaim_scan_page_ns"] - short) and 0 < out < prof["reclaim_scan_page_ns"]
+    # the swap-file THP pageout (each THP split) less the model's other charges, per zero
+    # subpage: the THP's own pass stops short of the swap-out (no cluster), its written
+    # subpage's goes on to swap
     rest = (
         2 * prof["reclaim_scan_page_ns"]
+        - out
         + prof["split_pmd_ns"]
         + prof["split_folio_ns"]
         + 511 * 440
@@ -517,14 +532,20 @@ def test_profile_from_samples_and_toml_roundtrip():
         + prof["reclaim_pages_ns"]
     )
     assert prof["reclaim_unmapped_ns"] == round((1_400_000 - rest) / 511)
-    # with no swap device: the written page stays mapped (its PTE walked, not unmapped)
-    rest_noswap = rest - prof["unmap_page_ns"] + prof["pte_walk_ns"]
+    # with no swap device: the written page stays mapped (its PTE walked, not unmapped), its
+    # pass short of the swap-out as well
+    rest_noswap = rest - prof["unmap_page_ns"] + prof["pte_walk_ns"] - out
     assert prof["reclaim_activate_ns"] == round((600_000 - rest_noswap) / 511)
     # without the fallback count (the THPs were swapped whole) each keeps the default
     default = tomllib.loads(n.default_costs())
     for dev, field in [("file", "reclaim_unmapped_ns"), ("noswap", "reclaim_activate_ns")]:
         no_split = {**FIXTURE, "values": {**FIXTURE["values"], f"{dev}.thp_best.thp_swpout_fallback": 0.0}}
         assert calibrate.profile_from_samples(no_split)[0][field] == default[field]
+    # 4 KiB pages not activated (a swap device took them after all): no reclaim_swapout_ns,
+    # every pass whole as in the default
+    swapped = {**FIXTURE, "values": {**FIXTURE["values"], "noswap.pageout_4k.pgactivate": 0.0}}
+    assert "reclaim_swapout_ns" not in default
+    assert calibrate.profile_from_samples(swapped)[0].get("reclaim_swapout_ns") is None
     assert prof["compact_scan_pfn_ns"] == 3 and prof["migrate_4k_ns"] == 2000
     assert 0 < prof["spread"]["clear_4k_ns"] < 1
     text = calibrate.to_toml(prof, ["a comment"])

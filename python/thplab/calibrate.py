@@ -273,6 +273,19 @@ def profile_from_samples(cal: dict, base_toml: str | None = None) -> tuple[dict,
             "dontneed_present",
             "MADV_DONTNEED of one present page less of none, less page_free_ns",
         )
+    if have("dontneed_present3") and have("dontneed_present"):
+        # three present pages per call against one: two more pages zapped and freed, and two
+        # more invlpg in the flush of the range (flush_tlb_func's partial flush)
+        put(
+            "tlb_flush_page_ns",
+            (
+                _paired_diff(S["dontneed_present3"], S["dontneed_present"])
+                - 2 * (prof["page_free_ns"] + prof["pte_walk_ns"])
+            )
+            / 2,
+            "dontneed_present3",
+            "MADV_DONTNEED of three present pages less of one (paired), less two pages' zap and free, per page",
+        )
     if have("munmap_hole") and have("munmap_tail"):
         # munmap of one page of a mapping with nothing present: from the middle of a VMA
         # (two __split_vma and the removal of one VMA) and from its end (one of each)
@@ -828,6 +841,20 @@ def _fit_reclaim(prof, S, V, rows, spread):
         S[src],
         f"{src} less unmap_page, tlb_flush, pte_walk",
     )
+    if m("noswap.pageout_4k") is not None and (V.get("noswap.pageout_4k.pgactivate") or 0) >= 0.9:
+        # with no swap device each 4 KiB folio's pass ends at folio_alloc_swap()'s failure
+        # (activated): the pass short of the swap-out. What reclaim_scan_page_ns charges
+        # beyond it is the swap-out's own part
+        short = m("noswap.pageout_4k") - pte - call
+        _put(
+            prof,
+            rows,
+            spread,
+            "reclaim_swapout_ns",
+            min(prof["reclaim_scan_page_ns"], prof["reclaim_scan_page_ns"] - short),
+            S["noswap.pageout_4k"],
+            "reclaim_scan_page_ns less noswap.pageout_4k (each page activated: no swap-out) less pte_walk",
+        )
     if alg and m(f"zram.{alg}.same.in") is not None:
         # the model charges a same-filled zram swap-in fault_4k_ns, swapin_ns, the fill
         # (read_same_filled_page: clear_4k_ns) and the slot's release in the fault
@@ -1034,15 +1061,18 @@ def _fit_split_collapse(prof, S, V, rows, spread):
         )
 
 
-def _reclaim_split_rest(prof, S):
+def _reclaim_split_rest(prof, S, swapped):
     """What the model charges MADV_PAGEOUT of a THP whose first byte only is non-zero when
     it is split for reclaim, beside the passes of its 511 unmapped zero subpages: the scan of
-    the THP and of its one written subpage, the PMD split, the folio split and the zero
-    checks of 511 subpages (plus the first page's, which stops at its first byte), the TLB
-    flush, the PMD walk and the reclaim_pages() call."""
+    the THP (short of the swap-out: it got no cluster) and of its one written subpage (which
+    goes on to swap when ``swapped``), the PMD split, the folio split and the zero checks of
+    511 subpages (plus the first page's, which stops at its first byte), the TLB flush, the
+    PMD walk and the reclaim_pages() call."""
     best = _med(S["memchr_inv_4k_best"]) if S.get("memchr_inv_4k_best") else 0.0
+    out = prof.get("reclaim_swapout_ns") or 0
     return (
         2 * prof["reclaim_scan_page_ns"]
+        - (1 if swapped else 2) * out
         + prof["split_pmd_ns"]
         + prof["split_folio_ns"]
         + 511 * prof["memchr_inv_4k_ns"]
@@ -1069,6 +1099,7 @@ def _fit_reclaim_split(prof, S, V, rows, spread):
         ("file", "reclaim_unmapped_ns", prof["unmap_page_ns"], "swap-file THP pageout"),
         ("noswap", "reclaim_activate_ns", prof["pte_walk_ns"], "THP pageout with no swap device"),
     ]:
+        swapped = dev != "noswap"
         k = f"{dev}.thp_pageout_best"
         if S.get(k) and (V.get(f"{dev}.thp_best.thp_swpout_fallback") or 0) >= 0.9:
             _put(
@@ -1076,7 +1107,7 @@ def _fit_reclaim_split(prof, S, V, rows, spread):
                 rows,
                 spread,
                 field,
-                (_med(S[k]) - _reclaim_split_rest(prof, S) - own) / 511,
+                (_med(S[k]) - _reclaim_split_rest(prof, S, swapped) - own) / 511,
                 S[k],
                 f"{note}, seed 000 best case (each THP split), per THP less the model's other charges, per zero"
                 " subpage",

@@ -573,6 +573,20 @@ fn calibrate_faults(
             s.add("dontneed_none", v)
         }
         drop(m);
+        // and of three present pages per call (compaction-fill's fragment): a flush of three
+        // pages is three invlpg (flush_tlb_func's partial flush, up to
+        // tlb_single_page_flush_ceiling), against dontneed_present's one (tlb_flush_page_ns)
+        let m = Map_::new(fsz, Some(false))?;
+        m.touch(1);
+        let v = timed(nd, || {
+            (0..nd).for_each(|j| unsafe {
+                libc::madvise(m.page(j * 16 + 4) as *mut _, 3 * PAGE, libc::MADV_DONTNEED);
+            })
+        });
+        if r > 0 {
+            s.add("dontneed_present3", v)
+        }
+        drop(m);
         // the PTE walk: one page written per 2 MiB, so every PTE table is there with 511
         // none entries; MADV_COLD (madvise_cold_or_pageout_pte_range) walks every entry. The
         // first call deactivates the present pages; the second finds them inactive and

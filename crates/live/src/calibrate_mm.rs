@@ -511,7 +511,7 @@ fn drop_caches_counting(t: Map_, nh: usize, counter: &str) -> (f64, i64) {
 /// and 256 on THPs with 4 non-zero subpages (per THP; the difference is 256 more subpages read),
 /// and at 511, where it splits none (per THP: the walk of the deferred split queue); with no
 /// swap device on, MADV_PAGEOUT of THPs with one non-zero byte (each split, its pieces
-/// activated, per THP).
+/// activated, per THP) and of written 4 KiB pages (each activated, per page).
 pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     let (quick, reps) = (c.quick, c.reps);
     let Cal { s, values, notes, .. } = c;
@@ -528,6 +528,7 @@ pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
     // /proc/swaps has its header line alone
     let noswap = read_file("/proc/swaps").is_ok_and(|t| t.lines().count() == 1);
     let mut counts: Vec<(String, i64)> = vec![];
+    let mut activated_4k = 0.0f64;
     for r in 0..=reps {
         let keep = r > 0;
         let v = timed(1, drop_caches);
@@ -592,17 +593,36 @@ pub fn calibrate_split(c: &mut Cal, g: &mut JGuard) -> Result<(), CalError> {
                     counts.push((format!("noswap.thp_best.{c}"), dl.get(c).copied().unwrap_or(0)));
                 }
             }
+            // and of written 4 KiB pages: each folio's pass of shrink_folio_list ends at
+            // folio_alloc_swap()'s failure (activate_locked), short of the swap-out a swap
+            // device's pass goes on to (noswap.pageout_4k: reclaim_swapout_ns)
+            let n4 = if quick { 1024 } else { 4096 };
+            let m4 = Map_::new(n4 * PAGE, Some(false))?;
+            m4.touch(1);
+            let before = vmstat();
+            let v = timed(n4, || {
+                madvise(&m4, 0, m4.len, libc::MADV_PAGEOUT);
+            });
+            let act = delta(&before, &vmstat()).get("pgactivate").copied().unwrap_or(0);
+            drop(m4);
+            if keep {
+                s.add("noswap.pageout_4k", v);
+                activated_4k = activated_4k.max(act as f64 / n4 as f64);
+            }
         }
         check_sig()?;
     }
     if !noswap {
-        notes.push("a swap device is active: MADV_PAGEOUT with no swap (reclaim_activate_ns) was not measured".into());
+        notes.push("a swap device is active: MADV_PAGEOUT with no swap (reclaim_activate_ns, reclaim_swapout_ns) was not measured".into());
     }
     for (name, c) in counts {
         let e = values.entry(name).or_insert(json!(0.0));
         *e = json!(e.as_f64().unwrap_or(0.0).max(c as f64 / nh as f64));
     }
     values.insert("split.thp_pages".into(), json!(nh));
+    if noswap {
+        values.insert("noswap.pageout_4k.pgactivate".into(), json!(activated_4k));
+    }
     if !have_underused {
         notes.push(
             "no transparent_hugepage/shrink_underused (before v6.12): the underused shrinker was not measured".into(),

@@ -51,6 +51,49 @@ thread_local! {
 /// its fault does not pay touch_after_fault_ns.
 const CACHE_LINE: u32 = 64;
 
+/// x86's tlb_single_page_flush_ceiling (arch/x86/mm/tlb.c): a flush of a range of more
+/// strides than this is a full flush (flush_tlb_local), a shorter one an invlpg per stride.
+pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
+
+/// The address of PTE `i` of the PTE table of PMD range `idx`.
+fn page_addr(idx: u64, i: usize) -> u64 {
+    (idx << PMD_SHIFT) + ((i as u64) << PAGE_SHIFT)
+}
+
+/// A zap's mmu_gather range (include/asm-generic/tlb.h __tlb_adjust_range): from the lowest
+/// to the highest address it cleared an entry at, and whether any was a PTE
+/// (tlb_get_unmap_shift: a page stride if so, else a PMD stride).
+#[derive(Default)]
+struct FlushRange {
+    range: Option<(u64, u64)>,
+    ptes: bool,
+}
+
+impl FlushRange {
+    fn adjust(&mut self, a: u64, b: u64) {
+        self.range = Some(self.range.map_or((a, b), |(s, e)| (s.min(a), e.max(b))));
+    }
+    /// PTEs cleared over [a, b) (tlb_remove_tlb_entry)
+    fn pages(&mut self, a: u64, b: u64) {
+        self.adjust(a, b);
+        self.ptes = true;
+    }
+    /// a huge PMD cleared at `a` (tlb_remove_pmd_tlb_entry: cleared_pmds, a PMD of range)
+    fn pmd(&mut self, a: u64) {
+        self.adjust(a, a + PMD_SIZE);
+    }
+    /// a PTE table freed at `a` (pte_free_tlb: tlb_flush_pmd_range over one page)
+    fn table(&mut self, a: u64) {
+        self.adjust(a, a + PAGE_SIZE);
+    }
+    /// The strides flush_tlb_func() would invalidate one by one (ranges over the ceiling are
+    /// flushed whole), none when nothing was cleared.
+    fn invalidations(&self) -> Option<u64> {
+        let shift = if self.ptes { PAGE_SHIFT } else { PMD_SHIFT };
+        self.range.map(|(s, e)| (e - s).div_ceil(1 << shift).max(1))
+    }
+}
+
 /// The large folio a CPU's last fault mapped by PTEs (mTHP orders, up to 256 pages) and
 /// which of its pages were accessed since. The first access to each of the others right
 /// after the fault costs touch_after_fault_ns (measured, not explained: see the cost's doc).
@@ -972,7 +1015,7 @@ impl Kernel {
             self.mms[mm].pmds.range(start >> PMD_SHIFT..=(end - 1) >> PMD_SHIFT).map(|(k, v)| (*k, *v)).collect();
         // the mmu_gather's range grows only with entries that were present (or tables freed):
         // tlb_flush_mmu_tlbonly() flushes nothing for a range that zapped none
-        let mut flush = false;
+        let mut flush = FlushRange::default();
         for (idx, sid) in idxs {
             let s = (idx << PMD_SHIFT).max(start);
             let e = ((idx + 1) << PMD_SHIFT).min(end);
@@ -981,11 +1024,13 @@ impl Kernel {
             let is_huge = matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero)
                 || (whole && matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_)));
             if is_huge && whole {
-                flush |= !matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_));
+                if !matches!(self.slots.get(sid).pmd, Pmd::SwapPmd(_)) {
+                    flush.pmd(s);
+                }
                 self.zap_huge_pmd(mm, sid);
             } else {
                 if matches!(self.slots.get(sid).pmd, Pmd::Huge(_) | Pmd::HugeZero) {
-                    flush = true;
+                    flush.pages(s, e);
                     // __split_huge_pmd(): partial unmap of a huge mapping
                     self.split_huge_pmd(mm, sid);
                 }
@@ -1015,8 +1060,9 @@ impl Kernel {
                         {
                             // a run of PTEs mapping order-0 folios outside the swap cache:
                             // each zapped and freed as below, page after page
-                            flush = true;
-                            i += self.zap_base_run(mm, sid, i, i1);
+                            let n = self.zap_base_run(mm, sid, i, i1);
+                            flush.pages(page_addr(idx, i), page_addr(idx, i + n));
+                            i += n;
                             continue;
                         }
                         K_PRESENT => {
@@ -1039,7 +1085,7 @@ impl Kernel {
                                 }
                             }
                             self.charge(self.costs.pte_walk_ns * (n - 1));
-                            flush = true;
+                            flush.pages(page_addr(idx, i), page_addr(idx, i + n as usize));
                             self.zap_present_ptes(mm, pfn, n);
                             for k in 0..n as usize {
                                 self.set_pte(sid, i + k, PTE_NONE);
@@ -1053,7 +1099,7 @@ impl Kernel {
                         }
                         // zap_present_ptes() without a normal page: clear and record it
                         K_ZERO => {
-                            flush = true;
+                            flush.pages(page_addr(idx, i), page_addr(idx, i + 1));
                             self.charge(self.costs.zap_zero_pte_ns)
                         }
                         _ => {}
@@ -1063,15 +1109,18 @@ impl Kernel {
                 }
             }
             if free_tables && self.mms[mm].pmds.contains_key(&idx) && !self.mms[mm].pmd_range_used(idx) {
-                flush = true;
+                // pte_free_tlb(): the table's PMD entry, one page of range at its address
+                flush.table(idx << PMD_SHIFT);
                 let slot = self.slots.remove(sid);
                 self.mms[mm].pmds.remove(&idx);
                 self.free_pgtable(slot.table_pfn);
             }
         }
         self.mms[mm].tlb.flush_range(start, end);
-        if flush {
-            self.charge(self.costs.zap_flush_ns);
+        if let Some(n) = flush.invalidations() {
+            // one invlpg per stride past the first, up to the ceiling; past it one flush
+            let extra = if n <= TLB_SINGLE_PAGE_FLUSH_CEILING { n - 1 } else { 0 };
+            self.charge(self.costs.zap_flush_ns + extra * self.costs.tlb_flush_page_ns);
         }
     }
 

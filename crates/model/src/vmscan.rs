@@ -34,8 +34,9 @@
 //! once per shrink_node pass.
 //!
 //! Costs: each folio scanned costs reclaim_scan_page_ns (isolation and the rmap walk of
-//! folio_referenced), each PTE or PMD unmapped unmap_page_ns, each folio freed
-//! remove_mapping_ns; each piece a split for reclaim leaves unmapped (a zero subpage
+//! folio_referenced; less reclaim_swapout_ns when its pass stops short of the swap-out,
+//! e.g. at folio_alloc_swap()'s failure with no swap device), each PTE or PMD unmapped
+//! unmap_page_ns, each folio freed remove_mapping_ns; each piece a split for reclaim leaves unmapped (a zero subpage
 //! remapped to the zero page) reclaim_unmapped_ns for the pass of shrink_folio_list it
 //! still takes (reclaim_activate_ns when no swap slot is left: split_for_reclaim); each
 //! reclaim_pages() call (MADV_PAGEOUT: one per PMD) reclaim_pages_ns. Shared locks are
@@ -342,6 +343,14 @@ impl Kernel {
         freed
     }
 
+    /// The part of a folio's pass of shrink_folio_list that only a folio going on to swap
+    /// pays (folio_alloc_swap's slots and swap-cache entry, pageout's set-up): the profile's
+    /// reclaim_swapout_ns, none where it has none (its reclaim_scan_page_ns is the whole
+    /// pass for every folio).
+    fn reclaim_swapout_cost(&self) -> u64 {
+        self.costs.reclaim_swapout_ns.unwrap_or(0).min(self.costs.reclaim_scan_page_ns)
+    }
+
     /// thp_swpout_fallback (PMD order) and the per-size swpout_fallback.
     fn count_swpout_fallback(&mut self, order: u32) {
         if order == HPAGE_PMD_ORDER {
@@ -354,7 +363,8 @@ impl Kernel {
         let f = self.pm.frames[head as usize];
         let thp = compound(f) == COMPOUND_HEAD; // folio_test_large: PMD THP or mTHP
         let nr: u64 = self.folio_nr_pages(head);
-        self.charge(self.costs.reclaim_scan_page_ns);
+        // the pass up to the swap-out; a folio going on to swap pays the rest below
+        self.charge(self.costs.reclaim_scan_page_ns - self.reclaim_swapout_cost());
         if lru(f) == LRU_UNEVICTABLE || mlocked(f) {
             return Fate::Keep;
         }
@@ -400,6 +410,7 @@ impl Kernel {
             // already has slots: unmapped if still mapped, written again only when
             // dirtied since (pageout), freed when the write is done (__remove_mapping)
             let (slot, n) = self.swap_slots_of(head).expect("swap-cache folio has slots");
+            self.charge(self.reclaim_swapout_cost());
             if dirty(f) && self.swap_writepage(head, n, slot).is_err() {
                 return Fate::Activate;
             }
@@ -424,6 +435,7 @@ impl Kernel {
             }
             None => return Fate::Activate,
         };
+        self.charge(self.reclaim_swapout_cost());
         let sync = self.swap_is_sync(slot);
         // folio_alloc_swap() → add_to_swap_cache(). On a synchronous device the folio is
         // freed before this call returns, so the model takes the lock without filling
@@ -615,7 +627,7 @@ impl Kernel {
         let mut moved = 0;
         for head in list {
             let nr = self.folio_nr_pages(head);
-            self.charge(self.costs.reclaim_scan_page_ns);
+            self.charge(self.costs.reclaim_scan_page_ns - self.reclaim_swapout_cost());
             let f = self.pm.frames[head as usize];
             self.pm.frames[head as usize] = set_young(f, false);
             self.lru_putback(head, nr, LRU_INACTIVE_ANON);

@@ -456,6 +456,38 @@ fn a_zap_flushes_only_when_it_cleared_a_present_entry() {
     assert_eq!(b.1, a.1);
 }
 
+/// x86's flush_tlb_func() invalidates a range of up to tlb_single_page_flush_ceiling (33)
+/// pages one invlpg each and flushes a longer one whole: a MADV_DONTNEED of n present
+/// pages pays tlb_flush_page_ns n - 1 times up to 33 pages, none from 34; a huge PMD's zap
+/// is one PMD stride (nothing beyond zap_flush_ns).
+#[test]
+fn a_zap_invalidates_a_short_range_page_by_page() {
+    use common::run_with;
+    use thplab_workload::costs::CostProfile;
+    let t = |len: u64, tlb_flush_page_ns: u64, huge: bool| {
+        let (advice, data) = if huge { ("hugepage", r#","every":"2M","length":"4K""#) } else { ("nohugepage", "") };
+        let wl = parse_workload(&format!(
+            r#"{{"knobs":{{"transparent_hugepage/enabled":"madvise"}},"processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"b","size":"8M","align":"2M"}},
+              {{"op":"madvise","region":"b","advice":"{advice}"}},
+              {{"op":"write","region":"b","bytes":1{data}}},
+              {{"op":"phase","name":"zap"}},
+              {{"op":"madvise","region":"b","advice":"dontneed","every":"{every}K","length":"{len}K"}}]}}]}}"#,
+            every = if huge { 2048 } else { 256 },
+            len = len * 4,
+        ))
+        .unwrap();
+        let r = run_with(&wl, Some("1G"), &[], Some(CostProfile { tlb_flush_page_ns, ..CostProfile::default() }));
+        phase_ns(&r, ":zap")
+    };
+    // 32 calls of n pages each (every 256 KiB of 8 MiB)
+    for (n, extra) in [(1, 0), (3, 2), (33, 32), (34, 0)] {
+        assert_eq!(t(n, 1_000, false) - t(n, 0, false), 32 * extra * 1_000, "{n} pages a call");
+    }
+    // 4 calls of a whole PMD-mapped THP each: one PMD stride
+    assert_eq!(t(512, 1_000, true), t(512, 0, true));
+}
+
 /// The access op's lines go through the last-level cache (tlb.rs DataCache): random reads
 /// over a region 16 times the cache mostly miss and each miss costs cache_miss_ns; over a
 /// region half the cache's size, once its lines are in, nothing misses.

@@ -456,3 +456,40 @@ fn unmapped_subpages_without_swap_are_freed_at_putback() {
     assert_eq!(t(&file, 5_000) - t(&file, 0), 511 * 5_000, "with swap: each zero subpage's pass");
     assert_eq!(act(&file, 5_000), act(&file, 0), "with swap no pass ends at activate_locked_split");
 }
+
+/// A folio's pass of shrink_folio_list stops short of the swap-out when folio_alloc_swap()
+/// fails (no swap device: activate_locked), so it pays reclaim_scan_page_ns less
+/// reclaim_swapout_ns; with a swap file every 4 KiB folio goes on to swap and pays the pass
+/// whole. A THP split for want of a cluster pays the short pass itself, and its written
+/// subpage the whole pass only where it gets a slot. A profile without the figure (None)
+/// charges every pass whole.
+#[test]
+fn a_pass_that_finds_no_swap_slot_pays_no_swap_out() {
+    use thplab_workload::costs::CostProfile;
+    let w = |swap: &str, thp: bool| {
+        let (enabled, write) = if thp { ("always", r#""length":"4K","bytes":1"#) } else { ("never", r#""bytes":1"#) };
+        thplab_workload::parse_workload(&format!(
+            r#"{{"machine":{{"nodes":[{{"mem":"1G","cpus":2}}],"swap":[{swap}]}},
+              "knobs":{{"transparent_hugepage/enabled":"{enabled}"}},
+              "processes":[{{"name":"p","ops":[
+              {{"op":"mmap","name":"b","size":"2M","align":"2M"}},
+              {{"op":"write","region":"b",{write}}},
+              {{"op":"phase","name":"out"}},
+              {{"op":"madvise","region":"b","advice":"pageout"}}]}}]}}"#
+        ))
+        .unwrap()
+    };
+    let t = |w: &thplab_workload::Workload, reclaim_swapout_ns: Option<u64>| {
+        let c = CostProfile { reclaim_scan_page_ns: 2_000, reclaim_swapout_ns, ..CostProfile::default() };
+        phase_ns(&run_with(w, None, &[], Some(c)), ":out")
+    };
+    let file = r#"{"type":"file","size":"64M"}"#;
+    let (noswap, swapped) = (w("", false), w(file, false));
+    assert_eq!(t(&noswap, None) - t(&noswap, Some(1_500)), 512 * 1_500, "512 passes short of the swap-out");
+    assert_eq!(t(&swapped, None), t(&swapped, Some(1_500)), "512 passes on to swap: each whole");
+    // more than the pass itself: the pass is all swap-out, none of it charged short
+    assert_eq!(t(&noswap, Some(1_000_000)), t(&noswap, None) - 512 * 2_000);
+    let (noswap, swapped) = (w("", true), w(file, true));
+    assert_eq!(t(&noswap, None) - t(&noswap, Some(1_500)), 2 * 1_500, "the THP's and its written subpage's");
+    assert_eq!(t(&swapped, None) - t(&swapped, Some(1_500)), 1_500, "the THP's alone: its subpage gets a slot");
+}

@@ -361,6 +361,15 @@ pub struct CostProfile {
     /// (dontneed_present, dontneed_none); this guest: ~1.5 us (2026-11-26), which a munmap
     /// or MADV_DONTNEED of a few pages pays whole.
     pub zap_flush_ns: u64,
+    /// Each page past the first that a zap's flush invalidates one at a time: x86's
+    /// flush_tlb_func() flushes a range of up to tlb_single_page_flush_ceiling (33) strides
+    /// (pages; PMDs where only PMDs were cleared) with one invlpg per stride, a longer one
+    /// whole (flush_tlb_local), so zap_flush_ns (calibrated on one page) is the whole flush
+    /// of a range of one stride or of more than 33. Default: arch/x86/mm/tlb.c's "each
+    /// single flush is about 100 ns". calibrate: MADV_DONTNEED of three present pages per
+    /// call less of one (dontneed_present3, dontneed_present, paired), less two pages' zap
+    /// and free (page_free_ns, pte_walk_ns), per page (2026-12-07 this guest: ~130 ns).
+    pub tlb_flush_page_ns: u64,
     /// A TLB-shootdown IPI to another CPU: estimate (an IPI round trip, ~2-3 µs in a guest).
     pub tlb_ipi_ns: u64,
 
@@ -438,8 +447,22 @@ pub struct CostProfile {
     /// slot allocation and swap-cache insertion, the writeback set-up (bio submission).
     /// calibrate: 4 KiB MADV_PAGEOUT to a swap file per page (the folio stays in the swap
     /// cache) less unmap_page_ns, the TLB flush, the PTE walk and a 512th of reclaim_pages_ns
-    /// and pmd_walk_ns (one call per PMD).
+    /// and pmd_walk_ns (one call per PMD). A folio whose pass stops short of the swap-out
+    /// pays it less reclaim_swapout_ns.
     pub reclaim_scan_page_ns: u64,
+    /// The part of reclaim_scan_page_ns that only a folio going on to swap pays:
+    /// folio_alloc_swap()'s slot allocation and swap-cache insertion and pageout()'s
+    /// writeback set-up (a folio already in the swap cache pays it too: it is written again
+    /// or taken out of the cache). A pass that stops before (folio_alloc_swap() failing with
+    /// no swap device or none free, a large folio split for want of a cluster, a referenced
+    /// folio kept or activated, a lazyfree folio freed) and shrink_active_list()'s
+    /// deactivation pay reclaim_scan_page_ns less this. None (profiles calibrated before
+    /// 2026-12-07, and the default): every pass pays reclaim_scan_page_ns whole.
+    /// calibrate: reclaim_scan_page_ns less noswap.pageout_4k, MADV_PAGEOUT of written 4 KiB
+    /// pages with no swap device (each activated; reference host 2026-12-07: ~470 ns a page
+    /// against reclaim_scan_page_ns ~2 us), less its PTE walk and a 512th of reclaim_pages_ns
+    /// and pmd_walk_ns.
+    pub reclaim_swapout_ns: Option<u64>,
     /// One reclaim_pages() call beyond its folios' own costs: MADV_PAGEOUT calls it once per
     /// PMD it walks (madvise_cold_or_pageout_pte_range), so a sparse range pays it per page.
     /// reclaim_folio_list's pass of shrink_folio_list (its set-up, try_to_unmap_flush, the
@@ -716,6 +739,7 @@ impl Default for CostProfile {
             pcp_drain_ns: 60,
             tlb_flush_ns: 150,
             zap_flush_ns: 500,
+            tlb_flush_page_ns: 100,
             tlb_ipi_ns: 2_500,
             split_pmd_ns: 3_000,
             split_folio_ns: 12_000,
@@ -730,6 +754,7 @@ impl Default for CostProfile {
             compact_freelist_ns: 40,
             compact_isolate_ns: 100,
             reclaim_scan_page_ns: 60,
+            reclaim_swapout_ns: None,
             reclaim_pages_ns: 630,
             unmap_page_ns: 150,
             remove_mapping_ns: 700,
