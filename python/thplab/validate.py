@@ -1507,6 +1507,45 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   call (zap_flush_ns), where x86 flushes each page of a range up to
   tlb_single_page_flush_ceiling; the fills' p:fragment makes 1.25 million such calls
   (~0.3 s of its 1-2.5 s gap, 0.81-0.95x).
+* 2026-12-07 (stop 63): two costs split where the kernel's work differs. (1) MADV_PAGEOUT
+  with no swap device of 1,024 written 4 KiB pages (swap_pageout_noswap's small region)
+  took 0.47-0.61 ms live and 2.03-2.17 ms in the model: each folio's pass was charged
+  reclaim_scan_page_ns (~2 us, calibrated on a swap file's pageout), while
+  shrink_folio_list() ends it at folio_alloc_swap()'s failure. The part only a folio going
+  on to swap pays is now reclaim_swapout_ns (calibrate: reclaim_scan_page_ns less
+  noswap.pageout_4k; 1.46-1.61 us of 1.94-2.05): the model 0.49 ms; swap_pageout_noswap
+  p:pageout 1.12-1.20x in h75-h81, 1.07x and 1.09x in h82, h83. (2) x86's
+  flush_tlb_func() invalidates a range of up to tlb_single_page_flush_ceiling (33) pages
+  with an invlpg each, where the model charged one zap_flush_ns a call:
+  tlb_flush_page_ns per page past the first (calibrate: dontneed_present3 against
+  dontneed_present, paired; 42-70 ns on this guest). A 4 GiB fragment alone (4 KiB pages
+  written, then 12 KiB of every 16 KiB dropped): MADV_DONTNEED 464-510 ms live, 486.5 in
+  the model; its write 1,332-1,405 ms live, 1,508 in the model, so the fills' p:fragment
+  gap (0.86-0.95x at 19 GiB) is in what the big fill meets, not in its per-page costs.
+  out/host-h82.toml, out/vk-h82 (15:21-15:59, at 09139fb): 43/45, 156 of 158 gated within,
+  1.00x, live against itself 3 of 140; counters within in all 45; out: compaction-frag-p0
+  p:fault 0.67x and -p20 0.63x. out/host-h83.toml, out/vk-h83 (16:03-16:41, the same
+  code): 44/45, 156 of 157, 0.95x, 2 of 140; counters within in all 45; out:
+  compaction-frag-p20 p:fault 0.60x (live 38.4 ms, model 23.1). Those fault phases have
+  three live modes: 256 THP faults on backed blocks at ~86 us each (22-25 ms, as the
+  model), the same at ~140 us each (33-53 ms), or every fault refaulting a reported
+  block (0.84-1.28 s). Every validation's run 0 (the counters run, right after the
+  fills in the first round) is of the ~140 us mode: thp_fault@p:fault p50 137-163 us in
+  all three frag scenarios of h81, h82, h83; standalone live runs 85-90 us. Blocks
+  refaulted and reused at once stay fast (a C probe, 512 THPs five times over: 97 % under
+  110 us after the first round), so it is not the host's 4 KiB backing of refaulted
+  memory. The per-run models do not predict the refaulting mode either (h82 frag-p0:
+  568 against 1,128 ms, 31 against 1,138, 36 against 1,139, 318 against 22.5): the live
+  reporting worker's pass timing against the run's start, which the model does not know.
+  Nor is the ~140 us mode the fills' aftermath: `validate --only compaction-fill-p60,
+  compaction-frag-p0` (out/vk-dbg2, 16:43-16:53) ran frag-p0's run 0 right after the fill
+  at p50 85 us. Its time runs 4-9, back to back, took 325-365 ms each (about 55-60 of the
+  256 faults refaulting; 1.44 GB reported in each run's set-up and 1.44 GB during it),
+  where the per-run models took 22.8 ms (no refault; 173 ms for run 3): a steady,
+  reproducible case of the worker's timing for the next look.
+  Systematic in h75-h83: the zram pageouts, khugepaged and MADV_COLLAPSE phases at
+  1.07-1.13x, mthp_64k_pageout_zram p:munmap 1.04-1.28x (4,096 zram text entries: 332 ns
+  an entry live, 379 in the model), seed 000's disk_best p:pageout_thp 0.81-0.95x.
 """
 
 from __future__ import annotations

@@ -368,7 +368,7 @@ pub struct CostProfile {
     /// of a range of one stride or of more than 33. Default: arch/x86/mm/tlb.c's "each
     /// single flush is about 100 ns". calibrate: MADV_DONTNEED of three present pages per
     /// call less of one (dontneed_present3, dontneed_present, paired), less two pages' zap
-    /// and free (page_free_ns, pte_walk_ns), per page (2026-12-07 this guest: ~130 ns).
+    /// and free (page_free_ns, pte_walk_ns), per page (this guest, 2026-12-07: 42-70 ns).
     pub tlb_flush_page_ns: u64,
     /// A TLB-shootdown IPI to another CPU: estimate (an IPI round trip, ~2-3 µs in a guest).
     pub tlb_ipi_ns: u64,
