@@ -36,10 +36,11 @@
 //! Costs: each folio scanned costs reclaim_scan_page_ns (isolation and the rmap walk of
 //! folio_referenced; less reclaim_swapout_ns when its pass stops short of the swap-out,
 //! e.g. at folio_alloc_swap()'s failure with no swap device), each PTE or PMD unmapped
-//! unmap_page_ns, each folio freed remove_mapping_ns; each piece a split for reclaim leaves unmapped (a zero subpage
-//! remapped to the zero page) reclaim_unmapped_ns for the pass of shrink_folio_list it
-//! still takes (reclaim_activate_ns when no swap slot is left: split_for_reclaim); each
-//! reclaim_pages() call (MADV_PAGEOUT: one per PMD) reclaim_pages_ns. Shared locks are
+//! unmap_page_ns, each folio freed remove_mapping_ns; each piece a split for reclaim
+//! leaves unmapped (a zero subpage remapped to the zero page) reclaim_unmapped_ns for the
+//! pass of shrink_folio_list it still takes (reclaim_activate_ns when no swap slot is
+//! left: split_for_reclaim); each reclaim_pages() call (MADV_PAGEOUT: one per PMD)
+//! reclaim_pages_ns. Shared locks are
 //! simulated (locking.rs): the node's lru_lock taken once per isolated batch and once for
 //! the putback (isolate_lru_folios, move_folios_to_lru; once per folio by MADV_PAGEOUT's
 //! folio_isolate_lru), the swap device's si->lock when the allocator takes a cluster from
