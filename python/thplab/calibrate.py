@@ -851,9 +851,10 @@ def _fit_reclaim(prof, S, V, rows, spread):
             rows,
             spread,
             "reclaim_swapout_ns",
-            min(prof["reclaim_scan_page_ns"], prof["reclaim_scan_page_ns"] - short),
+            prof["reclaim_scan_page_ns"] - max(0.0, short),
             S["noswap.pageout_4k"],
-            "reclaim_scan_page_ns less noswap.pageout_4k (each page activated: no swap-out) less pte_walk",
+            "reclaim_scan_page_ns less noswap.pageout_4k (each page activated: no swap-out) less its PTE walk"
+            " and a 512th of a reclaim_pages() call",
         )
     if alg and m(f"zram.{alg}.same.in") is not None:
         # the model charges a same-filled zram swap-in fault_4k_ns, swapin_ns, the fill

@@ -50,6 +50,13 @@ pub const fn pte_index(addr: u64) -> usize {
     ((addr >> PAGE_SHIFT) as usize) & (PTRS_PER_PTE - 1)
 }
 
+/// The address of PTE slot `i` of the PTE table of PMD range `pmd` (the inverse of pmd_nr
+/// and pte_index).
+#[inline]
+pub const fn pte_addr(pmd: u64, i: u64) -> u64 {
+    (pmd << PMD_SHIFT) + (i << PAGE_SHIFT)
+}
+
 /// The model's PMD number of an address (addr >> PMD_SHIFT): which 2 MiB range.
 #[inline]
 pub const fn pmd_nr(addr: u64) -> u64 {

@@ -531,7 +531,7 @@ impl Kernel {
     /// VM_LOCKED VMA, and all zero (memchr_inv, charged up to its first non-zero byte).
     fn split_subpage_is_zero(&mut self, sid: u32, idx: u32, pf: u64) -> bool {
         let mm = self.slots.get(sid).mm;
-        let addr = (self.slots.get(sid).index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
+        let addr = pte_addr(self.slots.get(sid).index, idx as u64);
         if self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
             return false;
         }

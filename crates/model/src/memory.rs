@@ -55,11 +55,6 @@ const CACHE_LINE: u32 = 64;
 /// strides than this is a full flush (flush_tlb_local), a shorter one an invlpg per stride.
 pub const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 
-/// The address of PTE `i` of the PTE table of PMD range `idx`.
-fn page_addr(idx: u64, i: usize) -> u64 {
-    (idx << PMD_SHIFT) + ((i as u64) << PAGE_SHIFT)
-}
-
 /// A zap's mmu_gather range (include/asm-generic/tlb.h __tlb_adjust_range): from the lowest
 /// to the highest address it cleared an entry at, and whether any was a PTE
 /// (tlb_get_unmap_shift: a page stride if so, else a PMD stride).
@@ -1061,7 +1056,7 @@ impl Kernel {
                             // a run of PTEs mapping order-0 folios outside the swap cache:
                             // each zapped and freed as below, page after page
                             let n = self.zap_base_run(mm, sid, i, i1);
-                            flush.pages(page_addr(idx, i), page_addr(idx, i + n));
+                            flush.pages(pte_addr(idx, i as u64), pte_addr(idx, (i + n) as u64));
                             i += n;
                             continue;
                         }
@@ -1085,7 +1080,7 @@ impl Kernel {
                                 }
                             }
                             self.charge(self.costs.pte_walk_ns * (n - 1));
-                            flush.pages(page_addr(idx, i), page_addr(idx, i + n as usize));
+                            flush.pages(pte_addr(idx, i as u64), pte_addr(idx, i as u64 + n));
                             self.zap_present_ptes(mm, pfn, n);
                             for k in 0..n as usize {
                                 self.set_pte(sid, i + k, PTE_NONE);
@@ -1099,7 +1094,7 @@ impl Kernel {
                         }
                         // zap_present_ptes() without a normal page: clear and record it
                         K_ZERO => {
-                            flush.pages(page_addr(idx, i), page_addr(idx, i + 1));
+                            flush.pages(pte_addr(idx, i as u64), pte_addr(idx, i as u64 + 1));
                             self.charge(self.costs.zap_zero_pte_ns)
                         }
                         _ => {}

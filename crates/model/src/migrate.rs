@@ -101,7 +101,7 @@ impl Kernel {
             let (a, e) = if order == HPAGE_PMD_ORDER {
                 (ix << PMD_SHIFT, (ix + 1) << PMD_SHIFT)
             } else {
-                ((ix << PMD_SHIFT) + ((i as u64) << PAGE_SHIFT), (ix << PMD_SHIFT) + ((i as u64 + nr) << PAGE_SHIFT))
+                (pte_addr(ix, i as u64), pte_addr(ix, i as u64 + nr))
             };
             self.mms[mm].tlb.flush_range(a, e);
         }

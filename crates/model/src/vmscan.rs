@@ -181,7 +181,7 @@ impl Kernel {
         let mut nf = set_young(set_referenced(f, false), false);
         if let Some((sid, idx)) = rmap(f) {
             let s = self.slots.get(sid);
-            let addr = (s.index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
+            let addr = pte_addr(s.index, idx as u64);
             let mm = s.mm;
             if self.mms[mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
                 self.pm.frames[head as usize] = nf;
@@ -303,7 +303,7 @@ impl Kernel {
         self.mms[mm].rss_anon -= 1;
         self.mod_node_page_state(p, NodeStat::NrAnonMapped, -1);
         self.charge(self.costs.unmap_page_ns);
-        let addr = (idx << PMD_SHIFT) + ((pi as u64) << PAGE_SHIFT);
+        let addr = pte_addr(idx, pi as u64);
         match flush.iter_mut().find(|(m, a, _)| *m == mm && *a >> PMD_SHIFT == idx) {
             Some(e) => {
                 e.1 = e.1.min(addr);
@@ -382,7 +382,7 @@ impl Kernel {
             }
         } else if let Some((sid, idx)) = rmap(f) {
             let s = self.slots.get(sid);
-            let addr = (s.index << PMD_SHIFT) + ((idx as u64) << PAGE_SHIFT);
+            let addr = pte_addr(s.index, idx as u64);
             if self.mms[s.mm].find_vma(addr).is_some_and(|v| v.flags & crate::mmap::VM_LOCKED != 0) {
                 return Fate::Activate;
             }
