@@ -1084,3 +1084,54 @@ def test_calibrate_during_validation_gates_against_the_passes_median():
     # a median of integer and float fields keeps their kinds; tables field by field
     m = median_profile([{"a": 1, "b": 1.5, "t": {"x": 3}}, {"a": 4, "b": 2.5, "t": {"x": 5, "y": 1}}], "s")
     assert m == {"a": 2, "b": 2.0, "t": {"x": 4, "y": 1}, "source": "s"}
+
+
+def test_kernel_threads_cpu_time_is_a_time_row_gated_from_ten_ticks():
+    """A kernel thread's CPU time over the run (extra.kthreads, both backends) is a time row,
+    "(kcompactd0 CPU)", the live runs' median against the model's: gated from
+    KTHREAD_GATE_MIN_NS of live time, an information row below it, none where neither side's
+    thread worked."""
+
+    def with_kthreads(r, **cpu):
+        r["extra"]["kthreads"] = [{"name": n, "cpu_ns": ns} for n, ns in cpu.items()]
+        return r
+
+    k = with_kthreads(kernel_result(thp_fault_alloc=16), kcompactd0=800_000_000, khugepaged=80_000_000, kswapd0=0)
+    assert v.run_times(k)["kthreads_cpu_ns"]["kcompactd0"] == 800_000_000
+
+    def rows(model_kcompactd):
+        m = with_kthreads(model_like(k), kcompactd0=model_kcompactd, khugepaged=16_000_000, kswapd0=0)
+        return {t["phase"]: t for t in v.compare(k, m)["times"]}
+
+    t = rows(720_000_000)
+    assert t["(kcompactd0 CPU)"]["status"] == "ok" and t["(kcompactd0 CPU)"]["ratio"] == pytest.approx(0.9)
+    # 5x off, but eight ticks of live time: shown, not gated
+    assert (t["(khugepaged CPU)"]["status"], t["(khugepaged CPU)"]["ok"]) == ("info", True)
+    assert "(kswapd0 CPU)" not in t
+    bad = rows(500_000_000)["(kcompactd0 CPU)"]
+    assert (bad["status"], bad["ok"]) == ("out", False)
+    # over several live runs, their median
+    runs = [v.run_times(k), {"phases": {"p:fault": 8_000_000}, "kthreads_cpu_ns": {"kcompactd0": 500_000_000}}]
+    runs.append({"phases": {"p:fault": 8_000_000}, "kthreads_cpu_ns": {"kcompactd0": 560_000_000}})
+    m = with_kthreads(model_like(k), kcompactd0=500_000_000)
+    row = next(t for t in v.compare(k, m, runs)["times"] if t["phase"] == "(kcompactd0 CPU)")
+    assert (row["kernel_ns"], row["runs"], row["status"]) == (560_000_000, 3, "ok")
+
+
+def test_frag_scenarios_need_proactive_compaction_or_leave_kcompactd_idle():
+    """compaction-frag-p100 fragments enough of a fresh 24 GiB machine to cross
+    proactiveness 100's high watermark, so the model's kcompactd compacts during the settle,
+    which proactiveness 0 (compaction-frag-p0) leaves idle: the scenario pair needs the
+    mechanism it times (kcompactd's CPU time, kthread_rows)."""
+    sc = v.load_scenarios("compaction-frag-p0,compaction-frag-p100")
+    k = kernel_result()
+    out = {}
+    for name, w in sc.items():
+        k["knobs"] = dict(w["knobs"])
+        m = v.run_model(w, k, None)
+        kt = {e["name"]: e["cpu_ns"] for e in m["extra"]["kthreads"]}
+        out[name] = (m["vmstat_delta"].get("compact_daemon_migrate_scanned", 0), kt["kcompactd0"])
+        assert not any(p["name"] == "p:fault" for p in m["phases"]), "no THP fault phase: see the description"
+    assert out["compaction-frag-p0"] == (0, 0)
+    scanned, busy = out["compaction-frag-p100"]
+    assert scanned > 0 and busy >= v.KTHREAD_GATE_MIN_NS
