@@ -1670,8 +1670,9 @@ TIME_RATIO_FLOOR_NS = 5 * TIME_ABS_SLACK_NS
 TIME_UNSTABLE_FACTOR = (1 + TIME_TOLERANCE) / (1 - TIME_TOLERANCE)
 #: a kernel thread's CPU time over a run (kcompactd's proactive rounds, khugepaged's scans:
 #: work no phase of the workload waits for) is gated from this much live time up: the live
-#: runner reads it from /proc/<pid>/stat in clock ticks (10 ms, USER_HZ), so below ten ticks
-#: the tolerance is smaller than one tick; a thread under it gets an information row
+#: runner reads it from /proc/<pid>/stat in clock ticks (10 ms, USER_HZ), a difference of
+#: two counts each a tick short at most, so under 80 ms the tolerance is within that
+#: rounding; a thread under this gets an information row
 KTHREAD_GATE_MIN_NS = 100_000_000
 TIME_TOLERANCE_TEXT = (
     f"times: every phase within +-{TIME_TOLERANCE:.0%} (or {TIME_ABS_SLACK_NS / 1e6:.1f} ms) of the live kernel's median "
@@ -2127,7 +2128,6 @@ def kthread_rows(runs: list[dict], models: list[dict]) -> list[dict]:
     median, named "(kcompactd0 CPU)". Gated like a phase from KTHREAD_GATE_MIN_NS of live
     time up (kcompactd's proactive rounds in compaction-frag-p100 and compaction-fill-p60),
     an information row below it."""
-
     live_runs = [r["kthreads_cpu_ns"] for r in runs if r.get("kthreads_cpu_ns")]
     model_runs_ = [{e["name"]: e["cpu_ns"] for e in (m.get("extra") or {}).get("kthreads") or []} for m in models]
     rows = []
