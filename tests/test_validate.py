@@ -1108,6 +1108,10 @@ def test_kernel_threads_cpu_time_is_a_time_row_gated_from_ten_ticks():
     # 5x off, but eight ticks of live time: shown, not gated
     assert (t["(khugepaged CPU)"]["status"], t["(khugepaged CPU)"]["ok"]) == ("info", True)
     assert "(kswapd0 CPU)" not in t
+    # under a tick on both sides: no row
+    m = with_kthreads(model_like(k), kcompactd0=720_000_000, khugepaged=660)
+    k2 = with_kthreads(copy.deepcopy(k), kcompactd0=800_000_000, khugepaged=0)
+    assert [t["phase"] for t in v.compare(k2, m)["times"] if "CPU" in t["phase"]] == ["(kcompactd0 CPU)"]
     bad = rows(500_000_000)["(kcompactd0 CPU)"]
     assert (bad["status"], bad["ok"]) == ("out", False)
     # over several live runs, their median

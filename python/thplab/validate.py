@@ -1674,6 +1674,9 @@ TIME_UNSTABLE_FACTOR = (1 + TIME_TOLERANCE) / (1 - TIME_TOLERANCE)
 #: two counts each a tick short at most, so under 80 ms the tolerance is within that
 #: rounding; a thread under this gets an information row
 KTHREAD_GATE_MIN_NS = 100_000_000
+#: ... and shown from one such tick of live or model time (khugepaged's few scans of most
+#: scenarios take none)
+KTHREAD_TICK_NS = 10_000_000
 TIME_TOLERANCE_TEXT = (
     f"times: every phase within +-{TIME_TOLERANCE:.0%} (or {TIME_ABS_SLACK_NS / 1e6:.1f} ms) of the live kernel's median "
     "over the runs, elapsed time less the run-queue wait; phases whose middle three live runs spread by more "
@@ -2123,18 +2126,18 @@ def compare_times(
 
 
 def kthread_rows(runs: list[dict], models: list[dict]) -> list[dict]:
-    """A time row per kernel thread that worked in the live runs or the model's: its CPU time
-    over the run (run_times' kthreads_cpu_ns), the live median against the model runs'
-    median, named "(kcompactd0 CPU)". Gated like a phase from KTHREAD_GATE_MIN_NS of live
-    time up (kcompactd's proactive rounds in compaction-frag-p100 and compaction-fill-p60),
-    an information row below it."""
+    """A time row per kernel thread whose median over the live runs or the model's reached a
+    tick (KTHREAD_TICK_NS): its CPU time over the run (run_times' kthreads_cpu_ns), the live
+    median against the model runs' median, named "(kcompactd0 CPU)". Gated like a phase from
+    KTHREAD_GATE_MIN_NS of live time up (kcompactd's proactive rounds in
+    compaction-frag-p100 and compaction-fill-p60), an information row below it."""
     live_runs = [r["kthreads_cpu_ns"] for r in runs if r.get("kthreads_cpu_ns")]
     model_runs_ = [{e["name"]: e["cpu_ns"] for e in (m.get("extra") or {}).get("kthreads") or []} for m in models]
     rows = []
     for name in sorted({n for d in live_runs for n in d}):
         live = [d[name] for d in live_runs if name in d]
         mts = [d[name] for d in model_runs_ if name in d]
-        if not mts or not (any(live) or any(mts)):
+        if not mts or max(median(live), median(mts)) < KTHREAD_TICK_NS:
             continue
         row = _time_row(f"({name} CPU)", live, median(mts))
         if median(live) < KTHREAD_GATE_MIN_NS:
