@@ -1090,7 +1090,7 @@ def test_kernel_threads_cpu_time_is_a_time_row_gated_from_ten_ticks():
     """A kernel thread's CPU time over the run (extra.kthreads, both backends) is a time row,
     "(kcompactd0 CPU)", the live runs' median against the model's: gated from
     KTHREAD_GATE_MIN_NS of live time, an information row below it, none where neither side's
-    thread worked."""
+    median reached a tick (KTHREAD_TICK_NS)."""
 
     def with_kthreads(r, **cpu):
         r["extra"]["kthreads"] = [{"name": n, "cpu_ns": ns} for n, ns in cpu.items()]
