@@ -1114,6 +1114,10 @@ def test_kernel_threads_cpu_time_is_a_time_row_gated_from_ten_ticks():
     assert [t["phase"] for t in v.compare(k2, m)["times"] if "CPU" in t["phase"]] == ["(kcompactd0 CPU)"]
     bad = rows(500_000_000)["(kcompactd0 CPU)"]
     assert (bad["status"], bad["ok"]) == ("out", False)
+    # in a fill the thread's work is the host's layout (its counts are informational): shown
+    m = with_kthreads(model_like(k), kcompactd0=500_000_000)
+    t = next(t for t in v.compare(k, m, fill=True)["times"] if t["phase"] == "(kcompactd0 CPU)")
+    assert (t["status"], t["ok"], t["ratio"]) == ("info", True, pytest.approx(0.625))
     # over several live runs, their median
     runs = [v.run_times(k), {"phases": {"p:fault": 8_000_000}, "kthreads_cpu_ns": {"kcompactd0": 500_000_000}}]
     runs.append({"phases": {"p:fault": 8_000_000}, "kthreads_cpu_ns": {"kcompactd0": 560_000_000}})
