@@ -2053,8 +2053,10 @@ def compare_times(
     runs: list[dict] | None = None,
     models: list[dict] | None = None,
     speeds: tuple[float, dict[str, list[dict]]] | None = None,
+    fill: bool = False,
 ) -> list[dict]:
-    """The time rows of a scenario: per live phase (median over ``runs``, each from
+    """The time rows of a scenario (``fill``: a fill's, whose kernel-thread rows are not
+    gated, kthread_rows): per live phase (median over ``runs``, each from
     ``run_times``) and the AnonHugePages milestone; each with its model time (the median over
     ``models``, the model's runs from each live run's start, ``model_runs``; default
     ``model`` alone), ratio and status. ``speeds``: (cut_ns, {"fast": runs, "slow": runs}),
@@ -2093,13 +2095,12 @@ def compare_times(
             # how many of the live runs met each speed there
             row["speeds"] = {s: met.count(s) for s in ("fast", "slow")}
         rows.append(row)
-    rows += kthread_rows(
-        runs, models if not speeds else [priced(i, run_speed(r, None, speeds[0])) for i, r in enumerate(runs)]
-    )
+    # the model's run paired with each live run as a whole, at the speed its probes met
+    whole = [priced(i, run_speed(r, None, speeds[0])) for i, r in enumerate(runs)] if speeds else models
+    rows += kthread_rows(runs, whole, gate=not fill)
     kd = [r["series"] for r in runs if r.get("series")]
     if speeds:
-        whole = [priced(i, run_speed(r, None, speeds[0])) for i, r in enumerate(runs) if r.get("series")]
-        mds = [md for md in (milestone_series(m) for m in whole) if md]
+        mds = [md for md in (milestone_series(m) for m, r in zip(whole, runs, strict=True) if r.get("series")) if md]
     else:
         mds = [md for md in (milestone_series(m) for m in models) if md]
     if kd and mds:
@@ -2132,12 +2133,15 @@ def compare_times(
     return rows
 
 
-def kthread_rows(runs: list[dict], models: list[dict]) -> list[dict]:
+def kthread_rows(runs: list[dict], models: list[dict], gate: bool = True) -> list[dict]:
     """A time row per kernel thread whose median over the live runs or the model's reached a
     tick (KTHREAD_TICK_NS): its CPU time over the run (run_times' kthreads_cpu_ns), the live
     median against the model runs' median, named "(kcompactd0 CPU)". Gated like a phase from
     KTHREAD_GATE_MIN_NS of live time up (kcompactd's proactive rounds in
-    compaction-frag-p100), an information row below it and in a fill (compare)."""
+    compaction-frag-p100), an information row below it and where not ``gate``: in a fill,
+    whose compaction work is the host's layout, its compact_daemon_* and pgmigrate counts
+    informational (out/vk-h85 compaction-fill-p60 run 0: 827 k pages migrated live, 577 k
+    in the model), so the thread's time for that work is too."""
     live_runs = [r["kthreads_cpu_ns"] for r in runs if r.get("kthreads_cpu_ns")]
     model_runs_ = [{e["name"]: e["cpu_ns"] for e in (m.get("extra") or {}).get("kthreads") or []} for m in models]
     rows = []
@@ -2147,7 +2151,7 @@ def kthread_rows(runs: list[dict], models: list[dict]) -> list[dict]:
         if not mts or max(median(live), median(mts)) < KTHREAD_TICK_NS:
             continue
         row = _time_row(f"({name} CPU)", live, median(mts))
-        if median(live) < KTHREAD_GATE_MIN_NS:
+        if not gate or median(live) < KTHREAD_GATE_MIN_NS:
             row.update(status="info", ok=True)
         rows.append(row)
     return rows
@@ -2718,16 +2722,9 @@ def compare(
         m = ((model.get("latency") or {}).get(kind) or {}).get("ns", {}).get(pct)
         if k is not None and m is not None:
             rows.append(_info_row(f"latency {kind} {pct} ns", int(k), int(m)))
-    times = compare_times(kernel, model, runs, models, speeds)
+    times = compare_times(kernel, model, runs, models, speeds, fill=fill)
     if fill:
         demote_unstable_fill_latency(rows, times)
-        for t in times:
-            if t["phase"].endswith(" CPU)"):
-                # a fill's compaction work is the host's layout: its compact_daemon_* and
-                # pgmigrate counts are informational (out/vk-h85 compaction-fill-p60 run 0:
-                # 827 k pages migrated live, 577 k in the model), so the thread's time for
-                # that work is too (kthread_rows)
-                t.update(status="info", ok=True)
     for t in times:
         if t["status"] == "held":
             notes.append(
