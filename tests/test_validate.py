@@ -398,13 +398,19 @@ def test_replay_saved_kernel_results(tmp_path, capsys):
 
 def test_each_run_keeps_what_the_guest_reported_in_its_set_up_and_during_it():
     """run_times keeps the runner's reported_in_setup_kib and reported_during_run_kib (free
-    page reporting: memory handed back to the host before the run or while it went on),
+    page reporting: memory handed back to the host before the run or while it went on) and
+    small_free_refaulted_kib (the small free blocks it found discarded),
     and the zones' growth where there was some (grown_*_kib), and the reported free blocks at
     each phase end; a run recorded without them has none."""
     k = kernel_result()
     assert "reported_kib" not in v.run_times(k)
     k["kernel"] = {"reported_in_setup_kib": 143_360, "reported_during_run_kib": 0}
     assert v.run_times(k)["reported_kib"] == {"reported_in_setup_kib": 143_360, "reported_during_run_kib": 0}
+    # and what of the small free blocks the runner backed before the run had refaulted
+    # (host.rs back_small_free_blocks): memory the host had discarded unflagged
+    k["kernel"]["small_free_refaulted_kib"] = 2_048
+    assert v.run_times(k)["reported_kib"]["small_free_refaulted_kib"] == 2_048
+    del k["kernel"]["small_free_refaulted_kib"]
     assert "grown_kib" not in v.run_times(k)
     # a run on a guest whose zone grew (deferred_init=lazy): the growth is kept, a run that
     # grew nothing keeps none

@@ -1567,6 +1567,20 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   mthp_64k_pageout_zram p:fault 0.59x (3.3 against 1.9 ms). A fill's kernel-thread rows
   are since shown, not gated (its compaction counts are informational); replayed, h84 45/45
   (154 of 154), h85 44/45 (153 of 154).
+* 2026-12-07 (stop 65): the mthp_64k p:fault phases (256 64 KiB folios, ~2 ms) ran in two
+  modes in out/vk-h84 to -h86: 1.65-2.3 ms, and 3-13 ms in 2-5 of a scenario's 9 runs
+  (out/vk-h86 (20:30-21:09): 44/45, 155 of 156; out mthp_64k_pageout_zram p:fault 0.72x).
+  Only p:fault was slow in those runs (their p:pageout and p:munmap within 10 % of their
+  medians): first touches of memory the host had discarded, ~9 us a page. The model takes
+  every free page that is not PageReported as backed; a probe found the small free blocks
+  of this guest discarded unflagged (after a quiet quarter of an hour, the order-6 to -8
+  Movable blocks, ~150 MiB). The runner now backs them before it reads the free lists
+  (host.rs `back_small_free_blocks`; docs/page_reporting.md, "The small free blocks the host
+  discarded unflagged"), and records what of them refaulted (`small_free_refaulted_kib`,
+  kept per time run). out/vk-h87 (21:29-22:18, 49 min where h86 took 40: 1.9-5.6 GiB of small
+  free blocks backed before each run, median 2.6 GiB): 45/45, 156 of 156 gated within,
+  1.03x, live against itself 4 of 135 (the model out for 0); the 45 mthp_64k p:fault runs
+  1.37-2.63 ms, every one, 1.02-1.07x.
 """
 
 from __future__ import annotations
@@ -1714,7 +1728,11 @@ def run_times(result: dict) -> dict:
     held = (result.get("extra") or {}).get("khugepaged_list_held")
     if held is not None:
         out["khugepaged_list_held"] = held
-    reported = {f: k[f] for f in ("reported_in_setup_kib", "reported_during_run_kib") if k.get(f) is not None}
+    reported = {
+        f: k[f]
+        for f in ("reported_in_setup_kib", "reported_during_run_kib", "small_free_refaulted_kib")
+        if k.get(f) is not None
+    }
     if reported:
         # what the guest handed back to its host in the run's set-up and during it
         out["reported_kib"] = reported

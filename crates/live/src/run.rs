@@ -442,6 +442,9 @@ fn supervise(
     let cpus = host::allowed_cpus();
     let first = w.first_to_start();
     let pinned = host::pin_to(host::process_cpu(&cpus, first));
+    // the free blocks below the reporting order backed again (host::back_small_free_blocks):
+    // the model takes every free page that is not PageReported as backed
+    let small_backed = host::back_small_free_blocks(host::page_reporting_order());
     // the free lists and what of them the guest has reported, as found (before the probe
     // and the back-fill, which the model replays on them: thplab.free_page_reporting_start
     // =found, docs/page_reporting.md)
@@ -738,6 +741,10 @@ fn supervise(
             "swaps": swaps_text,
             "free_page_reporting": host::free_page_reporting(),
             "backed_before_run_bytes": backed_before_run,
+            // the small free blocks backed before the free lists were read, and what of them
+            // refaulted in the host (host::back_small_free_blocks)
+            "small_free_backed_kib": small_backed.map(|(t, _)| t),
+            "small_free_refaulted_kib": small_backed.map(|(_, r)| r),
             // /proc/buddyinfo, /proc/pagetypeinfo and the reported free blocks
             // (host::reported_free_blocks) before the probe and the back-fill
             "buddyinfo_prefill": buddy_prefill,
