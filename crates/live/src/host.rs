@@ -500,8 +500,9 @@ const SMALL_FREE_SLACK: u64 = 512;
 /// along, __del_page_from_free_list() clears it) and still discarded by the host, and this
 /// host's page_reporting also hands it a bitmap of every free page now and then
 /// (docs/page_reporting.md). Measured with a probe that touched the small Movable free
-/// blocks page by page, smallest order first: after a quarter of an hour idle, 150 MiB of
-/// the order-6 to -8 blocks refaulted at ~9 us a page; right after any scenario, none. So
+/// blocks page by page, smallest order first: after a quarter of an hour of short runs and
+/// pauses, 150 MiB of the order-6 to -8 blocks refaulted at ~9 us a page; right after any of
+/// 16 scenario runs, next to none. So
 /// before a run a child of the runner faults in, 4 KiB at a time (an order-0 allocation
 /// takes the smallest free block first: __rmqueue_smallest), as many pages as the Movable
 /// lists hold below `order` (the reporting order), less SMALL_FREE_SLACK, re-reading
@@ -518,7 +519,7 @@ pub fn back_small_free_blocks(order: u32) -> Option<(u64, u64)> {
         let free = read_file("/proc/pagetypeinfo").map(|t| small_movable_free_pages(&t, order)).unwrap_or(0);
         free.saturating_sub(SMALL_FREE_SLACK).min(CHUNK).min(cap_left)
     };
-    // SAFETY: a private page shared with the child for its two counts, unmapped below
+    // SAFETY: an anonymous shared page, where the child leaves its two counts; unmapped below
     let out = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
