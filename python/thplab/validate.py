@@ -1734,7 +1734,8 @@ def run_times(result: dict) -> dict:
         if k.get(f) is not None
     }
     if reported:
-        # what the guest handed back to its host in the run's set-up and during it
+        # what the guest handed back to its host in the run's set-up and during it, and what
+        # of the small free blocks the runner backed before the run the host had discarded
         out["reported_kib"] = reported
     kts = (result.get("extra") or {}).get("kthreads")
     if kts:
