@@ -411,6 +411,14 @@ def test_each_run_keeps_what_the_guest_reported_in_its_set_up_and_during_it():
     k["kernel"]["small_free_refaulted_kib"] = 2_048
     assert v.run_times(k)["reported_kib"]["small_free_refaulted_kib"] == 2_048
     del k["kernel"]["small_free_refaulted_kib"]
+    # what the guest reported after the runner read the free lists, and the runner's wait for
+    # the pass its small-block step requested (host.rs back_small_free_blocks)
+    assert "small_free_pass_wait_ns" not in v.run_times(k)
+    k["kernel"].update(reported_after_found_kib=4_096, small_free_pass_wait_ns=1_950_000_000)
+    t = v.run_times(k)
+    assert t["reported_kib"]["reported_after_found_kib"] == 4_096
+    assert t["small_free_pass_wait_ns"] == 1_950_000_000
+    del k["kernel"]["reported_after_found_kib"], k["kernel"]["small_free_pass_wait_ns"]
     assert "grown_kib" not in v.run_times(k)
     # a run on a guest whose zone grew (deferred_init=lazy): the growth is kept, a run that
     # grew nothing keeps none

@@ -1730,13 +1730,22 @@ def run_times(result: dict) -> dict:
         out["khugepaged_list_held"] = held
     reported = {
         f: k[f]
-        for f in ("reported_in_setup_kib", "reported_during_run_kib", "small_free_refaulted_kib")
+        for f in (
+            "reported_in_setup_kib",
+            "reported_after_found_kib",
+            "reported_during_run_kib",
+            "small_free_refaulted_kib",
+        )
         if k.get(f) is not None
     }
     if reported:
-        # what the guest handed back to its host in the run's set-up and during it, and what
-        # of the small free blocks the runner backed before the run the host had discarded
+        # what the guest handed back to its host in the run's set-up (and of it, after the
+        # free lists were read, which the model's start does not hold) and during it, and
+        # what of the small free blocks the runner backed before the run the host had discarded
         out["reported_kib"] = reported
+    if k.get("small_free_pass_wait_ns") is not None:
+        # the runner's wait for the reporting pass its small-block step's frees requested
+        out["small_free_pass_wait_ns"] = k["small_free_pass_wait_ns"]
     kts = (result.get("extra") or {}).get("kthreads")
     if kts:
         # each kernel thread's CPU time over the run: live, /proc/<pid>/stat's utime+stime;

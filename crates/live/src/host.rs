@@ -507,8 +507,15 @@ const SMALL_FREE_SLACK: u64 = 512;
 /// takes the smallest free block first: __rmqueue_smallest), as many pages as the Movable
 /// lists hold below `order` (the reporting order), less SMALL_FREE_SLACK, re-reading
 /// /proc/pagetypeinfo each 16 MiB, and exits; its frees put the same blocks back, backed.
-/// Returns (KiB touched, KiB that refaulted), or None on a guest that does not report.
-pub fn back_small_free_blocks(order: u32) -> Option<(u64, u64)> {
+/// The child's frees merge with the pages the per-CPU lists held (the lists' overflow goes
+/// to the buddy lists: free_pcppages_bulk) into new blocks of the reporting order and up, and
+/// each such free requests a reporting pass (page_reporting_notify_free), due
+/// PAGE_REPORTING_DELAY (2 s) later: inside the set-up, where it would hand the host what
+/// the probe and the back-fill have just backed, which the model, starting from the free
+/// lists read after this step, does not expect. So where the frees made such blocks, this
+/// waits for that pass to end (wait_for_reporting_pass) before returning.
+/// Returns None on a guest that does not report.
+pub fn back_small_free_blocks(order: u32) -> Option<SmallFreeBacked> {
     const CHUNK: u64 = 4096;
     if !free_page_reporting() {
         return None;
@@ -566,17 +573,105 @@ pub fn back_small_free_blocks(order: u32) -> Option<(u64, u64)> {
             }
             touched += n;
         }
+        // the blocks of the reporting order and up, and the reporting counters, as the
+        // child is about to exit
+        let blocks = read_file("/proc/buddyinfo").map(|t| reportable_free_pages(&t, order)).unwrap_or(0);
+        let (passes, walked) = reporting_counters().unwrap_or((0, 0));
         // SAFETY: the shared page mapped above
         unsafe {
             *counts = touched * 4;
             *counts.add(1) = refaulted * 4;
+            *counts.add(2) = blocks;
+            *counts.add(3) = passes;
+            *counts.add(4) = walked;
         }
         true
     });
+    // the same after its exit
+    let blocks_after = read_file("/proc/buddyinfo").map(|t| reportable_free_pages(&t, order)).unwrap_or(0);
+    let counters_after = reporting_counters();
     // SAFETY: the shared page mapped above; the child has exited
-    let r = unsafe { (*counts, *counts.add(1)) };
+    let (backed_kib, refaulted_kib, blocks_before, passes, walked) =
+        unsafe { (*counts, *counts.add(1), *counts.add(2), *counts.add(3), *counts.add(4)) };
     unsafe { libc::munmap(out, 4096) };
-    (ok == Some(true)).then_some(r)
+    if ok != Some(true) {
+        return None;
+    }
+    let (pass_wait_ns, passes_waited) = match counters_after {
+        Some(after) => {
+            let n = passes_to_wait(blocks_before, blocks_after, (passes, walked), after);
+            let t = now_ns();
+            let seen = wait_for_reporting_pass(after.0, n);
+            (Some(now_ns() - t), seen)
+        }
+        None => (None, 0),
+    };
+    Some(SmallFreeBacked { backed_kib, refaulted_kib, pass_wait_ns, passes_waited })
+}
+
+/// What back_small_free_blocks() did: the KiB it touched and of them the KiB that
+/// refaulted in the host, and how long it then waited for the reporting passes its frees
+/// requested (None where the guest has no pass counter) and how many ended meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmallFreeBacked {
+    pub backed_kib: u64,
+    pub refaulted_kib: u64,
+    pub pass_wait_ns: Option<u64>,
+    pub passes_waited: u64,
+}
+
+/// Free pages in blocks of `order` and up, over every zone /proc/buddyinfo lists: the
+/// blocks free page reporting walks (page_reporting_process: each zone's lists from
+/// page_reporting_order up).
+fn reportable_free_pages(buddyinfo: &str, order: u32) -> u64 {
+    parse_buddyinfo(buddyinfo)
+        .iter()
+        .flat_map(|(_, _, counts)| counts.iter().enumerate().skip(order as usize).map(|(o, n)| n << o))
+        .sum()
+}
+
+/// This guest's reporting passes so far and the blocks its passes have walked (the
+/// reference host's page_reporting module counts both: `passes` at a pass's end, `walked`
+/// as it goes; mainline has neither).
+fn reporting_counters() -> Option<(u64, u64)> {
+    let read = |f: &str| read_trim(&format!("/sys/module/page_reporting/parameters/{f}")).and_then(|t| t.parse().ok());
+    Some((read("passes")?, read("walked")?))
+}
+
+/// How many reporting passes are to end before the free lists are as the model starts
+/// them, after the small-block step: none where its frees made no new free pages in blocks
+/// of the reporting order (`before` and `after` the child's exit: the pages in such blocks;
+/// a pass already due may still come, as before the step); else one, the pass its frees
+/// requested (or one already due, which finds the new blocks too), and two where a pass was
+/// under way as the child exited (`walked` moved and `passes` did not, child's (passes,
+/// walked) against the runner's after the exit): that pass may have walked past the new
+/// blocks, and a request while it runs is served by the next, 2 s after it ends
+/// (page_reporting_process: the state is REQUESTED again, so the work reschedules).
+fn passes_to_wait(before: u64, after: u64, child: (u64, u64), runner: (u64, u64)) -> u64 {
+    if after <= before {
+        0
+    } else if runner.0 == child.0 && runner.1 != child.1 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Wait until the guest's pass counter has risen `n` above `from`: at most 3 s a pass (the
+/// request's PAGE_REPORTING_DELAY of 2 s, and a pass of up to ~0.8 s here). Returns the
+/// passes that ended.
+fn wait_for_reporting_pass(from: u64, n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    let deadline = now_ns() + n * 3_000_000_000;
+    loop {
+        let now = reporting_counters().map(|(p, _)| p.saturating_sub(from)).unwrap_or(n);
+        if now >= n || now_ns() >= deadline {
+            return now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// khugepaged frees the slot of an exited mm at once unless it is the one its cursor is on
@@ -965,6 +1060,34 @@ mod tests {
         // from order 5 the order-5+ blocks are reported, not small
         assert_eq!(small_movable_free_pages(text, 5), 10 + 8 + 8 + 8 + 16);
         assert_eq!(small_movable_free_pages("", 9), 0);
+    }
+
+    /// The small-block step waits for the reporting passes its frees requested: none where
+    /// they made no new pages in blocks of the reporting order (counted over every zone), one
+    /// where they did, two where a pass was walking the lists as the child exited.
+    #[test]
+    fn the_small_block_step_waits_for_the_pass_its_new_blocks_request() {
+        let bi = |n9: u64, n10: u64| {
+            format!(
+                "Node 0, zone      DMA      0      0      0      0      0      0      0      0      0      1      3 \n\
+                 Node 0, zone    DMA32      5      5      5      5      5      5      5      5      5      2    700 \n\
+                 Node 0, zone   Normal     90     40     20     10      4      2      1      1      1   {n9}   {n10} \n"
+            )
+        };
+        let pages = |t: &str, o| reportable_free_pages(t, o);
+        assert_eq!(pages(&bi(4, 100), 9), (1 + 2 + 4) * 512 + (3 + 700 + 100) * 1024);
+        // from order 5 the order 5-8 blocks count too
+        assert_eq!(pages(&bi(4, 100), 5) - pages(&bi(4, 100), 9), 5 * (32 + 64 + 128 + 256) + 2 * 32 + 64 + 128 + 256);
+        let (before, after) = (pages(&bi(4, 100), 9), pages(&bi(6, 100), 9));
+        // two order-9 blocks merged in: one pass, or two with one walking as the child exited
+        assert_eq!(passes_to_wait(before, after, (7, 50), (7, 50)), 1);
+        assert_eq!(passes_to_wait(before, after, (7, 50), (8, 60)), 1);
+        assert_eq!(passes_to_wait(before, after, (7, 50), (7, 60)), 2);
+        // two order-9 blocks became one order-10 block: nothing new to report
+        assert_eq!(passes_to_wait(before, pages(&bi(2, 101), 9), (7, 50), (7, 60)), 0);
+        // fewer (another task allocated meanwhile): no wait
+        assert_eq!(passes_to_wait(after, before, (7, 50), (7, 50)), 0);
+        assert_eq!(wait_for_reporting_pass(7, 0), 0);
     }
 
     /// Each zone's managed pages come from its own section of /proc/zoneinfo, and the growth

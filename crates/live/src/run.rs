@@ -444,7 +444,11 @@ fn supervise(
     let pinned = host::pin_to(host::process_cpu(&cpus, first));
     // the free blocks below the reporting order backed again (host::back_small_free_blocks):
     // the model takes every free page that is not PageReported as backed
+    // (and the reporting pass its frees requested waited for)
     let small_backed = host::back_small_free_blocks(host::page_reporting_order());
+    // the guest's reported KiB as the free lists are read: what it reports from here to the
+    // run's start is what the model's start does not hold
+    let reported_kib_found = host::reported_kib();
     // the free lists and what of them the guest has reported, as found (before the probe
     // and the back-fill, which the model replays on them: thplab.free_page_reporting_start
     // =found, docs/page_reporting.md)
@@ -743,8 +747,12 @@ fn supervise(
             "backed_before_run_bytes": backed_before_run,
             // the small free blocks backed before the free lists were read, and what of them
             // refaulted in the host (host::back_small_free_blocks)
-            "small_free_backed_kib": small_backed.map(|(t, _)| t),
-            "small_free_refaulted_kib": small_backed.map(|(_, r)| r),
+            "small_free_backed_kib": small_backed.map(|b| b.backed_kib),
+            "small_free_refaulted_kib": small_backed.map(|b| b.refaulted_kib),
+            // the wait for the reporting pass that step's frees requested, and the passes
+            // that ended in it
+            "small_free_pass_wait_ns": small_backed.and_then(|b| b.pass_wait_ns),
+            "small_free_passes_waited": small_backed.map(|b| b.passes_waited),
             // /proc/buddyinfo, /proc/pagetypeinfo and the reported free blocks
             // (host::reported_free_blocks) before the probe and the back-fill
             "buddyinfo_prefill": buddy_prefill,
@@ -762,6 +770,9 @@ fn supervise(
             // KiB the guest reported to its host during the set-up (knobs, swap, the probe
             // and the back-fill: memory backed for the run can be handed back before it starts)
             "reported_in_setup_kib": reported_kib_begin.zip(reported_kib_before).map(|(a, b)| b.saturating_sub(a)),
+            // of it, what the guest reported after the free lists were read (under the probe
+            // and the back-fill, which the model replays on the lists as read)
+            "reported_after_found_kib": reported_kib_found.zip(reported_kib_before).map(|(a, b)| b.saturating_sub(a)),
             // KiB the guest reported to its host while the run went on (this host's counter)
             "reported_during_run_kib": reported_kib_before.zip(host::reported_kib()).map(|(a, b)| b.saturating_sub(a)),
             // KiB of fresh memory the zones grew by (deferred_init=lazy, host::zone_managed)
