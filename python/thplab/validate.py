@@ -1581,6 +1581,19 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   free blocks backed before each run, median 2.6 GiB): 45/45, 156 of 156 gated within,
   1.03x, live against itself 4 of 135 (the model out for 0); the 45 mthp_64k p:fault runs
   1.37-2.63 ms, every one, 1.02-1.07x.
+* 2026-12-07 (stop 66): that step's frees merge with the per-CPU lists' overflow into new
+  blocks of the reporting order, and the pass they request fell in the set-up (h87: 280 of
+  375 time runs), over what the back-fill had just backed: out/vk-m87 (nine short
+  scenarios) had zero-page-off p:read 0.56x, six of nine runs a THP refault slower. The
+  runner now waits for that pass before it reads the free lists (host.rs
+  `passes_to_wait`; `small_free_pass_wait_ns` and `reported_after_found_kib`, kept per time
+  run). out/vk-m88 (the same nine): 9/9, 32 of 32. out/vk-h88 (`--calibrate`,
+  23:33-00:30): 43/45, 151 of 153 gated within, 1.01x, counters within in all 45, live
+  against itself 4 of 132 (the model out for 2); 39 of 375 runs had anything reported
+  after the lists were read. Out: mthp_64k_pageout_zram p:munmap 1.31x (text_free_ns 320
+  ns for lzo-rle, 265 in h85's 0.97x) and defrag-always p:fault 0.54x (5 of 9 runs 1-13
+  THP refaults; the slow runs of the THP fault phases follow the same predecessors in
+  every validation, docs/page_reporting.md).
 """
 
 from __future__ import annotations
