@@ -1593,7 +1593,12 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   after the lists were read. Out: mthp_64k_pageout_zram p:munmap 1.31x (text_free_ns 320
   ns for lzo-rle, 265 in h85's 0.97x) and defrag-always p:fault 0.54x (5 of 9 runs 1-13
   THP refaults; the slow runs of the THP fault phases follow the same predecessors in
-  every validation, docs/page_reporting.md).
+  every validation, docs/page_reporting.md). out/vk-h89 (00:34-01:33): 39/45, 144 of 150,
+  0.97x, counters within in all 45; 3-5 of 9 runs of each 64-THP fault phase took one THP
+  refault more (~10.1 ms against 5.57 in the model: defrag-always and enabled-always out at
+  0.55x), whatever their wait; partial-munmap p:fault 1.72x, seed 000 disk_best
+  p:pageout_4k 0.71x, compaction-fill-p60 p:fragment 0.71x, swap_pageout_thp_zram_dense
+  p:fault 0.68x.
 """
 
 from __future__ import annotations
