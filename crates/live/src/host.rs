@@ -48,7 +48,7 @@ pub fn free_page_reporting() -> bool {
 /// `page_reporting_order` parameter, which a boot option or root may set at any time; -1
 /// until a device registers; pageblock_order, 9 on x86, where the parameter is absent).
 pub fn page_reporting_order() -> u32 {
-    match read_trim("/sys/module/page_reporting/parameters/page_reporting_order").and_then(|t| t.parse::<i64>().ok()) {
+    match page_reporting_param::<i64>("page_reporting_order") {
         Some(o) if (0..=11).contains(&o) => o as u32,
         Some(o) if o > 11 => 11,
         _ => 9,
@@ -58,7 +58,12 @@ pub fn page_reporting_order() -> u32 {
 /// KiB this guest has reported to its host so far, where its kernel counts them (this
 /// reference host's page_reporting module has a `reported_kib` parameter; mainline has none).
 pub fn reported_kib() -> Option<u64> {
-    read_trim("/sys/module/page_reporting/parameters/reported_kib").and_then(|t| t.parse().ok())
+    page_reporting_param("reported_kib")
+}
+
+/// A parameter of the page_reporting module, parsed; None where it is absent or unreadable.
+fn page_reporting_param<T: std::str::FromStr>(name: &str) -> Option<T> {
+    read_trim(&format!("/sys/module/page_reporting/parameters/{name}")).and_then(|t| t.parse().ok())
 }
 
 /// The free blocks this guest has reported to its host, per zone and order, laid out as
@@ -526,7 +531,8 @@ pub fn back_small_free_blocks(order: u32) -> Option<SmallFreeBacked> {
         let free = read_file("/proc/pagetypeinfo").map(|t| small_movable_free_pages(&t, order)).unwrap_or(0);
         free.saturating_sub(SMALL_FREE_SLACK).min(CHUNK).min(cap_left)
     };
-    // SAFETY: an anonymous shared page, where the child leaves its two counts; unmapped below
+    // SAFETY: an anonymous shared page, where the child leaves its counts (KiB touched and
+    // refaulted, the pages in reportable blocks, the pass counters); unmapped below
     let out = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -634,8 +640,7 @@ fn reportable_free_pages(buddyinfo: &str, order: u32) -> u64 {
 /// reference host's page_reporting module counts both: `passes` at a pass's end, `walked`
 /// as it goes; mainline has neither).
 fn reporting_counters() -> Option<(u64, u64)> {
-    let read = |f: &str| read_trim(&format!("/sys/module/page_reporting/parameters/{f}")).and_then(|t| t.parse().ok());
-    Some((read("passes")?, read("walked")?))
+    Some((page_reporting_param("passes")?, page_reporting_param("walked")?))
 }
 
 /// How many reporting passes are to end before the free lists are as the model starts
