@@ -894,6 +894,8 @@ def test_found_start_models_each_live_run_from_its_own_start():
 
     def model_fn(w, kernel, costs):
         seen.append(kernel["kernel"]["reported_prefill"])
+        # and its pages in use with them, not the first run's
+        assert kernel["kernel"]["in_use_prefill"] == kernel["kernel"]["reported_prefill"].replace("reported", "in_use")
         # the model's time follows the start it is given: 9 ms, then 9 ms
         return model_like(k, 9 / 8)
 
