@@ -450,6 +450,90 @@ pub fn back_free_memory(bytes: u64, collapses: bool) -> u64 {
     backed
 }
 
+/// 4 KiB pages the runner holds from its CPU's per-CPU list while the back-fill runs
+/// (`hold_pcp_room`); unmapped on drop, from the CPU the runner is pinned to, so that the
+/// frees go back to that list (its overflow drains that order-0 list first, not the
+/// back-fill's THPs).
+pub struct PcpRoom {
+    addr: usize,
+    len: usize,
+    /// the pages held
+    pub pages: u64,
+}
+
+impl Drop for PcpRoom {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: the runner's own anonymous mapping, mapped by hold_pcp_room and
+            // referenced by nothing else
+            unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+        }
+    }
+}
+
+/// Room on `cpu`'s per-CPU list for a back-fill of `backfill_bytes`
+/// (thplab_workload::footprint::pcp_room_pages, which says why): the runner, pinned to
+/// `cpu`, faults in that many 4 KiB pages of a MADV_NOHUGEPAGE mapping, which takes
+/// them off the list, and keeps them until the back-fill's process has exited. The list
+/// is `cpu`'s in the zone where its high is largest (ZONE_NORMAL). Nothing where the guest
+/// does not report free pages (no back-fill) or the list has room.
+pub fn hold_pcp_room(cpu: usize, backfill_bytes: u64) -> PcpRoom {
+    let none = PcpRoom { addr: 0, len: 0, pages: 0 };
+    if !free_page_reporting() || backfill_bytes == 0 {
+        return none;
+    }
+    let Some((count, high, batch)) = pcp_of_cpu(&zoneinfo(), cpu as u32) else {
+        return none;
+    };
+    let pages = thplab_workload::footprint::pcp_room_pages(count, high, batch, backfill_bytes);
+    if pages == 0 {
+        return none;
+    }
+    let len = pages as usize * 4096;
+    // SAFETY: a fresh private anonymous mapping, written only within its length
+    unsafe {
+        let raw = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if raw == libc::MAP_FAILED {
+            return none;
+        }
+        // 4 KiB pages whatever the THP and mTHP modes (VM_NOHUGEPAGE)
+        libc::madvise(raw, len, libc::MADV_NOHUGEPAGE);
+        for off in (0..len).step_by(4096) {
+            std::ptr::write_volatile((raw as usize + off) as *mut u8, 1);
+        }
+        PcpRoom { addr: raw as usize, len, pages }
+    }
+}
+
+/// (count, high, batch) of `cpu`'s per-CPU list in the zone where its high is largest,
+/// from a /proc/zoneinfo text.
+fn pcp_of_cpu(text: &str, cpu: u32) -> Option<(u64, u64, u64)> {
+    let mut best: Option<(u64, u64, u64)> = None;
+    let (mut this, mut count, mut high) = (false, None::<u64>, None::<u64>);
+    zoneinfo_walk(text, |_, _, t| match t {
+        ["cpu:", c] => (this, count, high) = (c.parse() == Ok(cpu), None, None),
+        ["count:", c] if this => count = c.parse().ok(),
+        ["high:", h] if this => high = h.parse().ok(),
+        ["batch:", b] if this => {
+            if let (Some(c), Some(h), Ok(b)) = (count, high, b.parse::<u64>()) {
+                if best.is_none_or(|x| h > x.1) {
+                    best = Some((c, h, b));
+                }
+            }
+            this = false;
+        }
+        _ => {}
+    });
+    best
+}
+
 /// Run `f` in a forked child of this (single-threaded) process and wait for it: Some(what
 /// `f` returned), None if the fork failed. The child leaves by _exit(), running no
 /// destructor of the runner's (its journal, its guards).
@@ -1065,6 +1149,15 @@ mod tests {
         // from order 5 the order-5+ blocks are reported, not small
         assert_eq!(small_movable_free_pages(text, 5), 10 + 8 + 8 + 8 + 16);
         assert_eq!(small_movable_free_pages("", 9), 0);
+    }
+
+    /// The runner's room for the back-fill comes off its CPU's list in ZONE_NORMAL.
+    #[test]
+    fn the_room_is_taken_from_the_cpus_list_with_the_largest_high() {
+        let zi = "Node 0, zone    DMA32\n  pagesets\n    cpu: 0\n              count:    5\n              high:     3246\n              batch:    63\n    cpu: 1\n              count:    7\n              high:     3246\n              batch:    63\nNode 0, zone   Normal\n  pagesets\n    cpu: 0\n              count:    336184\n              high:     337141\n              batch:    63\n              high_min: 6\n    cpu: 1\n              count:    9859\n              high:     10081\n              batch:    63\n";
+        assert_eq!(pcp_of_cpu(zi, 0), Some((336_184, 337_141, 63)));
+        assert_eq!(pcp_of_cpu(zi, 1), Some((9_859, 10_081, 63)));
+        assert_eq!(pcp_of_cpu(zi, 2), None);
     }
 
     /// The small-block step waits for the reporting passes its frees requested: none where

@@ -467,8 +467,13 @@ fn supervise(
     let in_use_prefill = host::pages_in_use();
     // the host's speed now (before the back-fill, which places the run's first blocks)
     let probe_fault_4k_ns = host::fault_4k_probe_ns(host::PROBE_BYTES);
+    // room on this CPU's per-CPU list for the back-fill's THPs (host::hold_pcp_room), held
+    // until its process has exited and freed from this CPU
+    let room = host::hold_pcp_room(host::process_cpu(&cpus, first), p.footprint);
+    let pcp_room_pages = room.pages;
     // memory the host took back (free page reporting) backed again, as the model starts
     let backed_before_run = host::back_free_memory(p.footprint, thplab_workload::footprint::uses_madv_collapse(&p.w));
+    drop(room);
     if pinned {
         host::pin_to_set(&cpus);
     }
@@ -767,6 +772,9 @@ fn supervise(
             // the CPU each process was pinned to, and where the probe and back-fill ran
             "process_cpus": (0..w.processes.len()).map(|i| host::process_cpu(&cpus, i)).collect::<Vec<_>>(),
             "backfill_cpu": pinned.then(|| host::process_cpu(&cpus, first)),
+            // the 4 KiB pages held off that CPU's per-CPU list through the back-fill
+            // (host::hold_pcp_room)
+            "pcp_room_pages": pcp_room_pages,
             // KiB the guest reported to its host during the set-up (knobs, swap, the probe
             // and the back-fill: memory backed for the run can be handed back before it starts)
             "reported_in_setup_kib": reported_kib_begin.zip(reported_kib_before).map(|(a, b)| b.saturating_sub(a)),

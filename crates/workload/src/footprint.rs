@@ -180,9 +180,48 @@ pub fn run_footprint(w: &Workload, initial_pool: u64) -> u64 {
     peak_bytes(w) + pool * (2 << 20)
 }
 
+/// The 4 KiB pages the live runner holds from its CPU's per-CPU list while its back-fill
+/// of `backfill_bytes` runs (crates/live/src/host.rs `hold_pcp_room`; the model replays
+/// it, crates/model/src/engine/backfill.rs), given that list as /proc/zoneinfo shows it
+/// (`count`, `high`, `batch`): enough that the back-fill's THPs, freed as its process
+/// exits, all fit under the list's high with room to spare, so that the run's first
+/// faults take exactly those blocks back, backed.
+///
+/// Why: a list at its high (the small-block step's frees fill it: 336 of 337 thousand
+/// pages) gives each freed THP to free_pcppages_bulk(), which drains the THP list from its
+/// tail first (mm/page_alloc.c: "Ensure requested pindex is drained first"), up to
+/// pcp->free_count pages (nr_pcp_free(): 2,016 once frees run on). Live, 30 of a 64-THP
+/// back-fill's blocks then went to the buddy lists, and the run's faults met, under
+/// them, the spare of the back-fill's last refill (nr_pcp_alloc() takes two THPs at a
+/// time), a reported block's other half the host had discarded: one 4.6 ms refault in a
+/// 64-THP phase of ~5.5 ms, in 3-5 of 9 runs (docs/page_reporting.md).
+///
+/// The room: the back-fill's pages, plus the most one decay_pcp_high() tick lowers high
+/// by while the count is low (an eighth of it; vmstat_update runs it every second), plus
+/// a free_pcppages_bulk()'s most (`batch << CONFIG_PCP_BATCH_SCALE_MAX`). Nothing when
+/// the list has that room already, or when it could not hold the back-fill at all.
+pub fn pcp_room_pages(count: u64, high: u64, batch: u64, backfill_bytes: u64) -> u64 {
+    let need = backfill_bytes.div_ceil(PAGE) + (batch << 5) + high / 8;
+    if need >= high {
+        return 0;
+    }
+    (count + need).saturating_sub(high)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_room_held_is_what_a_full_list_lacks_for_the_back_fill() {
+        // a full list: the back-fill (64 THPs, 32,768 pages), a decay tick, a bulk free
+        assert_eq!(pcp_room_pages(336_184, 337_141, 63, 128 << 20), 336_184 + 32_768 + 2_016 + 42_142 - 337_141);
+        // room enough already
+        assert_eq!(pcp_room_pages(10_000, 337_141, 63, 128 << 20), 0);
+        // a back-fill the list could never hold
+        assert_eq!(pcp_room_pages(336_184, 337_141, 63, 2 << 30), 0);
+        assert_eq!(pcp_room_pages(0, 0, 1, 2 << 20), 0);
+    }
 
     fn wl(ops: &str) -> Workload {
         parse_workload(&format!(r#"{{"processes":[{{"name":"p","ops":[{ops}]}}]}}"#)).unwrap()

@@ -7,6 +7,15 @@ use crate::mm_types::MmId;
 use crate::page_reporting::PAGE_REPORTING_DELAY_NS;
 
 impl Kernel {
+    /// thplab_workload::footprint::pcp_room_pages() for `cpu`'s per-CPU list in the zone
+    /// where its high is largest, as the live runner reads /proc/zoneinfo
+    /// (host::hold_pcp_room): None where there is no room to make.
+    pub(crate) fn pcp_room_pages(&self, cpu: u32, bytes: u64) -> Option<u64> {
+        let pcp = (0..self.pm.zones.len()).map(|zi| &self.pm.pcp[self.pm.pcp_index(cpu, zi)]).max_by_key(|p| p.high)?;
+        let pages = thplab_workload::footprint::pcp_room_pages(pcp.count, pcp.high, pcp.batch, bytes);
+        (pages > 0).then_some(pages)
+    }
+
     /// The live runner's host::back_free_memory() before a run on a reporting guest: a
     /// process (the runner itself, on CPU `cpu`) maps `bytes` rounded up to 2 MiB, 2 MiB
     /// aligned, with MADV_HUGEPAGE, writes every 4 KiB page (THP faults where the knobs
@@ -23,6 +32,10 @@ impl Kernel {
     /// refills raise towards high_max, has decayed when the munmap's THPs fill them
     /// (live after the back-fill: 40-147 thousand pages on the runner's list, against
     /// high_max's 338 thousand that a back-fill without decay left in the model).
+    /// Before it, the runner takes room off `cpu`'s per-CPU list (`pcp_room_pages`,
+    /// host::hold_pcp_room): that many 4 KiB pages of a MADV_NOHUGEPAGE mapping, faulted
+    /// first and unmapped after the back-fill's process has exited, so that a list at its
+    /// high keeps the back-fill's THPs instead of draining them to the buddy lists.
     /// The work is before the run: its time, trace, latency samples, wake-ups and the mTHP
     /// and lock stats are dropped (the vmstat counters are compared from the boot snapshot
     /// taken after it). khugepaged_enter_vma() of the madvise is left out: live, the
@@ -31,17 +44,33 @@ impl Kernel {
     /// (host.rs `back_free_memory`, `khugepaged_collect_exited`).
     pub fn back_free_memory(&mut self, bytes: u64, collapses: bool, cpu: u32, tlb: &thplab_workload::machine::TlbSpec) {
         use crate::memory::{Fault, Mapping};
-        use crate::mmap::{Mm, VM_HUGEPAGE, VM_READ, VM_WRITE};
+        use crate::mmap::{Mm, VM_HUGEPAGE, VM_NOHUGEPAGE, VM_READ, VM_WRITE};
         if !self.pm.pr.enabled || bytes == 0 {
             return;
         }
         let len = bytes.div_ceil(HPAGE_PMD_SIZE) * HPAGE_PMD_SIZE;
-        let id = MmId(self.mms.len() as u32);
         let node = self.pm.nodes.iter().position(|n| n.cpus.contains(&cpu)).unwrap_or(0);
-        self.mms.push(Mm::new(id, "thplab-live", cpu, node, crate::tlb::Tlb::new(tlb)));
         let saved = (self.pm.cpu, self.clock.cpu);
         self.pm.cpu = cpu;
         self.clock.cpu = cpu;
+        // the runner's room on this CPU's per-CPU list (host::hold_pcp_room): 4 KiB pages
+        // of a MADV_NOHUGEPAGE mapping, faulted before the back-fill, unmapped after its exit
+        let room = self.pcp_room_pages(cpu, bytes).map(|pages| {
+            let rid = MmId(self.mms.len() as u32);
+            self.mms.push(Mm::new(rid, "thplab-live", cpu, node, crate::tlb::Tlb::new(tlb)));
+            let rlen = pages * PAGE_SIZE;
+            if let Some(addr) = self.mms[rid].get_unmapped_area(rlen, None) {
+                self.mms[rid].insert_vma(addr, addr + rlen, VM_READ | VM_WRITE | VM_NOHUGEPAGE);
+                let mut a = addr;
+                while a < addr + rlen && self.handle_mm_fault(rid, a, true) == Fault::Ok {
+                    self.pm.set_now_ns(self.clock.cost);
+                    a += PAGE_SIZE;
+                }
+            }
+            rid
+        });
+        let id = MmId(self.mms.len() as u32);
+        self.mms.push(Mm::new(id, "thplab-live", cpu, node, crate::tlb::Tlb::new(tlb)));
         if let Some(addr) = self.mms[id].get_unmapped_area(len, Some(HPAGE_PMD_SIZE)) {
             self.mms[id].insert_vma(addr, addr + len, VM_READ | VM_WRITE | VM_HUGEPAGE);
             let mut a = addr;
@@ -65,6 +94,11 @@ impl Kernel {
         self.charge(0); // its frees' spills to the buddy lists
         let munmap_ns = self.clock.cost - before;
         self.mms.pop_exited();
+        if let Some(rid) = room {
+            self.exit_mm(rid);
+            self.charge(0);
+            self.mms.pop_exited();
+        }
         (self.pm.cpu, self.clock.cpu) = saved;
         self.clock.cost = 0;
         self.clock.wakeups.clear();

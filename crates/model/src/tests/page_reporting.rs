@@ -196,6 +196,39 @@ fn idle_start_reports_free_memory_and_the_back_fill_lands_on_the_runners_cpu() {
     }
 }
 
+/// A back-fill onto a full per-CPU list (the small-block step's frees fill CPU 0's list to
+/// its high): the runner first takes room off the list (host::hold_pcp_room), so that its
+/// THPs, freed as its process exits, all stay on the list, where the run's THP faults on
+/// CPU 0 take them back, backed. Without the room each freed THP drained the THP list's
+/// tail to the buddy lists (free_pcppages_bulk() drains the freeing list first), and the
+/// run met blocks the host had discarded.
+#[test]
+fn the_back_fill_makes_room_on_a_full_per_cpu_list_for_its_thps() {
+    let kn = [
+        ("thplab.free_page_reporting", "1"),
+        ("thplab.free_page_reporting_start", "idle"),
+        ("vm.min_free_kbytes", "67584"),
+    ];
+    let mut k = kernel("8G,cpus=2", &kn);
+    k.page_reporting_settle();
+    let zi = biggest_zone(&k);
+    let i = k.pm.pcp_index(0, zi);
+    let high = k.pm.pcp[i].high_max;
+    k.pm.hold_pcp_as_found(zi, 0, high, high);
+    assert!(k.pm.pcp[i].count + 512 > k.pm.pcp[i].high, "a full list");
+    let thps = 32;
+    let room = k.pcp_room_pages(0, thps * HPAGE_PMD_SIZE);
+    assert!(room.is_some_and(|r| r >= thps * HPAGE_PMD_NR), "room is made: {room:?}");
+    k.back_free_memory(thps * HPAGE_PMD_SIZE, false, 0, &Default::default());
+    let on_list = k.pm.pcp[i].lists.iter().map(|l| l.len() as u64).collect::<Vec<_>>();
+    assert_eq!(on_list[on_list.len() - 1], thps, "every THP on CPU 0's movable THP list: {on_list:?}");
+    k.clock.cost = 0;
+    for _ in 0..thps {
+        k.alloc_pages(GFP_TRANSHUGE, HPAGE_PMD_ORDER, 0).unwrap();
+    }
+    assert!(k.clock.cost < k.costs.refault_reported_2m_ns, "all backed ({} ns)", k.clock.cost);
+}
+
 /// thplab.page_reporting_order below pageblock_order (this guest's module parameter was 5 on
 /// 2026-12-04): a free block of that order is reported and discarded, and one below it is
 /// not; at the default order 9 neither is. An allocation of the reported block refaults
