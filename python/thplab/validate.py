@@ -1599,6 +1599,21 @@ geometric mean 0.92x (before blk_wbt and the backed footprint: 42 of 67, 0.75x):
   0.55x), whatever their wait; partial-munmap p:fault 1.72x, seed 000 disk_best
   p:pageout_4k 0.71x, compaction-fill-p60 p:fragment 0.71x, swap_pageout_thp_zram_dense
   p:fault 0.68x.
+* 2026-12-08 (stop 67): those refaults traced (a probe, not kept, classified each THP's pfn
+  against /proc/kpageflags): the runner's CPU's per-CPU list was at its high, so the
+  back-fill's freed THPs drained to the buddy lists, and the run's faults met the spare of
+  its last refill, a reported block's discarded other half. The runner now holds room on
+  that list through the back-fill (footprint::pcp_room_pages, host.rs `hold_pcp_room`; the
+  model replays it), and each time run's model starts from that run's own pages in use
+  (START_FIELDS; runs 2-9 had laid out the first run's free blocks). Slow runs of the
+  seven THP fault phases in ten-scenario validations: 18 and 30 of 63 before, 5 of 63
+  with the room. out/vk-h90 (`--calibrate`, 03:05-04:00): 40/45, 153 of 158 gated within,
+  0.96x, counters within in all 45; every 64-THP fault phase 1.00-1.03x; out:
+  zero-page-read p:read 0.02x (its one THP, the huge zero folio, now meets a reported
+  order-10 head live, a backed one in the model), split_underused_511 p:shrink 0.17x (six
+  of nine live runs ~1 ms), seed 000 disk_worst p:pageout_thp 0.69x,
+  mthp_64k_pageout_zram p:munmap 1.38x, compaction-fill-p60 p:fault 0.49x.
+  out/vk-m90 (13 short scenarios at out/host-h90.toml): 12/13, 34 of 35.
 """
 
 from __future__ import annotations
