@@ -1824,7 +1824,8 @@ def slab_drops(result: dict) -> dict:
 # The live runner's record of the free lists before its back-fill (run.rs), from which the
 # model starts a run at thplab.free_page_reporting_start=found, and of the pages in use then
 # (~200 KiB of text a run): without them each time run's model laid out the first run's free
-# blocks under its own counts (docs/page_reporting.md, "Each run from its own pages in use")
+# blocks under its own counts (docs/page_reporting.md, "The back-fill's THPs drained off a
+# full per-CPU list")
 START_FIELDS = ("buddyinfo_prefill", "pagetypeinfo_prefill", "reported_prefill", "pcp_prefill", "in_use_prefill")
 # the values of thplab.free_page_reporting_start (crates/workload/src/knobs.rs)
 REPORTING_STARTS = ("backed", "idle", "found")
