@@ -490,9 +490,22 @@ pub fn hold_pcp_room(cpu: usize, backfill_bytes: u64) -> PcpRoom {
         return none;
     }
     let len = pages as usize * 4096;
-    // SAFETY: a fresh private anonymous mapping, written only within its length
+    let Some(raw) = map_small_pages(len) else {
+        return none;
+    };
+    for off in (0..len).step_by(4096) {
+        // SAFETY: within the fresh mapping
+        unsafe { std::ptr::write_volatile((raw as usize + off) as *mut u8, 1) };
+    }
+    PcpRoom { addr: raw as usize, len, pages }
+}
+
+/// A fresh private anonymous mapping of `len` bytes that faults in 4 KiB pages whatever
+/// the THP and mTHP modes (MADV_NOHUGEPAGE: VM_NOHUGEPAGE); None if the mmap failed.
+fn map_small_pages(len: usize) -> Option<*mut libc::c_void> {
+    // SAFETY: a new mapping, no memory of ours changes
     unsafe {
-        let raw = libc::mmap(
+        let m = libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
@@ -500,15 +513,11 @@ pub fn hold_pcp_room(cpu: usize, backfill_bytes: u64) -> PcpRoom {
             -1,
             0,
         );
-        if raw == libc::MAP_FAILED {
-            return none;
+        if m == libc::MAP_FAILED {
+            return None;
         }
-        // 4 KiB pages whatever the THP and mTHP modes (VM_NOHUGEPAGE)
-        libc::madvise(raw, len, libc::MADV_NOHUGEPAGE);
-        for off in (0..len).step_by(4096) {
-            std::ptr::write_volatile((raw as usize + off) as *mut u8, 1);
-        }
-        PcpRoom { addr: raw as usize, len, pages }
+        libc::madvise(m, len, libc::MADV_NOHUGEPAGE);
+        Some(m)
     }
 }
 
@@ -639,20 +648,11 @@ pub fn back_small_free_blocks(order: u32) -> Option<SmallFreeBacked> {
                 break;
             }
             let len = (n * 4096) as usize;
-            // SAFETY: a fresh anonymous mapping, written one byte a page, unmapped at _exit
+            let Some(m) = map_small_pages(len) else {
+                break;
+            };
+            // SAFETY: the fresh mapping, written one byte a page, unmapped at _exit
             unsafe {
-                let m = libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                );
-                if m == libc::MAP_FAILED {
-                    break;
-                }
-                libc::madvise(m, len, libc::MADV_NOHUGEPAGE);
                 for off in (0..len).step_by(4096) {
                     let t = now_ns();
                     std::ptr::write_volatile((m as *mut u8).add(off), 1);
