@@ -237,17 +237,47 @@ pub fn zoneinfo() -> String {
 /// (decay_pcp_high(): ~2,000 pages a second): 1.3 GiB after compaction-frag's fragment
 /// phase on the reference host.
 pub fn pcp_lists(text: &str) -> Vec<Value> {
-    let mut out = vec![];
+    pagesets(text)
+        .into_iter()
+        .map(|p| json!({"node": p.node, "zone": p.zone, "cpu": p.cpu, "count": p.count, "high": p.high}))
+        .collect()
+}
+
+/// One CPU's per-CPU list of one zone in /proc/zoneinfo's pagesets.
+#[derive(Debug, PartialEq)]
+struct Pageset {
+    node: u32,
+    zone: String,
+    cpu: u32,
+    count: u64,
+    high: u64,
+    /// `batch:`, where the text gives it after `high:`
+    batch: Option<u64>,
+}
+
+/// Every per-CPU list of a /proc/zoneinfo text: one for each `cpu:` whose `count:` and
+/// `high:` follow it (pcp_lists, pcp_of_cpu).
+fn pagesets(text: &str) -> Vec<Pageset> {
+    let mut out: Vec<Pageset> = vec![];
     let (mut cpu, mut count) = (None::<u32>, None::<u64>);
+    // the last list pushed, until its `batch:` line (or the next `cpu:` or zone)
+    let mut awaits_batch = false;
     zoneinfo_walk(text, |node, zone, t| match t {
-        ["Node", ..] => (cpu, count) = (None, None),
-        ["cpu:", c] => (cpu, count) = (c.parse().ok(), None),
+        ["Node", ..] => (cpu, count, awaits_batch) = (None, None, false),
+        ["cpu:", c] => (cpu, count, awaits_batch) = (c.parse().ok(), None, false),
         ["count:", c] if cpu.is_some() => count = c.parse().ok(),
         ["high:", h] => {
             if let (Some(c), Some(n), Ok(h)) = (cpu, count, h.parse::<u64>()) {
-                out.push(json!({"node": node, "zone": zone, "cpu": c, "count": n, "high": h}));
+                out.push(Pageset { node, zone: zone.to_string(), cpu: c, count: n, high: h, batch: None });
                 count = None;
+                awaits_batch = true;
             }
+        }
+        ["batch:", b] if awaits_batch => {
+            if let Some(p) = out.last_mut() {
+                p.batch = b.parse().ok();
+            }
+            awaits_batch = false;
         }
         _ => {}
     });
@@ -525,21 +555,13 @@ fn map_small_pages(len: usize) -> Option<*mut libc::c_void> {
 /// from a /proc/zoneinfo text.
 fn pcp_of_cpu(text: &str, cpu: u32) -> Option<(u64, u64, u64)> {
     let mut best: Option<(u64, u64, u64)> = None;
-    let (mut this, mut count, mut high) = (false, None::<u64>, None::<u64>);
-    zoneinfo_walk(text, |_, _, t| match t {
-        ["cpu:", c] => (this, count, high) = (c.parse() == Ok(cpu), None, None),
-        ["count:", c] if this => count = c.parse().ok(),
-        ["high:", h] if this => high = h.parse().ok(),
-        ["batch:", b] if this => {
-            if let (Some(c), Some(h), Ok(b)) = (count, high, b.parse::<u64>()) {
-                if best.is_none_or(|x| h > x.1) {
-                    best = Some((c, h, b));
-                }
+    for p in pagesets(text).into_iter().filter(|p| p.cpu == cpu) {
+        if let Some(b) = p.batch {
+            if best.is_none_or(|x| p.high > x.1) {
+                best = Some((p.count, p.high, b));
             }
-            this = false;
         }
-        _ => {}
-    });
+    }
     best
 }
 
@@ -1158,6 +1180,10 @@ mod tests {
         assert_eq!(pcp_of_cpu(zi, 0), Some((336_184, 337_141, 63)));
         assert_eq!(pcp_of_cpu(zi, 1), Some((9_859, 10_081, 63)));
         assert_eq!(pcp_of_cpu(zi, 2), None);
+        // the lists as MachineSpec::pcp takes them, from the same walk
+        let lists = pcp_lists(zi);
+        assert_eq!(lists.len(), 4);
+        assert_eq!(lists[2], json!({"node": 0, "zone": "Normal", "cpu": 0, "count": 336_184, "high": 337_141}));
     }
 
     /// The small-block step waits for the reporting passes its frees requested: none where
